@@ -1,0 +1,44 @@
+"""Objective functions with exact population oracles, and their registry."""
+
+from __future__ import annotations
+
+from problems.base import Constants, Problem
+from problems.logistic import BreastCancerLogistic, SyntheticLogistic
+from problems.mean_estimation import MeanEstimation
+from problems.phase_retrieval import PhaseRetrieval
+from problems.separable import HardValley, StrictSaddle
+from problems.streams import CHUNK, ArrayStream, DataStream, StreamExhausted, records_digest
+
+_REGISTRY: dict[str, type[Problem]] = {
+    cls.name: cls
+    for cls in (StrictSaddle, HardValley, PhaseRetrieval, SyntheticLogistic,
+                BreastCancerLogistic, MeanEstimation)
+}
+
+
+def available() -> list[str]:
+    """Names of the registered problems."""
+    return list(_REGISTRY)
+
+
+def describe() -> dict[str, str]:
+    """One-line description per registered problem."""
+    return {name: cls.description for name, cls in _REGISTRY.items()}
+
+
+def get_problem(name: str, **params) -> Problem:
+    """Build the problem `name` with keyword parameters (d, ...); ValueError on a bad name."""
+    try:
+        cls = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"problem={name!r} is invalid: must be one of {', '.join(available())}"
+        ) from None
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ValueError(f"bad parameters {params!r} for problem {name!r}: {exc}") from None
+
+
+__all__ = ["CHUNK", "ArrayStream", "Constants", "DataStream", "Problem", "StreamExhausted",
+           "available", "describe", "get_problem", "records_digest"]

@@ -1,0 +1,154 @@
+"""The `Problem` interface: a distribution of smooth losses with exact population oracles.
+
+A problem is a distribution P over records z and a loss f(x; z) on R^d. It states the
+constants of seed 000's Assumption 3.1 (every f(.; z) is G-Lipschitz, M-smooth and
+rho-Hessian-Lipschitz on `constants.domain`, and F(x0) - inf F <= B0), a public start x0,
+vectorized per-sample gradients, and the *exact* population loss, gradient and Hessian
+(closed forms, or full averages over a finite support; never Monte Carlo).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from problems.streams import ArrayStream, DataStream
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Constants of seed 000 Assumption 3.1 for every per-sample loss f(.; z).
+
+    G: Lipschitz constant (bound on ||grad f(x; z)||), M: smoothness (bound on
+    ||hess f(x; z)||), rho: Hessian-Lipschitz constant, B0: F(x0) - inf F, and
+    `domain`: where the bounds hold ("R^d" or a ball).
+    """
+
+    G: float
+    M: float
+    rho: float
+    B0: float
+    domain: str = "R^d"
+    domain_radius: float = math.inf
+
+    def __post_init__(self) -> None:
+        for name in ("G", "M", "rho", "B0", "domain_radius"):
+            value = getattr(self, name)
+            if not (value >= 0):  # also rejects NaN
+                raise ValueError(f"constants.{name}={value!r} is invalid: must be >= 0")
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Return `value` as int or raise ValueError naming the parameter and the allowed range."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name}={value!r} is invalid: must be an integer >= 1")
+    return int(value)
+
+
+def check_nonneg(name: str, value: object) -> float:
+    """Return `value` as float or raise ValueError unless it is a finite number >= 0."""
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is invalid: must be a finite number >= 0") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name}={value!r} is invalid: must be a finite number >= 0")
+    return v
+
+
+def check_positive(name: str, value: object) -> float:
+    """Return `value` as float or raise ValueError unless it is a finite number > 0."""
+    v = check_nonneg(name, value)
+    if v <= 0:
+        raise ValueError(f"{name}={value!r} is invalid: must be a finite number > 0")
+    return v
+
+
+class Problem(ABC):
+    """A stochastic non-convex objective F(x) = E_{z~P} f(x; z) with exact population oracles.
+
+    Records are rows of a float array (shape (n, record_dim)); `data[idx]` selects samples.
+    Subclasses implement `_draw`, the per-sample oracles and the population oracles.
+    """
+
+    name: str = ""
+    description: str = ""
+
+    def __init__(self, d: int) -> None:
+        self.d = check_positive_int("d", d)
+
+    # ----- parameters -------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def constants(self) -> Constants:
+        """Constants of Assumption 3.1 (see `Constants`)."""
+
+    @property
+    @abstractmethod
+    def x0(self) -> np.ndarray:
+        """The public start point, shape (d,)."""
+
+    def params(self) -> dict:
+        """The parameters that define this problem instance (used to key data seeds)."""
+        return {"d": self.d}
+
+    # ----- data -------------------------------------------------------------------------
+    @abstractmethod
+    def _draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw n i.i.d. records as an array of shape (n, record_dim)."""
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw a data set of n i.i.d. records from P."""
+        n = check_positive_int("n", n)
+        return self._draw(n, rng)
+
+    def stream(self, seed: int | np.random.SeedSequence, budget: int | None = None) -> DataStream:
+        """A lazy, prefix-consistent stream of i.i.d. records (see `problems.streams`)."""
+        return DataStream(self._draw, seed, budget=budget)
+
+    def as_stream(self, data: np.ndarray | DataStream) -> DataStream | ArrayStream:
+        """Wrap an array from `sample` in the stream interface; pass streams through."""
+        if isinstance(data, (DataStream, ArrayStream)):
+            return data
+        return ArrayStream(np.asarray(data))
+
+    # ----- per-sample oracles -------------------------------------------------------------
+    @abstractmethod
+    def per_sample_losses(self, x: np.ndarray, batch: np.ndarray) -> np.ndarray:
+        """f(x; z_i) for each record, shape (b,)."""
+
+    @abstractmethod
+    def per_sample_grads(self, x: np.ndarray, batch: np.ndarray) -> np.ndarray:
+        """grad f(x; z_i) for each record, shape (b, d); vectorized over the batch."""
+
+    def per_sample_grad_diffs(self, x: np.ndarray, y: np.ndarray, batch: np.ndarray) -> np.ndarray:
+        """grad f(x; z_i) - grad f(y; z_i), shape (b, d) (Spider's O2 summands)."""
+        return self.per_sample_grads(x, batch) - self.per_sample_grads(y, batch)
+
+    # ----- exact population oracles -------------------------------------------------------
+    @abstractmethod
+    def population_loss(self, x: np.ndarray) -> float:
+        """F(x), exact."""
+
+    @abstractmethod
+    def population_grad(self, x: np.ndarray) -> np.ndarray:
+        """grad F(x), exact, shape (d,)."""
+
+    @abstractmethod
+    def population_hessian(self, x: np.ndarray) -> np.ndarray:
+        """hess F(x), exact, shape (d, d)."""
+
+    def population_hvp(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """hess F(x) @ v; subclasses override where a matrix-free form is cheaper."""
+        return self.population_hessian(x) @ v
+
+    def population_lambda_min(self, x: np.ndarray) -> float:
+        """Smallest eigenvalue of hess F(x); subclasses with structure override."""
+        return float(np.linalg.eigvalsh(self.population_hessian(x))[0])
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,79 @@
+"""Private mean estimation: the calibration problem whose private error law is known exactly.
+
+f(x; z) = 1/2 |x - z|^2 with z = m + (signs) * spread / sqrt(d), signs i.i.d. Rademacher, so
+|z - m| = spread exactly and E z = m. Then
+  F(x) = 1/2 |x - m|^2 + spread^2 / 2,  grad F(x) = x - m,  hess F(x) = I.
+The Gaussian mechanism on the mean gradient at any x has error N(0, sigma^2 I) with
+sigma proportional to (sensitivity / eps): the error norm scales exactly as sqrt(d)/(n eps).
+
+Constants on the ball |x - m| <= R: G = R + spread (|x - z| <= |x - m| + |z - m|), M = 1,
+rho = 0 (quadratic: no saddle, every stationary point is the minimum), B0 = F(x0) - inf F =
+|x0 - m|^2 / 2. The start x0 = m + start_dist * (1, ..., 1)/sqrt(d).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from problems.base import Constants, Problem, check_nonneg, check_positive
+
+
+class MeanEstimation(Problem):
+    name = "mean_estimation"
+    description = "private mean estimation 1/2|x - z|^2 (calibration: error ~ sqrt(d)/(n eps))"
+
+    def __init__(self, d: int = 10, spread: float = 1.0, start_dist: float = 1.0,
+                 radius: float = 2.0) -> None:
+        super().__init__(d)
+        self.spread = check_nonneg("spread", spread)
+        self.start_dist = check_nonneg("start_dist", start_dist)
+        self.radius = check_positive("radius", radius)
+        if self.start_dist > self.radius:
+            raise ValueError(f"start_dist={start_dist!r} is invalid: must be <= radius={radius!r}")
+        self.mean = np.zeros(d)
+
+    @property
+    def constants(self):
+        return Constants(G=self.radius + self.spread, M=1.0, rho=0.0,
+                         B0=0.5 * self.start_dist**2,
+                         domain=f"ball |x - m| <= {self.radius}", domain_radius=self.radius)
+
+    @property
+    def x0(self):
+        return self.mean + self.start_dist / math.sqrt(self.d)
+
+    def params(self):
+        return {"d": self.d, "spread": self.spread, "start_dist": self.start_dist,
+                "radius": self.radius}
+
+    def _draw(self, n, rng):
+        signs = rng.integers(0, 2, size=(n, self.d)) * 2.0 - 1.0
+        return self.mean + signs * (self.spread / math.sqrt(self.d))
+
+    def per_sample_losses(self, x, batch):
+        diff = x - batch
+        return 0.5 * np.einsum("ij,ij->i", diff, diff)
+
+    def per_sample_grads(self, x, batch):
+        return x - batch
+
+    def per_sample_grad_diffs(self, x, y, batch):
+        return np.broadcast_to(x - y, (len(batch), self.d)).copy()
+
+    def population_loss(self, x):
+        diff = x - self.mean
+        return float(0.5 * diff @ diff + 0.5 * self.spread**2)
+
+    def population_grad(self, x):
+        return x - self.mean
+
+    def population_hessian(self, x):
+        return np.eye(self.d)
+
+    def population_hvp(self, x, v):
+        return np.array(v, dtype=float)
+
+    def population_lambda_min(self, x):
+        return 1.0
