@@ -1,0 +1,396 @@
+"""The private stochastic Spider engine (seed 000, Algorithm 2 with the oracles of Algorithm 3).
+
+One loop, with the parts where the papers differ made pluggable:
+
+* noise: fresh Gaussian noise per oracle answer (Ganesh et al. 2023) or one binary-tree
+  mechanism (seed 000 Algorithm 1, Lemma 3.7);
+* O2 batch: fixed B, or adaptive b_t = max{g sqrt(d)/(alpha eps), g kappa / alpha^2, 1} with
+  g = M ||x_t - x_{t-1}|| (seed 000 Lemma 3.8 / Theorem 3.11; with eta = 1/M, g equals the
+  paper's ||nabla~_{t-1}||);
+* drift: sum of squared steps since the last O1 call (Ganesh) or sum of released estimate
+  norms (seed 000 Algorithm 2 line 15); O1 is called when drift >= kappa (line 4);
+* saddle escape (lines 9-11): when the previous released estimate is small and the frozen
+  counter has run out, add g_t ~ N(0, zeta^2/d I) and freeze for Gamma steps.
+
+Privacy is enforced here, not assumed: O1 averages per-sample gradients clipped to C1 and O2
+averages per-sample gradient differences clipped to C2 <= M ||x_t - x_{t-1}||, so with
+replace-one neighbours every release has L2 sensitivity at most 2 C / batch, whatever the
+problem's stated constants. Each record is used once (disjoint batches from a stream).
+
+Ambiguities of seed 000's pseudo-code and the readings taken (each a knob):
+* line 10 resets the drift at each escape perturbation. Taken literally
+  (`reset_drift_on_escape=True`, default), an escape inside an epoch postpones the next O1
+  refresh; the alternative (False) keeps the drift.
+* NODE's line 14 ("k' <= k") is read as k' <= t (see `algorithms.mechanisms`).
+* Algorithm 2 uses one TREE(t) over the global step t while nabla_t restarts at each O1 call
+  (`tree_scope="global"`, default, literal). Written as a prefix sum, the O1 answer is the
+  increment O1(x_t) - nabla_{t-1}, so a record moves its own leaf *and* the next restart's
+  leaf: the accountant is told 2 x depth nodes. `tree_scope="epoch"` restarts the tree at
+  each O1 call (Arora et al. 2023, Algorithm 1): a record moves one leaf, depth nodes.
+* line 9's threshold gamma log^3(B M d / (rho omega)) and Proposition 3.4's zeta are far off
+  the scale of the real estimator error once privacy noise is present (../shared/PITFALLS.md:
+  perturbations fire every Gamma + 1 steps or never). Default `escape_rule="noise_scaled"`:
+  threshold c_escape * max(gamma, noise_norm), zeta = c_zeta * max(gamma, noise_norm) /
+  sqrt(log(d / omega)), where noise_norm is the bound on the privacy-noise norm in the
+  released estimate; `escape_rule="literal"` uses the paper's formulas.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from algorithms.accounting import Calibration, calibrate, gdp_mu, spent_eps
+from algorithms.base import Privacy, Trajectory
+from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
+from problems.base import Constants, Problem
+
+#: Knobs for the constants that O~ hides; all default 1 (DESIGN.md Scientific protocol).
+KNOB_DEFAULTS: dict[str, Any] = {
+    "alpha_mult": 1.0,  # multiplier on the target accuracy alpha (gamma)
+    "budget_mult": 1.0,  # multiplier on the privacy budget the rules assume (eps_eff)
+    "horizon_mult": 1.0,  # multiplier on the horizon T
+    "c_escape": 1.0,  # constant of the escape threshold
+    "c_zeta": 1.0,  # constant of the escape noise
+    "c_Gamma": 1.0,  # constant of the frozen window
+    "omega": 0.1,  # failure probability inside the logs of Lemma 3.3 / Proposition 3.4
+    "escape_rule": "noise_scaled",
+    "reset_drift_on_escape": True,
+    "tree_scope": "global",
+    "max_iterate_floats": 4_000_000,  # memory cap of the stored iterates (see Trajectory)
+}
+
+#: Parameters any run can override directly (then no rule computes them).
+OVERRIDABLE = ("alpha", "b", "B", "kappa", "D", "eta", "T", "Gamma", "zeta",
+               "escape_threshold", "sigma", "target_alpha")
+
+_CHOICES = {
+    "escape_rule": ("noise_scaled", "literal"),
+    "tree_scope": ("global", "epoch"),
+}
+
+
+def validate_overrides(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Check override keys and values before any work; ValueError names key, value, allowed."""
+    out = {}
+    for key, value in overrides.items():
+        if key not in KNOB_DEFAULTS and key not in OVERRIDABLE:
+            allowed = ", ".join([*KNOB_DEFAULTS, *OVERRIDABLE])
+            raise ValueError(f"parameter {key}={value!r} is invalid for {name}: allowed: {allowed}")
+        if key in _CHOICES:
+            if value not in _CHOICES[key]:
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be one of {_CHOICES[key]}")
+        elif key == "reset_drift_on_escape":
+            if not isinstance(value, bool):
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be true or false")
+        else:
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be a number") from None
+            if not v > 0 or (math.isinf(v) and key not in ("T",)):
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be a finite number > 0")
+            if key == "omega" and v >= 1:
+                raise ValueError(f"parameter omega={value!r} is invalid: must be in (0, 1)")
+        out[key] = value
+    return out
+
+
+def tree_nodes(depth: int, scope: str) -> int:
+    """Gaussian node values one record can move in the tree (see module docstring)."""
+    return 2 * depth if scope == "global" else depth
+
+
+def noise_calibration(privacy: Privacy, sensitivity: float, noise: str, T: int,
+                      scope: str) -> Calibration:
+    """The accountant's calibration for this algorithm's mechanism."""
+    if noise == "tree":
+        depth = TreeMechanism.depth(T)
+        return calibrate(privacy.eps, privacy.delta, sensitivity,
+                         nodes=tree_nodes(depth, scope), method=privacy.calibration,
+                         tree_steps=T)
+    return calibrate(privacy.eps, privacy.delta, sensitivity, method=privacy.calibration)
+
+
+def effective_eps(privacy: Privacy, noise: str, T: int, scope: str, budget_mult: float) -> float:
+    """The eps the batch rules budget for, so that the noise they plan for is the noise added.
+
+    The papers' rules make a release's sensitivity ~ eps alpha / sqrt(d) assuming noise std =
+    sensitivity / eps. The accountant adds std = multiplier x sensitivity (x sqrt(popcount(t))
+    <= sqrt(depth) for a tree prefix), and the replace-one sensitivity carries a factor 2.
+    eps_eff = budget_mult / (2 x multiplier [x sqrt(depth)]) puts both on the same footing
+    (fair rules, DESIGN.md protocol item 4; ../shared/PITFALLS.md: ~200x for the tree).
+    """
+    if not privacy.private:
+        return math.inf
+    cal = noise_calibration(privacy, 1.0, noise, T, scope)
+    factor = cal.multiplier
+    if noise == "tree":
+        factor *= math.sqrt(TreeMechanism.depth(T))
+    return budget_mult / (2.0 * factor)
+
+
+class Spider:
+    """Base class of the private Spider configurations (see module docstring).
+
+    Subclasses set `noise` ("gaussian" | "tree"), `batch_rule` ("fixed" | "adaptive"),
+    `drift_rule` ("squared_steps" | "estimate_norms"), `bounded_step` and implement
+    `theory_params`. `claimed_exponent` is the p of alpha ~ (sqrt(d)/(n eps))^p (None: no claim).
+    """
+
+    name = "spider"
+    description = ""
+    paper = ""
+    noise = "tree"
+    batch_rule = "adaptive"
+    drift_rule = "estimate_norms"
+    bounded_step = False
+    claimed_exponent: float | None = None
+    claimed_rate = ""
+
+    def __init__(self, **overrides: Any) -> None:
+        self.overrides = validate_overrides(self.name, overrides)
+
+    # -- parameters ---------------------------------------------------------------------------
+    def knobs(self) -> dict[str, Any]:
+        return {k: self.overrides.get(k, v) for k, v in KNOB_DEFAULTS.items()}
+
+    @classmethod
+    def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
+                      **knobs: Any) -> dict[str, Any]:
+        """Every parameter of a run from the paper's formulas (see subclasses)."""
+        raise NotImplementedError
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        """theory_params with knobs and direct overrides applied, plus derived quantities."""
+        knobs = self.knobs()
+        direct = {k: v for k, v in self.overrides.items() if k in OVERRIDABLE}
+        p = self.theory_params(problem.constants, n, problem.d, privacy, **knobs, **direct)
+        for key, value in direct.items():
+            if key in ("target_alpha",):
+                continue
+            p[key] = value
+        for key in ("b", "B", "T", "Gamma"):
+            if key in p and p[key] is not None and math.isfinite(p[key]):
+                p[key] = max(1, math.ceil(p[key]))
+        p.update({k: v for k, v in knobs.items()})
+        return p
+
+    # -- the run ------------------------------------------------------------------------------
+    def run(self, problem: Problem, data: Any, privacy: Privacy,
+            rng: np.random.Generator) -> Trajectory:
+        """Run on `data` (an array from problem.sample or a stream); randomness only from rng."""
+        if not isinstance(privacy, Privacy):
+            raise ValueError(f"privacy={privacy!r} is invalid: must be an algorithms.Privacy")
+        stream = problem.as_stream(data)
+        n = None if math.isinf(stream.remaining) else int(stream.remaining)
+        p = self.resolve_params(problem, n, privacy)
+        return _run_engine(self, problem, stream, privacy, rng, p)
+
+
+def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float:
+    """A-priori bound on one release's replace-one sensitivity, enforced by the clips."""
+    s_o1 = 2 * G / p["b"]
+    if alg.batch_rule == "adaptive":
+        s_o2 = 2 * p["alpha"] * p["eps_eff"] / math.sqrt(d) if math.isfinite(p["eps_eff"]) else 0.0
+    else:
+        s_o2 = 2 * M * p["D"] / p["B"] if alg.bounded_step else 0.0
+    return max(s_o1, s_o2)
+
+
+def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
+                rng: np.random.Generator, p: dict) -> Trajectory:
+    const = problem.constants
+    d, G, M = problem.d, const.G, const.M
+    x = np.array(problem.x0, dtype=float)
+    b, T, kappa, eta = int(p["b"]), p["T"], p["kappa"], p["eta"]
+    T_int = int(T) if math.isfinite(T) else 2**62
+    warnings: list[str] = []
+    if stream.remaining < b:
+        warnings.append(f"first O1 batch b={b} exceeds the data budget {stream.remaining}: no step run")
+
+    # Noise calibration (fixed before the run; Lemma 3.7 for the tree).
+    tree: TreeMechanism | None = None
+    if alg.noise == "tree":
+        s_leaf = _leaf_sensitivity(alg, p, G, M, d)
+        cal = noise_calibration(privacy, s_leaf, "tree", T_int, p["tree_scope"])
+        sigma = cal.sigma
+        if "sigma" in alg.overrides:
+            if float(alg.overrides["sigma"]) < sigma:
+                raise ValueError(f"parameter sigma={alg.overrides['sigma']!r} is invalid: must be "
+                                 f">= {sigma:.6g}, the noise (eps, delta) needs")
+            sigma = float(alg.overrides["sigma"])
+        tree = TreeMechanism(d, sigma, rng)
+        mu = s_leaf * math.sqrt(cal.nodes) / sigma if sigma > 0 else math.inf
+        p.update(sigma=sigma, leaf_sensitivity=s_leaf, tree_depth=TreeMechanism.depth(T_int),
+                 tree_nodes=cal.nodes, calibration_floored=cal.floored)
+        clip_o1 = min(G, s_leaf * b / 2) if privacy.private else G
+    else:
+        cal = noise_calibration(privacy, 1.0, "gaussian", T_int, "epoch")
+        mult = cal.multiplier
+        mu = 1.0 / mult if mult > 0 else math.inf
+        p.update(noise_multiplier=mult, calibration_floored=cal.floored)
+        clip_o1 = G
+    p["privacy_mu"] = mu
+
+    # Storage of iterates (see Trajectory): thin when T x d is large.
+    cap_steps = T_int if math.isfinite(T) else int(min(stream.remaining, 2**40) // max(1, b))
+    keep_every = max(1, math.ceil(min(cap_steps, 10**9) * d / p["max_iterate_floats"]))
+    p["keep_every"] = keep_every
+    it_x, it_t, it_s, it_e = [x.copy()], [0], [0], []
+    best_est = math.inf
+
+    rec_oracle: list[int] = []
+    rec_batch: list[int] = []
+    rec_noise: list[float] = []
+    rec_norm: list[float] = []
+    rec_drift: list[float] = []
+    rec_escape: list[bool] = []
+    rec_samples: list[int] = []
+
+    drift = kappa  # line 2: drift_0 = kappa, so step 0 calls O1
+    frozen_prev = 1  # frozen_{-1} = 1
+    nabla = np.zeros(d)
+    x_prev = x.copy()
+    prev_norm = math.inf
+    grad_evals = 0
+    stop = "T_reached"
+    t = 0
+    sqrt_d = math.sqrt(d)
+    threshold, Gamma, zeta = p["escape_threshold"], int(p["Gamma"]), p["zeta"]
+    eps_eff, alpha = p["eps_eff"], p["alpha"]
+    while t < T_int:
+        if stream.remaining <= b:  # line 3
+            stop = "data_exhausted"
+            break
+        noise_std = 0.0
+        if drift >= kappa:  # line 4-5: O1
+            batch = stream.take(b)
+            grads = problem.per_sample_grads(x, batch)
+            grad_evals += len(batch)
+            nabla = clip_rows(grads, clip_o1).mean(axis=0)
+            if tree is None and privacy.private:
+                noise_std = mult * 2 * clip_o1 / b
+                nabla = nabla + gaussian_noise(d, noise_std, rng)
+            if tree is not None and p["tree_scope"] == "epoch":
+                tree.restart()
+            drift = 0.0
+            oracle, used = 1, b
+        else:  # line 7: O2
+            step_len = float(np.linalg.norm(x - x_prev))
+            g = M * step_len
+            if alg.batch_rule == "adaptive":
+                terms = [1.0, g * kappa / alpha**2]
+                if math.isfinite(eps_eff):
+                    terms.append(g * sqrt_d / (alpha * eps_eff))
+                bt = math.ceil(max(terms))
+            else:
+                bt = int(p["B"])
+            if bt > stream.remaining:
+                stop = "data_exhausted"
+                break
+            batch = stream.take(bt)
+            diffs = problem.per_sample_grad_diffs(x, x_prev, batch)
+            grad_evals += 2 * len(batch)
+            clip_o2 = g
+            if tree is not None and privacy.private:
+                clip_o2 = min(g, p["leaf_sensitivity"] * bt / 2)
+            delta_t = clip_rows(diffs, clip_o2).mean(axis=0)
+            if tree is None and privacy.private:
+                noise_std = mult * 2 * clip_o2 / bt  # scaled to the step taken (public)
+                delta_t = delta_t + gaussian_noise(d, noise_std, rng)
+            nabla = nabla + delta_t
+            oracle, used = 2, bt
+        frozen = frozen_prev - 1
+        released = nabla + tree.next() if tree is not None else nabla
+        if tree is not None:
+            noise_std = tree.sigma
+        escape = False
+        if prev_norm <= threshold and frozen_prev <= 0:  # line 9 (||nabla~_{t-1}||, frozen_{t-1})
+            frozen = Gamma
+            if p["reset_drift_on_escape"]:
+                drift = 0.0
+            released = released + gaussian_noise(d, zeta / sqrt_d, rng)
+            escape = True
+        est_norm = float(np.linalg.norm(released))
+        step = eta * released
+        if alg.bounded_step:
+            step_norm = eta * est_norm
+            if step_norm > p["D"]:
+                step = step * (p["D"] / step_norm)
+        x_prev = x
+        x = x - step
+        if alg.drift_rule == "estimate_norms":
+            drift += est_norm  # line 15
+        else:
+            drift += float(step @ step)
+        frozen_prev = frozen
+        prev_norm = est_norm
+        t += 1
+
+        rec_oracle.append(oracle)
+        rec_batch.append(used)
+        rec_noise.append(noise_std)
+        rec_norm.append(est_norm)
+        rec_drift.append(drift)
+        rec_escape.append(escape)
+        rec_samples.append(stream.used)
+        it_e.append(est_norm)
+        if not np.all(np.isfinite(x)):
+            stop = "diverged"
+            it_x.append(x.copy()); it_t.append(t); it_s.append(stream.used)
+            break
+        if est_norm < best_est or t % keep_every == 0:
+            best_est = min(best_est, est_norm)
+            it_x.append(x.copy()); it_t.append(t); it_s.append(stream.used)
+
+    if it_t[-1] != t:
+        it_x.append(x.copy()); it_t.append(t); it_s.append(stream.used)
+    # est_norm_at[i]: norm of the estimate used to step *out of* stored iterate i.
+    norms = np.array(it_e + [math.inf])
+    est_at = norms[np.array(it_t)]
+    if t == 0 and stop == "T_reached" and T_int > 0:
+        stop = "data_exhausted"
+    records = {
+        "oracle": np.array(rec_oracle, dtype=np.int8),
+        "batch": np.array(rec_batch, dtype=np.int64),
+        "noise_std": np.array(rec_noise),
+        "est_norm": np.array(rec_norm),
+        "drift": np.array(rec_drift),
+        "escape": np.array(rec_escape, dtype=bool),
+        "samples": np.array(rec_samples, dtype=np.int64),
+    }
+    spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
+             "delta": privacy.delta, "mu": mu}
+    return Trajectory(
+        iterates=np.array(it_x), steps=np.array(it_t), samples_at=np.array(it_s, dtype=np.int64),
+        est_norm_at=est_at, records=records, samples_used=int(stream.used),
+        grad_evals=grad_evals, stop_reason=stop, privacy_spent=spent, params=p, n_steps=t,
+        warnings=warnings,
+    )
+
+
+def escape_params(constants: Constants, d: int, gamma: float, noise_norm: float, T: float,
+                  knobs: dict[str, Any]) -> dict[str, float]:
+    """Escape threshold, noise zeta and frozen window Gamma (seed 000 Alg. 2 line 9, Lemma 3.3,
+    Proposition 3.4), with the `escape_rule` choice described in the module docstring."""
+    M, B0 = constants.M, constants.B0
+    rho = constants.rho if constants.rho > 0 else 1e-12 * M  # rho = 0: no saddles
+    omega = knobs["omega"]
+    L = max(1.0, math.log(d * M * B0 / (rho * gamma * omega)))
+    Gamma = knobs["c_Gamma"] * M * L / math.sqrt(rho * gamma)
+    log_d = max(1.0, math.log(d / omega))
+    if knobs["escape_rule"] == "literal":
+        threshold = knobs["c_escape"] * gamma * max(1.0, math.log(B0 * M * d / (rho * omega))) ** 3
+        zeta = knobs["c_zeta"] * gamma / math.sqrt(log_d)
+    else:
+        scale = max(gamma, noise_norm)
+        threshold = knobs["c_escape"] * scale
+        zeta = knobs["c_zeta"] * scale / math.sqrt(log_d)
+    return {"escape_threshold": threshold, "zeta": zeta, "Gamma": min(Gamma, max(T, 1.0))}
+
+
+__all__ = ["KNOB_DEFAULTS", "OVERRIDABLE", "Spider", "effective_eps", "escape_params",
+           "gdp_mu", "noise_calibration", "validate_overrides"]
