@@ -90,10 +90,10 @@ def fixed_batch_theory_params(noise: str, constants: Constants, n: int | None, d
         if target is not None:
             gamma = float(target) * kn["alpha_mult"]
         else:
-            def excess(log_g: float) -> float:
+            def excess(log_g: float, e: float = eps_eff) -> float:
                 g = math.exp(log_g)
-                k = best_kappa(G, M, B0, d, g, eps_eff)
-                return math.log(fixed_batch_rules(G, M, B0, d, g, eps_eff, k)["budget"] / n)
+                k = best_kappa(G, M, B0, d, g, e)
+                return math.log(fixed_batch_rules(G, M, B0, d, g, e, k)["budget"] / n)
             gamma = kn["alpha_mult"] * math.exp(brentq(excess, math.log(1e-12), math.log(1e6)))
         T = kn.get("T") or kn["horizon_mult"] * B0 * M / gamma**2
         if noise != "tree" or TreeMechanism.depth(int(T)) == TreeMechanism.depth(T_guess):
@@ -239,7 +239,8 @@ class AdaptiveTreeSpider(Spider):
             noise_norm = math.sqrt(d * TreeMechanism.depth(int(T))) * sigma
         else:
             noise_norm = 0.0
-        # Lemma 3.9's budget (constants 1): bBM/(kappa gamma) + BM(sqrt d/(gamma^2 eps) + kappa/gamma^3 + 1/gamma^2)
+        # Lemma 3.9's budget (constants 1):
+        #   b B M / (kappa gamma) + B M (sqrt(d) / (gamma^2 eps) + kappa / gamma^3 + 1 / gamma^2)
         budget = b * B0 * M / (kappa * alpha) + B0 * M * (
             (math.sqrt(d) / (alpha**2 * eps_eff) if priv else 0.0) + kappa / alpha**3 + 1 / alpha**2)
         p = {"alpha": alpha, "gamma": alpha, "eps_eff": eps_eff, "kappa": kappa, "b": b,

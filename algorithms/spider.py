@@ -242,6 +242,11 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
     it_x, it_t, it_s, it_e = [x.copy()], [0], [0], []
     best_est = math.inf
 
+    def _store(xv: np.ndarray, step: int, used: int) -> None:
+        it_x.append(xv.copy())
+        it_t.append(step)
+        it_s.append(used)
+
     rec_oracle: list[int] = []
     rec_batch: list[int] = []
     rec_noise: list[float] = []
@@ -340,16 +345,16 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
         it_e.append(est_norm)
         if not np.all(np.isfinite(x)):
             stop = "diverged"
-            it_x.append(x.copy()); it_t.append(t); it_s.append(stream.used)
+            _store(x, t, stream.used)
             break
         if est_norm < best_est or t % keep_every == 0:
             best_est = min(best_est, est_norm)
-            it_x.append(x.copy()); it_t.append(t); it_s.append(stream.used)
+            _store(x, t, stream.used)
 
     if it_t[-1] != t:
-        it_x.append(x.copy()); it_t.append(t); it_s.append(stream.used)
+        _store(x, t, stream.used)
     # est_norm_at[i]: norm of the estimate used to step *out of* stored iterate i.
-    norms = np.array(it_e + [math.inf])
+    norms = np.array([*it_e, math.inf])
     est_at = norms[np.array(it_t)]
     if t == 0 and stop == "T_reached" and T_int > 0:
         stop = "data_exhausted"

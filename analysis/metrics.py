@@ -1,0 +1,100 @@
+"""The SOSP metric on exact population oracles (seed 000, Definition 1.2).
+
+alpha_SOSP(x) = max(|grad F(x)|, max(0, -lambda_min(hess F(x)))^2 / rho): the smallest alpha
+for which x is an alpha-SOSP of F (|grad F| <= alpha and hess F >= -sqrt(rho alpha) I). rho is
+the problem's stated Hessian-Lipschitz constant (Assumption 3.1), the one the algorithms use.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator, eigsh
+
+from problems.base import Problem
+
+#: Thresholds of the samples-to-accuracy curve: a fixed log grid (8 per decade, 1e-4 .. 10).
+THRESHOLDS = np.logspace(-4, 1, 41)
+
+#: Above this dimension lambda_min comes from Lanczos on Hessian-vector products.
+DENSE_MAX_D = 200
+
+
+def lambda_min(problem: Problem, x: np.ndarray) -> float:
+    """Smallest eigenvalue of the population Hessian at x (closed form, dense, or Lanczos)."""
+    if type(problem).population_lambda_min is not Problem.population_lambda_min:
+        return float(problem.population_lambda_min(x))
+    if problem.d <= DENSE_MAX_D:
+        return float(np.linalg.eigvalsh(problem.population_hessian(x))[0])
+    op = LinearOperator((problem.d, problem.d), matvec=lambda v: problem.population_hvp(x, v),
+                        dtype=float)
+    return float(eigsh(op, k=1, which="SA", tol=1e-10, return_eigenvectors=False)[0])
+
+
+def sosp_alpha(problem: Problem, x: np.ndarray) -> dict:
+    """alpha_SOSP(x) and its parts: keys alpha, grad_norm, lambda_min, curvature_part."""
+    g = float(np.linalg.norm(problem.population_grad(x)))
+    lam = lambda_min(problem, x)
+    rho = problem.constants.rho
+    neg = max(0.0, -lam)
+    curv = 0.0 if neg == 0 else (neg**2 / rho if rho > 0 else math.inf)
+    return {"alpha": max(g, curv), "grad_norm": g, "lambda_min": lam, "curvature_part": curv}
+
+
+def running_min_alpha(problem: Problem, iterates: np.ndarray) -> np.ndarray:
+    """Running minimum of alpha_SOSP along the iterates, exact, with the gradient-norm screen:
+    an iterate whose gradient norm is >= the running minimum so far cannot lower it."""
+    grads = np.array([np.linalg.norm(problem.population_grad(x)) for x in iterates])
+    best = math.inf
+    out = np.empty(len(iterates))
+    for i, x in enumerate(iterates):
+        if grads[i] < best:
+            best = min(best, sosp_alpha(problem, x)["alpha"])
+        out[i] = best
+    return out
+
+
+def samples_to_accuracy(samples_at: np.ndarray, running_min: np.ndarray,
+                        thresholds: np.ndarray = THRESHOLDS) -> np.ndarray:
+    """For each threshold a: samples consumed when the running minimum first fell to <= a
+    (NaN if never)."""
+    out = np.full(len(thresholds), np.nan)
+    for k, a in enumerate(thresholds):
+        hit = np.flatnonzero(running_min <= a)
+        if hit.size:
+            out[k] = samples_at[hit[0]]
+    return out
+
+
+def evaluate(problem: Problem, traj) -> dict:
+    """Metrics of one run: alpha_SOSP (with its parts) at the best stored iterate (the theorems'
+    "at least one output"), the last iterate, and the iterate with the smallest private
+    estimate norm (a selection the algorithm could make itself); the samples-to-accuracy
+    curve over `THRESHOLDS`; samples, steps and privacy spent."""
+    its = traj.iterates
+    run_min = running_min_alpha(problem, its)
+    best_alpha = float(run_min[-1])
+    # Locate the best iterate: the first index where the running minimum reaches its final value.
+    best_idx = int(np.flatnonzero(run_min <= best_alpha)[0])
+    best = sosp_alpha(problem, its[best_idx])
+    last = sosp_alpha(problem, its[-1])
+    sel_idx = int(np.argmin(traj.est_norm_at))
+    sel = sosp_alpha(problem, its[sel_idx])
+    x0 = sosp_alpha(problem, problem.x0)
+    out = {
+        "alpha_best": best["alpha"], "grad_norm_best": best["grad_norm"],
+        "lambda_min_best": best["lambda_min"], "samples_at_best": int(traj.samples_at[best_idx]),
+        "alpha_last": last["alpha"], "grad_norm_last": last["grad_norm"],
+        "lambda_min_last": last["lambda_min"],
+        "alpha_selected": sel["alpha"], "grad_norm_selected": sel["grad_norm"],
+        "lambda_min_selected": sel["lambda_min"],
+        "alpha_x0": x0["alpha"],
+        "left_saddle": bool(best["alpha"] < 0.5 * x0["alpha"]) if x0["alpha"] > 0 else True,
+        "samples_used": int(traj.samples_used), "n_steps": int(traj.n_steps),
+        "stop_reason": traj.stop_reason, "eps_spent": float(traj.privacy_spent["eps"]),
+        "n_o1": int((traj.records["oracle"] == 1).sum()),
+        "n_escapes": int(traj.records["escape"].sum()),
+    }
+    curve = samples_to_accuracy(traj.samples_at, run_min)
+    return {"metrics": out, "curve": {"threshold": THRESHOLDS.copy(), "samples": curve}}

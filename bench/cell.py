@@ -1,0 +1,52 @@
+"""Run one cell (problem, algorithm, n, eps, delta, seed): the code path of `dprates run`
+and, later, of every sweep cell."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from algorithms import Privacy, get_algorithm
+from analysis.metrics import evaluate
+from problems import get_problem
+
+
+def cell_seeds(seed: int) -> tuple[np.random.SeedSequence, np.random.Generator]:
+    """Data seed and algorithm Generator for a single run with integer `seed`."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed={seed!r} is invalid: must be an integer >= 0")
+    return (np.random.SeedSequence([seed, 0]),
+            np.random.default_rng(np.random.SeedSequence([seed, 1])))
+
+
+def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
+             delta: float = 1e-6, seed: int = 0, params: dict[str, Any] | None = None,
+             problem_params: dict[str, Any] | None = None, calibration: str = "tight",
+             data_seed: np.random.SeedSequence | None = None,
+             rng: np.random.Generator | None = None) -> dict[str, Any]:
+    """Validate everything, run, evaluate. Returns params, metrics, curve, timings."""
+    cls = get_algorithm(algorithm)
+    prob = get_problem(problem, d=d, **(problem_params or {}))
+    privacy = Privacy(eps=eps, delta=delta, calibration=calibration)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"n={n!r} is invalid: must be an integer >= 1")
+    alg = cls(**(params or {}))
+    if data_seed is None or rng is None:
+        data_seed, rng = cell_seeds(seed)
+    stream = prob.stream(data_seed, budget=n)
+    t0, c0 = time.perf_counter(), time.process_time()
+    traj = alg.run(prob, stream, privacy, rng)
+    t1, c1 = time.perf_counter(), time.process_time()
+    ev = evaluate(prob, traj)
+    t2 = time.perf_counter()
+    params_used = {k: v for k, v in traj.params.items()}
+    return {
+        "algorithm": algorithm, "problem": problem, "n": n, "d": d, "eps": eps, "delta": delta,
+        "seed": seed, "params": params_used, "metrics": ev["metrics"], "curve": ev["curve"],
+        "warnings": traj.warnings, "trajectory": traj,
+        "timing": {"run_wall": t1 - t0, "run_cpu": c1 - c0, "eval_wall": t2 - t1},
+        "diverged": traj.stop_reason == "diverged" or not math.isfinite(ev["metrics"]["alpha_best"]),
+    }
