@@ -7,9 +7,10 @@ set bit l of t, so TREE(t) sums popcount(t) nodes. Algorithm 1's NODE function l
 "k' <= k", which never holds; we read it as "k' <= t" (the evident intent: take the
 dyadic block when it ends at or before t), which yields exactly this decomposition.
 
-Streaming: at each level we keep only the node currently in use (its index and its noise),
-drawn when first needed; since t only grows, each node is drawn once, memory is
-O(d log T) and never an array of all nodes. A record that changes one leaf value by at
+Streaming: at each level we keep only the node currently in use, drawn when it enters the
+decomposition; since t only grows, each node is drawn once, memory is O(d log T) and never
+an array of all nodes. Rounding error of the incremental prefix stays at machine precision
+relative to sigma (each step adds and removes O(1) nodes amortized). A record that changes one leaf value by at
 most s changes one node per level, `depth` = T.bit_length() nodes in all.
 """
 
@@ -64,33 +65,30 @@ class TreeMechanism:
     def restart(self) -> None:
         """Forget every node; the next call to `next()` returns TREE(1) of a fresh tree."""
         self.t = 0
-        self._index: list[int] = []  # per level: j of the node held, 0 = none
-        self._noise: list[np.ndarray] = []
+        self._nodes: list[np.ndarray] = []  # per level: the node of that level held now
+        self._prefix = np.zeros(self.d)  # TREE(t), kept incrementally
         self.nodes_drawn = 0
 
-    def _node(self, level: int, j: int) -> np.ndarray:
-        while len(self._index) <= level:
-            self._index.append(0)
-            self._noise.append(np.zeros(self.d))
-        if self._index[level] != j:
-            self._index[level] = j
-            self._noise[level] = (
-                self.sigma * self._rng.standard_normal(self.d) if self.sigma > 0 else np.zeros(self.d)
-            )
-            self.nodes_drawn += 1
-        return self._noise[level]
-
     def next(self) -> np.ndarray:
-        """TREE(t) for the next t: the sum of the nodes of the dyadic decomposition of [1, t]."""
+        """TREE(t) for the next t: the sum of the nodes of the dyadic decomposition of [1, t].
+
+        From t-1 to t the trailing ones of t-1 (levels < l, l = number of trailing zeros of t)
+        are cleared and bit l is set: the nodes of levels < l leave the decomposition and the
+        new node (l, t >> l) enters it, so each step costs O(d) amortized.
+        """
         self.t += 1
-        t = self.t
-        out = np.zeros(self.d)
-        level = 0
-        while (t >> level) > 0:
-            if (t >> level) & 1:
-                out += self._node(level, t >> level)
-            level += 1
-        return out
+        level = (self.t & -self.t).bit_length() - 1
+        for k in range(level):
+            self._prefix -= self._nodes[k]
+        node = (self.sigma * self._rng.standard_normal(self.d) if self.sigma > 0
+                else np.zeros(self.d))
+        self.nodes_drawn += 1
+        if level < len(self._nodes):
+            self._nodes[level] = node
+        else:
+            self._nodes.append(node)
+        self._prefix += node
+        return self._prefix.copy()
 
     @staticmethod
     def depth(steps: int) -> int:

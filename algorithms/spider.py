@@ -58,6 +58,7 @@ KNOB_DEFAULTS: dict[str, Any] = {
     "omega": 0.1,  # failure probability inside the logs of Lemma 3.3 / Proposition 3.4
     "escape_rule": "noise_scaled",
     "reset_drift_on_escape": True,
+    "saddle_noise": True,  # False switches the escape perturbation g_t off (a test control)
     "tree_scope": "global",
     "max_iterate_floats": 4_000_000,  # memory cap of the stored iterates (see Trajectory)
 }
@@ -82,7 +83,7 @@ def validate_overrides(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
         if key in _CHOICES:
             if value not in _CHOICES[key]:
                 raise ValueError(f"parameter {key}={value!r} is invalid: must be one of {_CHOICES[key]}")
-        elif key == "reset_drift_on_escape":
+        elif key in ("reset_drift_on_escape", "saddle_noise"):
             if not isinstance(value, bool):
                 raise ValueError(f"parameter {key}={value!r} is invalid: must be true or false")
         else:
@@ -317,7 +318,8 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
             frozen = Gamma
             if p["reset_drift_on_escape"]:
                 drift = 0.0
-            released = released + gaussian_noise(d, zeta / sqrt_d, rng)
+            if p["saddle_noise"]:
+                released = released + gaussian_noise(d, zeta / sqrt_d, rng)
             escape = True
         est_norm = float(np.linalg.norm(released))
         step = eta * released

@@ -1,0 +1,98 @@
+"""Clipping and the tree mechanism (in the style of TensorFlow Privacy's tree tests)."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from algorithms.mechanisms import TreeMechanism, clip_rows
+
+
+class UnitNodes:
+    """A stand-in Generator whose every node is a vector of ones."""
+
+    def standard_normal(self, d):
+        return np.ones(d)
+
+
+def test_prefix_sums_popcount_nodes_with_unit_node_values():
+    tm = TreeMechanism(3, 1.0, UnitNodes())
+    for t in range(1, 2000):
+        np.testing.assert_array_equal(tm.next(), np.full(3, bin(t).count("1")))
+    tm.restart()
+    np.testing.assert_array_equal(tm.next(), np.ones(3))
+
+
+def test_consecutive_prefixes_share_exactly_the_common_nodes():
+    """TREE(t) - TREE(t-1) for t = 2^k is minus the k older nodes plus one new node."""
+    tm = TreeMechanism(1, 1.0, np.random.default_rng(1))
+    vals = [tm.next()[0] for _ in range(8)]
+    # TREE(3) = node(0,3) + node(1,1) and TREE(2) = node(1,1): so TREE(3) - TREE(2) is fresh,
+    # and TREE(4) = node(2,1) is independent of both.
+    assert vals[2] != vals[1] and vals[3] not in vals[:3]
+
+
+@pytest.mark.slow
+def test_prefix_variance_is_popcount_sigma_squared():
+    d, sigma, reps = 4000, 0.7, 8
+    ts = [1, 3, 7, 8, 15, 21, 31]
+    samples = {t: [] for t in ts}
+    for r in range(reps):
+        tm = TreeMechanism(d, sigma, np.random.default_rng(r))
+        for t in range(1, 32):
+            v = tm.next()
+            if t in samples:
+                samples[t].append(v)
+    for t in ts:
+        x = np.concatenate(samples[t])
+        expected = bin(t).count("1") * sigma**2
+        # Sample variance of 32000 normals: relative standard error sqrt(2/32000) = 0.8%.
+        assert x.var() == pytest.approx(expected, rel=0.04)
+
+
+def test_same_seed_same_stream():
+    a = TreeMechanism(5, 1.0, np.random.default_rng(7))
+    b = TreeMechanism(5, 1.0, np.random.default_rng(7))
+    for _ in range(100):
+        np.testing.assert_array_equal(a.next(), b.next())
+
+
+@pytest.mark.slow
+def test_memory_does_not_grow_with_T():
+    d = 1000
+    tm = TreeMechanism(d, 1.0, np.random.default_rng(0))
+    tracemalloc.start()
+    for _ in range(1000):
+        tm.next()
+    early = tracemalloc.get_traced_memory()[0]
+    for _ in range(10**6 - 1000):
+        tm.next()
+    late, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # O(d log T): one node per level (20 levels at T = 1e6) plus the prefix, 168 kB; an array
+    # of all 2e6 nodes would be 16 GB. From T = 1e3 to 1e6 only the 10 extra levels are added.
+    levels = TreeMechanism.depth(10**6)
+    assert late <= (levels + 3) * d * 8 and peak <= (levels + 6) * d * 8
+    assert late - early <= (levels - TreeMechanism.depth(1000) + 2) * d * 8
+    print(f"tree memory at T=1e6, d=1000: {late} bytes (peak {peak})")
+
+
+def test_depth_counts_levels():
+    assert TreeMechanism.depth(1) == 1
+    assert TreeMechanism.depth(7) == 3 and TreeMechanism.depth(8) == 4
+
+
+def test_clip_rows_bounds_every_row_and_keeps_short_ones():
+    rows = np.array([[3.0, 4.0], [0.3, 0.4], [np.nan, 1.0], [0.0, 0.0]])
+    out = clip_rows(rows.copy(), 1.0)
+    np.testing.assert_allclose(out[0], [0.6, 0.8])
+    np.testing.assert_allclose(out[1], [0.3, 0.4])
+    np.testing.assert_array_equal(out[2], [0.0, 0.0])
+    assert np.all(np.linalg.norm(out, axis=1) <= 1.0 + 1e-12)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="sigma=-1"):
+        TreeMechanism(3, -1.0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="d=0"):
+        TreeMechanism(0, 1.0, np.random.default_rng(0))
