@@ -10,8 +10,9 @@ dyadic block when it ends at or before t), which yields exactly this decompositi
 Streaming: at each level we keep only the node currently in use, drawn when it enters the
 decomposition; since t only grows, each node is drawn once, memory is O(d log T) and never
 an array of all nodes. Rounding error of the incremental prefix stays at machine precision
-relative to sigma (each step adds and removes O(1) nodes amortized). A record that changes one leaf value by at
-most s changes one node per level, `depth` = T.bit_length() nodes in all.
+relative to sigma (each step adds and removes O(1) nodes amortized).
+A record that changes one leaf value by at most s changes one node per level:
+`depth` = T.bit_length() nodes in all.
 """
 
 from __future__ import annotations

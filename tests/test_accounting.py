@@ -2,6 +2,7 @@
 accountant as a second implementation, and a property test that calibrated noise never
 spends more than the target eps."""
 
+import itertools
 import math
 
 import numpy as np
@@ -79,9 +80,9 @@ def test_calibrated_noise_never_spends_more_than_eps(eps, log_delta, T, s, metho
 def test_monotone_more_noise_less_eps():
     mus = [0.05, 0.2, 0.5, 1.0, 2.0, 5.0]
     eps = [gdp_eps(m, 1e-6) for m in mus]
-    assert all(a < b for a, b in zip(eps, eps[1:]))
+    assert all(a < b for a, b in itertools.pairwise(eps))
     sig = [gaussian_sigma(e, 1e-6) for e in (0.1, 0.5, 1.0, 4.0)]
-    assert all(a > b for a, b in zip(sig, sig[1:]))
+    assert all(a > b for a, b in itertools.pairwise(sig))
     assert gdp_mu(1.0, 1e-6) < gdp_mu(1.0, 1e-4)
 
 
