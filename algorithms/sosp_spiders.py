@@ -69,6 +69,25 @@ def best_kappa(G: float, M: float, B0: float, d: int, gamma: float, eps_eff: flo
     return math.exp(res.x)
 
 
+def solve_accuracy_and_horizon(privacy: Privacy, noise: str, scope: str, constants: Constants,
+                               kn: dict[str, Any], accuracy_of: Any) -> tuple[float, float, float]:
+    """eps_eff, the accuracy gamma and the horizon T = horizon_mult x B0 M / gamma^2 (Prop. 3.4).
+
+    eps_eff depends on T through the tree depth, T on gamma and gamma (via `accuracy_of`) on
+    eps_eff: iterate until the depth is stable (2-3 rounds in practice).
+    """
+    B0, M = constants.B0, constants.M
+    T_guess = 2**20
+    for _ in range(6):
+        eps_eff = effective_eps(privacy, noise, T_guess, scope, kn["budget_mult"])
+        gamma = accuracy_of(eps_eff)
+        T = kn.get("T") or kn["horizon_mult"] * B0 * M / gamma**2
+        if noise != "tree" or TreeMechanism.depth(int(T)) == TreeMechanism.depth(T_guess):
+            break
+        T_guess = int(T)
+    return eps_eff, gamma, T
+
+
 def fixed_batch_theory_params(noise: str, constants: Constants, n: int | None, d: int,
                               privacy: Privacy, **kn: Any) -> dict[str, Any]:
     """Parameters of `gaussian_spider` / `tree_spider` (see `fixed_batch_rules`).
@@ -84,21 +103,19 @@ def fixed_batch_theory_params(noise: str, constants: Constants, n: int | None, d
     target = kn.get("target_alpha", kn.get("alpha"))
     _require_n_or_target(noise + "_spider", n, target)
     scope = kn.get("tree_scope", "global")
-    T_guess = 2**20
-    for _ in range(6):
-        eps_eff = effective_eps(privacy, noise, T_guess, scope, kn["budget_mult"])
+
+    def gamma_of(eps_eff: float) -> float:
         if target is not None:
-            gamma = float(target) * kn["alpha_mult"]
-        else:
-            def excess(log_g: float, e: float = eps_eff) -> float:
-                g = math.exp(log_g)
-                k = best_kappa(G, M, B0, d, g, e)
-                return math.log(fixed_batch_rules(G, M, B0, d, g, e, k)["budget"] / n)
-            gamma = kn["alpha_mult"] * math.exp(brentq(excess, math.log(1e-12), math.log(1e6)))
-        T = kn.get("T") or kn["horizon_mult"] * B0 * M / gamma**2
-        if noise != "tree" or TreeMechanism.depth(int(T)) == TreeMechanism.depth(T_guess):
-            break
-        T_guess = int(T)
+            return float(target) * kn["alpha_mult"]
+
+        def excess(log_g: float) -> float:
+            g = math.exp(log_g)
+            k = best_kappa(G, M, B0, d, g, eps_eff)
+            return math.log(fixed_batch_rules(G, M, B0, d, g, eps_eff, k)["budget"] / n)
+
+        return kn["alpha_mult"] * math.exp(brentq(excess, math.log(1e-12), math.log(1e6)))
+
+    eps_eff, gamma, T = solve_accuracy_and_horizon(privacy, noise, scope, constants, kn, gamma_of)
     kappa = float(kn.get("kappa") or best_kappa(G, M, B0, d, gamma, eps_eff))
     rules = fixed_batch_rules(G, M, B0, d, gamma, eps_eff, kappa)
     b = kn.get("b") or rules["b"]
@@ -220,15 +237,12 @@ class AdaptiveTreeSpider(Spider):
         target = kn.get("target_alpha", kn.get("alpha"))
         _require_n_or_target(cls.name, n, target)
         scope = kn.get("tree_scope", "global")
-        T_guess = 2**20
-        for _ in range(6):
-            eps_eff = effective_eps(privacy, "tree", T_guess, scope, kn["budget_mult"])
+
+        def alpha_of(eps_eff: float) -> float:
             base = float(target) if target is not None else adaptive_alpha(constants, n, d, eps_eff)
-            alpha = kn["alpha_mult"] * base
-            T = kn.get("T") or kn["horizon_mult"] * B0 * M / alpha**2
-            if TreeMechanism.depth(int(T)) == TreeMechanism.depth(T_guess):
-                break
-            T_guess = int(T)
+            return kn["alpha_mult"] * base
+
+        eps_eff, alpha, T = solve_accuracy_and_horizon(privacy, "tree", scope, constants, kn, alpha_of)
         priv = math.isfinite(eps_eff)
         kappa = kn.get("kappa") or max(alpha * math.sqrt(d) / eps_eff if priv else 0.0,
                                        (B0 * G * M) ** (1 / 3))
