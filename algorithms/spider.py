@@ -38,6 +38,7 @@ Ambiguities of seed 000's pseudo-code and the readings taken (each a knob):
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -181,14 +182,21 @@ class Spider:
 
     # -- the run ------------------------------------------------------------------------------
     def run(self, problem: Problem, data: Any, privacy: Privacy,
-            rng: np.random.Generator) -> Trajectory:
-        """Run on `data` (an array from problem.sample or a stream); randomness only from rng."""
+            rng: np.random.Generator, *, time_limit: float | None = None) -> Trajectory:
+        """Run on `data` (an array from problem.sample or a stream); randomness only from rng.
+
+        `time_limit` (seconds of wall time, optional) ends the run after the step that crosses
+        it, with stop_reason "timeout"; the trajectory so far is returned (a sweep's cell limit).
+        """
         if not isinstance(privacy, Privacy):
             raise ValueError(f"privacy={privacy!r} is invalid: must be an algorithms.Privacy")
+        if time_limit is not None and not time_limit > 0:
+            raise ValueError(f"time_limit={time_limit!r} is invalid: must be None or a number > 0")
         stream = problem.as_stream(data)
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
         p = self.resolve_params(problem, n, privacy)
-        return _run_engine(self, problem, stream, privacy, rng, p)
+        deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+        return _run_engine(self, problem, stream, privacy, rng, p, deadline)
 
 
 def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float:
@@ -202,7 +210,7 @@ def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float
 
 
 def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
-                rng: np.random.Generator, p: dict) -> Trajectory:
+                rng: np.random.Generator, p: dict, deadline: float = math.inf) -> Trajectory:
     const = problem.constants
     d, G, M = problem.d, const.G, const.M
     x = np.array(problem.x0, dtype=float)
@@ -352,6 +360,9 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
         if est_norm < best_est or t % keep_every == 0:
             best_est = min(best_est, est_norm)
             _store(x, t, stream.used)
+        if time.perf_counter() > deadline:
+            stop = "timeout"
+            break
 
     if it_t[-1] != t:
         _store(x, t, stream.used)

@@ -67,11 +67,13 @@ def samples_to_accuracy(samples_at: np.ndarray, running_min: np.ndarray,
     return out
 
 
-def evaluate(problem: Problem, traj) -> dict:
+def evaluate(problem: Problem, traj, target: float | None = None) -> dict:
     """Metrics of one run: alpha_SOSP (with its parts) at the best stored iterate (the theorems'
     "at least one output"), the last iterate, and the iterate with the smallest private
     estimate norm (a selection the algorithm could make itself); the samples-to-accuracy
-    curve over `THRESHOLDS`; samples, steps and privacy spent."""
+    curve over `THRESHOLDS`; samples, steps and privacy spent; with `target` (the alpha a
+    sample-complexity cell was configured for), `samples_to_target`, the samples consumed when
+    the running minimum first fell to <= target (NaN if it never did: a censored cell)."""
     its = traj.iterates
     run_min = running_min_alpha(problem, its)
     best_alpha = float(run_min[-1])
@@ -96,5 +98,47 @@ def evaluate(problem: Problem, traj) -> dict:
         "n_o1": int((traj.records["oracle"] == 1).sum()),
         "n_escapes": int(traj.records["escape"].sum()),
     }
+    # n* at the run's own target (sample-complexity cells): NaN when never reached (censored).
+    hit = np.flatnonzero(run_min <= target) if target is not None else np.array([], dtype=int)
+    out["samples_to_target"] = float(traj.samples_at[hit[0]]) if hit.size else math.nan
     curve = samples_to_accuracy(traj.samples_at, run_min)
     return {"metrics": out, "curve": {"threshold": THRESHOLDS.copy(), "samples": curve}}
+
+
+def _thin(n: int, max_points: int) -> np.ndarray:
+    """Indices 0..n-1 thinned to about max_points on a log-spaced grid (early steps matter most
+    in log-scale plots), always keeping the first and the last."""
+    if n <= max_points:
+        return np.arange(n)
+    idx = np.unique(np.round(np.geomspace(1, n, max_points)).astype(int) - 1)
+    return np.unique(np.concatenate([[0], idx, [n - 1]]))
+
+
+def trajectory_profile(problem: Problem, traj, max_points: int = 120) -> dict:
+    """A thinned trajectory for plots: alpha_SOSP and its parts at stored iterates, and the
+    per-step records (oracle, batch b_t, released estimate norm, drift, noise, escape), with
+    every O1 step's sample count listed (capped at 2000) so plots can mark restarts."""
+    its = traj.iterates
+    keep = _thin(len(its), max_points)
+    parts = [sosp_alpha(problem, its[i]) for i in keep]
+    rec = traj.records
+    steps = len(rec["oracle"])
+    skeep = _thin(steps, 4 * max_points) if steps else np.array([], dtype=int)
+    o1 = np.flatnonzero(rec["oracle"] == 1)[:2000]
+    return {
+        "iterate_samples": traj.samples_at[keep].tolist(),
+        "iterate_step": traj.steps[keep].tolist(),
+        "alpha": [p["alpha"] for p in parts],
+        "grad_norm": [p["grad_norm"] for p in parts],
+        "lambda_min": [p["lambda_min"] for p in parts],
+        "curvature_part": [p["curvature_part"] for p in parts],
+        "step": (skeep + 1).tolist(),
+        "samples": rec["samples"][skeep].tolist(),
+        "oracle": rec["oracle"][skeep].astype(int).tolist(),
+        "batch": rec["batch"][skeep].tolist(),
+        "est_norm": rec["est_norm"][skeep].tolist(),
+        "drift": rec["drift"][skeep].tolist(),
+        "noise_std": rec["noise_std"][skeep].tolist(),
+        "o1_samples": rec["samples"][o1].tolist(),
+        "escape_samples": rec["samples"][np.flatnonzero(rec["escape"])[:2000]].tolist(),
+    }

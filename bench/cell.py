@@ -3,6 +3,7 @@ and, later, of every sweep cell."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from typing import Any
@@ -12,6 +13,31 @@ import numpy as np
 from algorithms import Privacy, get_algorithm
 from analysis.metrics import evaluate
 from problems import get_problem
+from problems.streams import DataStream
+
+#: Records hashed per cell to check pairing: cells with the same data seed must agree.
+DIGEST_RECORDS = 64
+
+
+class DigestingStream(DataStream):
+    """A DataStream that hashes the first DIGEST_RECORDS records it hands out."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._hash = hashlib.sha256()
+        self._hashed = 0
+
+    def take(self, k: int) -> np.ndarray:
+        out = super().take(k)
+        if self._hashed < DIGEST_RECORDS and len(out):
+            head = np.ascontiguousarray(out[: DIGEST_RECORDS - self._hashed], dtype=np.float64)
+            self._hash.update(head.tobytes())
+            self._hashed += len(head)
+        return out
+
+    @property
+    def digest(self) -> str:
+        return self._hash.hexdigest()[:16] if self._hashed else ""
 
 
 def cell_seeds(seed: int) -> tuple[np.random.SeedSequence, np.random.Generator]:
@@ -26,7 +52,8 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
              delta: float = 1e-6, seed: int = 0, params: dict[str, Any] | None = None,
              problem_params: dict[str, Any] | None = None, calibration: str = "tight",
              data_seed: np.random.SeedSequence | None = None,
-             rng: np.random.Generator | None = None) -> dict[str, Any]:
+             rng: np.random.Generator | None = None,
+             time_limit: float | None = None) -> dict[str, Any]:
     """Validate everything, run, evaluate. Returns params, metrics, curve, timings."""
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **(problem_params or {}))
@@ -36,17 +63,18 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     alg = cls(**(params or {}))
     if data_seed is None or rng is None:
         data_seed, rng = cell_seeds(seed)
-    stream = prob.stream(data_seed, budget=n)
+    stream = DigestingStream(prob._draw, data_seed, budget=n)
     t0, c0 = time.perf_counter(), time.process_time()
-    traj = alg.run(prob, stream, privacy, rng)
+    traj = alg.run(prob, stream, privacy, rng, time_limit=time_limit)
     t1, c1 = time.perf_counter(), time.process_time()
-    ev = evaluate(prob, traj)
+    ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"))
     t2 = time.perf_counter()
     params_used = {k: v for k, v in traj.params.items()}
     return {
         "algorithm": algorithm, "problem": problem, "n": n, "d": d, "eps": eps, "delta": delta,
         "seed": seed, "params": params_used, "metrics": ev["metrics"], "curve": ev["curve"],
-        "warnings": traj.warnings, "trajectory": traj,
+        "warnings": traj.warnings, "trajectory": traj, "problem_obj": prob,
+        "data_digest": stream.digest,
         "timing": {"run_wall": t1 - t0, "run_cpu": c1 - c0, "eval_wall": t2 - t1},
         "diverged": traj.stop_reason == "diverged" or not math.isfinite(ev["metrics"]["alpha_best"]),
     }

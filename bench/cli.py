@@ -84,6 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    problem_params=parse_assignments(args.problem_param, "--problem-param"),
                    calibration=args.calibration)
     res.pop("trajectory")
+    res.pop("problem_obj")
     if args.json:
         print(json.dumps(_jsonable(res)))
         return 0
@@ -125,6 +126,93 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_store(spec_name: str) -> str:
+    return f"results/{spec_name}.sqlite"
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench.config import load_spec
+    from bench.runner import format_seconds, plan_sweep, run_sweep
+
+    spec = load_spec(args.spec)
+    out = args.out or _default_store(spec.name)
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs={args.jobs} is invalid: must be an integer >= 1")
+    if args.backend == "dask" and not args.scheduler:
+        raise ValueError("--backend dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    if args.scheduler and args.backend != "dask":
+        raise ValueError(f"--scheduler={args.scheduler!r} is only used with --backend dask")
+    if args.dry_run:
+        plan = plan_sweep(spec, out, args.retry_failed)
+        print(f"spec {spec.name} ({spec.source}): {len(plan.cells)} cells, {plan.done} already in "
+              f"{out}, {len(plan.pending)} to run"
+              + (f" ({plan.failed_to_retry} failed cells to retry)" if args.retry_failed else ""))
+        if plan.status_counts:
+            print("  stored: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.status_counts.items())))
+        jobs = args.jobs or __import__("bench.runner").runner.default_jobs()
+        bound = "at most " if spec.mode == "target" else ""
+        print(f"  estimated cost: {bound}{format_seconds(plan.cost_seconds)} of CPU, "
+              f"{bound}{format_seconds(plan.cost_seconds / jobs)} of wall time on {jobs} jobs "
+              f"({plan.cost_basis})")
+        return 0
+    res = run_sweep(spec, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
+                    retry_failed=args.retry_failed, progress=not args.quiet,
+                    blas_threads=None if args.blas_threads == 0 else args.blas_threads)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items())) or "nothing to run"
+    print(f"{spec.name}: {res.ran} cells run ({counts}), {res.skipped} already stored, "
+          f"{res.wall:.1f} s; store {res.store}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from bench.store import load, load_meta
+
+    meta = load_meta(args.store)
+    df = load(args.store, current=not args.all)
+    print(f"store {args.store}: spec {meta.get('spec_name', '?')} ({meta.get('spec_source', '?')}), "
+          f"updated {meta.get('updated', '?')}")
+    print(f"{len(df)} cells" + ("" if args.all else " of the current spec"))
+    for status, count in df["status"].value_counts().sort_index().items():
+        print(f"  {status:9s} {count}")
+    ok = df[df["wall"].notna()].sort_values("wall", ascending=False).head(args.slowest)
+    if len(ok):
+        print(f"slowest {len(ok)} cells (wall s):")
+        for _, r in ok.iterrows():
+            print(f"  {r['wall']:8.2f}  {r['algorithm']}/{r['problem']} d={r['d']} n={r['n']} "
+                  f"eps={r['eps']:g} rep={r['rep']} [{r['status']}]")
+    failed = df[df["status"].isin(["error", "timeout"])]
+    if len(failed):
+        print(f"failures ({len(failed)}):")
+        for _, r in failed.iterrows():
+            first = (r["error_message"] or "").strip().splitlines()
+            print(f"  {r['key'][:12]} {r['algorithm']}/{r['problem']} d={r['d']} n={r['n']} "
+                  f"eps={r['eps']:g} rep={r['rep']}: {r['error_type']}: {first[0] if first else ''}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench.store import load
+
+    if bool(args.csv) == bool(args.parquet):
+        raise ValueError("export needs exactly one of --csv FILE or --parquet FILE")
+    if args.parquet:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ValueError("--parquet needs pyarrow, which is not installed: pip install pyarrow "
+                             "(or use --csv FILE)") from None
+    df = load(args.store, current=not args.all)
+    for col in ("problem_params", "params", "knobs", "params_used", "warnings"):
+        df[col] = [json.dumps(v, default=str) for v in df[col]]
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"wrote {len(df)} rows to {args.csv}")
+    else:
+        df.to_parquet(args.parquet, index=False)
+        print(f"wrote {len(df)} rows to {args.parquet}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dprates",
@@ -147,6 +235,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="problem parameter (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("sweep", help="run a sweep spec (TOML) into a resumable SQLite store")
+    p.add_argument("spec", help="path of a sweep spec, e.g. bench/configs/quick.toml")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--backend", choices=["loky", "dask", "sequential"], default="loky")
+    p.add_argument("--scheduler", default=None, help="Dask scheduler address (with --backend dask)")
+    p.add_argument("--out", default=None, help="store path (default results/<spec name>.sqlite)")
+    p.add_argument("--retry-failed", action="store_true", help="rerun cells stored as error/timeout")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and cost; run nothing")
+    p.add_argument("--blas-threads", type=int, default=1,
+                   help="BLAS threads per worker (default 1; 0 leaves the library default)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("status", help="counts by status, slowest cells and failures of a store")
+    p.add_argument("store")
+    p.add_argument("--slowest", type=int, default=5)
+    p.add_argument("--all", action="store_true", help="include cells no longer in the spec")
+    p.set_defaults(func=cmd_status)
+    p = sub.add_parser("export", help="export a store's cells table to CSV or Parquet")
+    p.add_argument("store")
+    p.add_argument("--csv", default=None)
+    p.add_argument("--parquet", default=None)
+    p.add_argument("--all", action="store_true", help="include cells no longer in the spec")
+    p.set_defaults(func=cmd_export)
     p = sub.add_parser("demo", help="short demonstration (what `make demo` runs)")
     p.set_defaults(func=cmd_demo)
     return parser

@@ -1,0 +1,338 @@
+"""Sweep specs: parse a TOML file, validate all of it before any work, expand it into cells.
+
+A spec (see bench/configs/quick.toml for a commented example):
+
+    name = "quick"                 # required; names the default store results/<name>.sqlite
+    description = "..."            # optional
+    seed = 1                       # base seed (integer >= 0)
+    repetitions = 5                # paired repetitions (integer >= 1)
+    calibration = "tight"          # optional: tight | theory
+
+    [grid]                         # cartesian product over every list
+    n = [100000, 1000000]          # sample budgets: the fixed-budget (error) view ...
+    target_alpha = [0.1, 0.05]     # ... or target alphas (sample-complexity view) with
+    budget = 10000000              #     one sample cap for every cell (not both n and target_alpha)
+    d = [10]
+    eps = [0.1, 1.0, inf]          # > 0; inf is non-private
+    delta = [1e-6]                 # in (0, 1)
+
+    [limits]                       # optional, per cell
+    time = 120                     # seconds of wall time; the cell ends with status "timeout"
+    memory_mb = 4000               # address-space cap of a worker process while the cell runs
+
+    [[problem]]                    # one table per problem
+    name = "hard_valley"
+    params = { w = 0.5 }           # optional fixed problem parameters
+
+    [[algorithm]]                  # one table per algorithm
+    name = "adaptive_tree_spider"
+    params = { escape_rule = "noise_scaled" }   # fixed knobs / overrides
+    grid = { alpha_mult = [0.5, 1, 2] }         # knob grid (cartesian) for the tuned envelope
+
+    [[fit]]                        # fits the analysis runs, declared before the run
+    name = "sample_complexity"
+    view = "sample_complexity"     # sample_complexity (log n* vs log x) | error (log y vs log x)
+    x = "alpha"                    # alpha | privacy (= sqrt(d)/(n eps)) | n | d | eps
+    y = "n_star"                   # n_star, or a metric column (alpha_best, ...)
+    window = [0.01, 0.1]           # inclusive range of x used by the fit
+    mode = "tuned"                 # tuned (envelope over the knob grid) | theory (knobs at 1)
+    where = { eps = 0.1 }          # optional: restrict to cells with these values
+
+Validation names the key, the value and what is allowed, and raises `SpecError` (a
+ValueError) before anything is run or written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.cells import Cell, canonical_number
+
+TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
+            "problem", "algorithm", "fit"}
+GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
+LIMIT_KEYS = {"time", "memory_mb"}
+PROBLEM_KEYS = {"name", "params"}
+ALGORITHM_KEYS = {"name", "params", "grid"}
+FIT_KEYS = {"name", "view", "x", "y", "window", "mode", "where"}
+FIT_VIEWS = ("sample_complexity", "error")
+FIT_X = ("alpha", "privacy", "n", "d", "eps")
+FIT_MODES = ("tuned", "theory")
+CALIBRATIONS = ("tight", "theory")
+
+
+class SpecError(ValueError):
+    """An invalid sweep spec (the message names the key, the value and what is allowed)."""
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """A fit declared in the spec (DESIGN.md Scientific protocol: windows fixed before the run)."""
+
+    name: str
+    view: str
+    x: str
+    y: str
+    window: tuple[float, float]
+    mode: str = "tuned"
+    where: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Limits:
+    time: float | None = None
+    memory_mb: float | None = None
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    seed: int
+    repetitions: int
+    calibration: str
+    grid: dict[str, list]
+    problems: list[dict[str, Any]]
+    algorithms: list[dict[str, Any]]
+    fits: list[FitSpec]
+    limits: Limits
+    description: str = ""
+    text: str = ""
+    source: str = ""
+
+    @property
+    def mode(self) -> str:
+        """"target" (sample-complexity cells) or "budget" (fixed-budget cells)."""
+        return "target" if "target_alpha" in self.grid else "budget"
+
+    def cells(self) -> list[Cell]:
+        """Every cell of the sweep, in a deterministic order (which does not affect results)."""
+        out = []
+        budgets = self.grid.get("n") or [self.grid.get("budget")]
+        targets = self.grid.get("target_alpha") or [None]
+        for prob in self.problems:
+            for alg in self.algorithms:
+                knob_names = sorted(alg["grid"])
+                for knob_values in itertools.product(*(alg["grid"][k] for k in knob_names)):
+                    params = {**alg["params"], **dict(zip(knob_names, knob_values, strict=True))}
+                    for d, n, ta, eps, delta, rep in itertools.product(
+                            self.grid["d"], budgets, targets, self.grid["eps"], self.grid["delta"],
+                            range(self.repetitions)):
+                        out.append(Cell.make(
+                            problem=prob["name"], problem_params=prob["params"],
+                            algorithm=alg["name"], params=params, n=n, d=d, eps=eps, delta=delta,
+                            rep=rep, calibration=self.calibration, base_seed=self.seed,
+                            target_alpha=ta, knobs=tuple(knob_names)))
+        return out
+
+
+def _where(key: str, value: Any, allowed: str) -> SpecError:
+    return SpecError(f"{key}={value!r} is invalid: {allowed}")
+
+
+def _check_keys(table: Any, allowed: set[str], where: str) -> None:
+    if not isinstance(table, dict):
+        raise _where(where, table, "must be a table")
+    for key in table:
+        if key not in allowed:
+            raise SpecError(f"{where}.{key} is an unknown key: allowed are {', '.join(sorted(allowed))}"
+                            if where else
+                            f"{key} is an unknown key: allowed are {', '.join(sorted(allowed))}")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _int_like(key: str, v: Any, lo: int) -> int:
+    if _is_number(v) and math.isfinite(v) and float(v).is_integer() and v >= lo:
+        return int(v)
+    raise _where(key, v, f"must be an integer >= {lo}")
+
+
+def _grid_list(key: str, v: Any) -> list:
+    if not isinstance(v, list):
+        raise _where(key, v, "must be a list of values")
+    if not v:
+        raise _where(key, v, "must not be empty")
+    if len({repr(x) for x in v}) != len(v):
+        raise _where(key, v, "must not repeat a value")
+    return v
+
+
+def _number_list(key: str, v: Any, check, allowed: str) -> list:
+    vals = _grid_list(key, v)
+    for x in vals:
+        if not _is_number(x) or not check(float(x)):
+            raise SpecError(f"{key} contains {x!r}: {allowed}")
+    return vals
+
+
+def _param_table(key: str, v: Any) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise _where(key, v, "must be a table of name = value")
+    for k, x in v.items():
+        if not isinstance(x, (int, float, str, bool)):
+            raise SpecError(f"{key}.{k}={x!r} is invalid: must be a number, string or boolean")
+    return dict(v)
+
+
+def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
+    """Parse and completely validate a spec's TOML text (see the module docstring)."""
+    import algorithms
+    import problems
+
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source} is not valid TOML: {exc}") from None
+    _check_keys(raw, TOP_KEYS, "")
+    for req in ("name", "seed", "grid", "problem", "algorithm"):
+        if req not in raw:
+            raise SpecError(f"{req} is missing: a spec needs name, seed, grid, problem and algorithm")
+    name = raw["name"]
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
+        raise _where("name", name, "must be a non-empty string of letters, digits, '-', '_', '.'")
+    if not isinstance(raw.get("description", ""), str):
+        raise _where("description", raw["description"], "must be a string")
+    seed = _int_like("seed", raw["seed"], 0)
+    reps = _int_like("repetitions", raw.get("repetitions", 1), 1)
+    calibration = raw.get("calibration", "tight")
+    if calibration not in CALIBRATIONS:
+        raise _where("calibration", calibration, f"must be one of {', '.join(CALIBRATIONS)}")
+
+    g = raw["grid"]
+    _check_keys(g, GRID_KEYS, "grid")
+    for req in ("d", "eps"):
+        if req not in g:
+            raise SpecError(f"grid.{req} is missing: the grid needs d, eps and either n or target_alpha")
+    grid: dict[str, list] = {}
+    grid["d"] = [_int_like("grid.d", x, 1) for x in _grid_list("grid.d", g["d"])]
+    grid["eps"] = [float(x) for x in _number_list("grid.eps", g["eps"], lambda x: x > 0,
+                                                  "every eps must be a number > 0 (inf: non-private)")]
+    grid["delta"] = [float(x) for x in _number_list("grid.delta", g.get("delta", [1e-6]),
+                                                    lambda x: 0 < x < 1, "every delta must be in (0, 1)")]
+    if ("n" in g) == ("target_alpha" in g):
+        raise SpecError("grid needs exactly one of n (fixed budgets) or target_alpha (with budget)")
+    if "n" in g:
+        if "budget" in g:
+            raise SpecError("grid.budget is only allowed with grid.target_alpha (use grid.n for budgets)")
+        grid["n"] = [_int_like("grid.n", x, 1) for x in _grid_list("grid.n", g["n"])]
+    else:
+        grid["target_alpha"] = [float(x) for x in _number_list(
+            "grid.target_alpha", g["target_alpha"], lambda x: 0 < x < math.inf,
+            "every target alpha must be a finite number > 0")]
+        if "budget" not in g:
+            raise SpecError("grid.budget is missing: target_alpha sweeps need a sample cap")
+        grid["budget"] = _int_like("grid.budget", g["budget"], 1)
+
+    lim = raw.get("limits", {})
+    _check_keys(lim, LIMIT_KEYS, "limits")
+    for k, v in lim.items():
+        if not _is_number(v) or not 0 < v < math.inf:
+            raise _where(f"limits.{k}", v, "must be a finite number > 0")
+    limits = Limits(time=lim.get("time"), memory_mb=lim.get("memory_mb"))
+
+    probs = raw["problem"]
+    if not isinstance(probs, list) or not probs:
+        raise _where("problem", probs, "must be one or more [[problem]] tables")
+    problem_list = []
+    for i, p in enumerate(probs):
+        _check_keys(p, PROBLEM_KEYS, f"problem[{i}]")
+        pname = p.get("name")
+        if pname not in problems.available():
+            raise _where(f"problem[{i}].name", pname,
+                         f"must be one of {', '.join(problems.available())}")
+        params = _param_table(f"problem[{i}].params", p.get("params"))
+        if "d" in params:
+            raise SpecError(f"problem[{i}].params.d is not allowed: set dimensions in grid.d")
+        for d in grid["d"]:
+            try:
+                problems.get_problem(pname, d=d, **params)
+            except (ValueError, TypeError) as exc:
+                raise SpecError(f"problem[{i}] ({pname}, d={d}): {exc}") from None
+        problem_list.append({"name": pname, "params": params})
+
+    algs = raw["algorithm"]
+    if not isinstance(algs, list) or not algs:
+        raise _where("algorithm", algs, "must be one or more [[algorithm]] tables")
+    alg_list = []
+    for i, a in enumerate(algs):
+        _check_keys(a, ALGORITHM_KEYS, f"algorithm[{i}]")
+        aname = a.get("name")
+        if aname not in algorithms.available():
+            raise _where(f"algorithm[{i}].name", aname,
+                         f"must be one of {', '.join(algorithms.available())}")
+        params = _param_table(f"algorithm[{i}].params", a.get("params"))
+        kgrid_raw = a.get("grid", {})
+        if not isinstance(kgrid_raw, dict):
+            raise _where(f"algorithm[{i}].grid", kgrid_raw, "must be a table of name = [values]")
+        kgrid = {k: _grid_list(f"algorithm[{i}].grid.{k}", v) for k, v in kgrid_raw.items()}
+        both = set(kgrid) & set(params)
+        if both:
+            raise SpecError(f"algorithm[{i}] sets {sorted(both)} in both params and grid: choose one")
+        if "target_alpha" in params or "target_alpha" in kgrid:
+            raise SpecError(f"algorithm[{i}]: set target_alpha in grid.target_alpha, not per algorithm")
+        cls = algorithms.get_algorithm(aname)
+        for combo in itertools.product(*kgrid.values()):
+            try:
+                cls(**{**params, **dict(zip(kgrid, combo, strict=True))})
+            except (ValueError, TypeError) as exc:
+                raise SpecError(f"algorithm[{i}] ({aname}): {exc}") from None
+        alg_list.append({"name": aname, "params": params, "grid": kgrid})
+
+    fits = []
+    raw_fits = raw.get("fit", [])
+    if not isinstance(raw_fits, list):
+        raise _where("fit", raw_fits, "must be [[fit]] tables")
+    seen = set()
+    for i, f in enumerate(raw_fits):
+        _check_keys(f, FIT_KEYS, f"fit[{i}]")
+        for req in ("name", "view", "x", "window"):
+            if req not in f:
+                raise SpecError(f"fit[{i}].{req} is missing: a fit needs name, view, x and window")
+        if not isinstance(f["name"], str) or f["name"] in seen:
+            raise _where(f"fit[{i}].name", f["name"], "must be a string not used by another fit")
+        seen.add(f["name"])
+        if f["view"] not in FIT_VIEWS:
+            raise _where(f"fit[{i}].view", f["view"], f"must be one of {', '.join(FIT_VIEWS)}")
+        if f["x"] not in FIT_X:
+            raise _where(f"fit[{i}].x", f["x"], f"must be one of {', '.join(FIT_X)}")
+        y = f.get("y", "n_star" if f["view"] == "sample_complexity" else "alpha_best")
+        if not isinstance(y, str):
+            raise _where(f"fit[{i}].y", y, "must be a column name")
+        if f["view"] == "sample_complexity" and y != "n_star":
+            raise _where(f"fit[{i}].y", y, "must be n_star in the sample_complexity view")
+        w = f["window"]
+        if (not isinstance(w, list) or len(w) != 2 or not all(_is_number(v) for v in w)
+                or not 0 < w[0] < w[1] < math.inf):
+            raise _where(f"fit[{i}].window", w, "must be [low, high] with 0 < low < high < inf")
+        mode = f.get("mode", "tuned")
+        if mode not in FIT_MODES:
+            raise _where(f"fit[{i}].mode", mode, f"must be one of {', '.join(FIT_MODES)}")
+        where = _param_table(f"fit[{i}].where", f.get("where"))
+        for k in where:
+            if k not in ("problem", "algorithm", "d", "eps", "delta", "n", "target_alpha"):
+                raise SpecError(f"fit[{i}].where.{k} is an unknown key: allowed are problem, "
+                                "algorithm, d, eps, delta, n, target_alpha")
+        fits.append(FitSpec(name=f["name"], view=f["view"], x=f["x"], y=y,
+                            window=(float(w[0]), float(w[1])), mode=mode,
+                            where={k: canonical_number(v) for k, v in where.items()}))
+
+    return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
+                     problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
+                     description=raw.get("description", ""), text=text, source=source)
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate the spec at `path`."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"spec path {str(p)!r} is invalid: no such file")
+    return parse_spec(p.read_text(encoding="utf-8"), source=str(p))

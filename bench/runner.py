@@ -1,0 +1,304 @@
+"""Run a sweep's cells in parallel and write each record to the store as it arrives.
+
+Workers (joblib: loky processes by default, or a Dask cluster) run `execute_cell` and return a
+record; only this process writes to the store, one transaction per record, so killing a sweep
+loses only the cells in flight and a rerun resumes from the stored keys. Every cell ends with
+a status: ok, error (type, message and traceback stored), diverged (non-finite iterates or
+metric) or timeout (the spec's per-cell time limit, enforced cooperatively by the algorithm's
+step loop, with a SIGALRM backstop where the worker runs cells in its main thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import math
+import os
+import platform
+import signal
+import socket
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.cells import Cell
+from bench.config import Limits, SweepSpec
+from bench.store import FAILED, Store
+
+BACKENDS = ("loky", "dask", "sequential")
+#: Seconds per (sample x dimension) assumed by --dry-run before any timing is stored
+#: (measured: hard_valley / strict_saddle Spiders at d = 10, n = 1e6 take 0.1-1 s).
+DEFAULT_COST_PER_SAMPLE_DIM = 3e-8
+#: The SIGALRM backstop fires this long after the cooperative time limit.
+BACKSTOP_FACTOR, BACKSTOP_EXTRA = 1.5, 10.0
+
+
+class CellTimeout(Exception):
+    """Raised by the backstop alarm when a cell overruns its time limit."""
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+
+
+def provenance() -> dict[str, str]:
+    """Versions and git commit, computed once in the parent."""
+    import numpy
+
+    try:
+        from importlib.metadata import version
+        dv = version("dprates")
+    except Exception:  # not installed as a distribution
+        dv = "unknown"
+    commit = ""
+    repo = Path(__file__).resolve().parent.parent
+    if (repo / ".git").exists():
+        with contextlib.suppress(Exception):
+            out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                                 text=True, timeout=5)
+            if out.returncode == 0:
+                commit = out.stdout.strip()
+                dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
+                                        "--untracked-files=no"], capture_output=True, text=True,
+                                       timeout=5)
+                if dirty.stdout.strip():
+                    commit += "-dirty"
+    return {"dprates_version": dv, "git_commit": commit, "python": platform.python_version(),
+            "numpy": numpy.__version__}
+
+
+def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
+    """The real work of a cell: run_cell (the code path of `dprates run`) plus the curves."""
+    from analysis.metrics import trajectory_profile
+    from bench.cell import run_cell
+
+    res = run_cell(cell.algorithm, cell.problem, cell.n, cell.d, cell.eps, delta=cell.delta,
+                   params=cell.run_params(), problem_params=dict(cell.problem_params),
+                   calibration=cell.calibration, data_seed=cell.data_seed(),
+                   rng=_generator(cell), time_limit=time_limit)
+    traj = res.pop("trajectory")
+    prob = res.pop("problem_obj")
+    res["curves"] = {
+        "samples_to_accuracy": {"threshold": res["curve"]["threshold"].tolist(),
+                                "samples": res["curve"]["samples"].tolist()},
+        "trajectory": trajectory_profile(prob, traj),
+    }
+    res["first_o1_batch"] = int(traj.records["batch"][0]) if len(traj.records["batch"]) else None
+    res["delta_spent"] = float(traj.privacy_spent["delta"])
+    res["mu_spent"] = float(traj.privacy_spent["mu"])
+    return res
+
+
+def _generator(cell: Cell):
+    import numpy as np
+
+    return np.random.default_rng(cell.algorithm_seed())
+
+
+@contextlib.contextmanager
+def _limits(limits: Limits, in_child: bool) -> Iterator[None]:
+    """Memory cap (RLIMIT_AS, worker processes only) and the SIGALRM backstop (main thread only)."""
+    restore: list[Callable[[], None]] = []
+    try:
+        if limits.memory_mb and in_child:
+            import resource
+
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            with open("/proc/self/statm") as fh:
+                current = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            cap = current + int(limits.memory_mb * 2**20)
+            if hard != resource.RLIM_INFINITY:
+                cap = min(cap, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+            restore.append(lambda: resource.setrlimit(resource.RLIMIT_AS, (soft, hard)))
+        if (limits.time and hasattr(signal, "SIGALRM")
+                and threading.current_thread() is threading.main_thread()):
+            def _alarm(signum: int, frame: Any) -> None:
+                raise CellTimeout(f"cell exceeded {limits.time} s (backstop alarm)")
+
+            old = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, limits.time * BACKSTOP_FACTOR + BACKSTOP_EXTRA)
+
+            def _undo() -> None:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+            restore.append(_undo)
+        yield
+    finally:
+        for fn in reversed(restore):
+            fn()
+
+
+def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str],
+                 parent_pid: int, blas_threads: int | None = 1,
+                 cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Run one cell in a worker and return its record; never raises for a cell's own failure."""
+    cell = Cell.from_dict(cell_dict)
+    rec: dict[str, Any] = {"key": cell.key, **cell.to_dict(), **prov,
+                           "host": socket.gethostname(), "pid": os.getpid(), "started": now()}
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        from threadpoolctl import threadpool_limits
+
+        blas = threadpool_limits(blas_threads) if blas_threads else contextlib.nullcontext()
+        with blas, _limits(limits, in_child=os.getpid() != parent_pid):
+            res = (cell_fn or compute_cell)(cell, limits.time)
+        metrics = res.get("metrics", {})
+        rec.update(metrics)
+        rec.update({k: res.get(k) for k in ("warnings", "data_digest", "curves", "first_o1_batch",
+                                             "delta_spent", "mu_spent")})
+        rec["params_used"] = res.get("params")
+        timing = res.get("timing", {})
+        rec["run_wall"], rec["eval_wall"] = timing.get("run_wall"), timing.get("eval_wall")
+        if res.get("diverged"):
+            rec["status"] = "diverged"
+        elif metrics.get("stop_reason") == "timeout":
+            rec["status"] = "timeout"
+            rec["error_type"] = "Timeout"
+            rec["error_message"] = f"time limit {limits.time} s reached (partial run stored)"
+        else:
+            rec["status"] = "ok"
+    except CellTimeout as exc:
+        rec.update(status="timeout", error_type="CellTimeout", error_message=str(exc),
+                   traceback=traceback.format_exc())
+    except BaseException as exc:  # a cell's failure, whatever it is, is recorded, not raised
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        rec.update(status="error", error_type=type(exc).__name__, error_message=str(exc),
+                   traceback=traceback.format_exc())
+    rec["wall"] = time.perf_counter() - t0
+    rec["cpu"] = time.process_time() - c0
+    rec["finished"] = now()
+    return rec
+
+
+@dataclass
+class Plan:
+    """What a sweep would do: the cells, those already done, and an estimate of the cost."""
+
+    cells: list[Cell]
+    pending: list[Cell]
+    done: int
+    failed_to_retry: int
+    cost_seconds: float
+    cost_basis: str
+    status_counts: dict[str, int] = field(default_factory=dict)
+
+
+def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = False) -> Plan:
+    """Cells of the spec, minus those in the store (unless failed and retry_failed)."""
+    cells = spec.cells()
+    stored: dict[str, str] = {}
+    rate, basis = DEFAULT_COST_PER_SAMPLE_DIM, "default rate (no stored timings yet)"
+    path = Path(store_path)
+    if path.is_file():
+        with Store(path, create=False) as st:
+            stored = st.statuses()
+            rows = st.conn.execute("SELECT wall, samples_used, d FROM cells WHERE status='ok' AND "
+                                   "samples_used > 0").fetchall()
+        if rows:
+            rates = sorted(w / (s * d) for w, s, d in rows)
+            rate = rates[len(rates) // 2]
+            basis = f"median of {len(rows)} stored cells"
+    keys = {c.key: c for c in cells}
+    counts: dict[str, int] = {}
+    for k in keys:
+        if k in stored:
+            counts[stored[k]] = counts.get(stored[k], 0) + 1
+    pending = [c for c in cells if c.key not in stored or (retry_failed and stored[c.key] in FAILED)]
+    failed = sum(1 for c in cells if stored.get(c.key) in FAILED)
+    cost = sum(rate * (c.n or 0) * c.d for c in pending)
+    return Plan(cells=cells, pending=pending, done=len(cells) - len(pending),
+                failed_to_retry=failed if retry_failed else 0, cost_seconds=cost,
+                cost_basis=basis, status_counts=counts)
+
+
+@dataclass
+class SweepResult:
+    total: int
+    ran: int
+    skipped: int
+    counts: dict[str, int]
+    wall: float
+    store: Path
+
+
+def default_jobs() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = None,
+              backend: str = "loky", scheduler: str | None = None, retry_failed: bool = False,
+              progress: bool = True, blas_threads: int | None = 1,
+              cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None) -> SweepResult:
+    """Run every pending cell of `spec` into the store at `store_path` (see module docstring)."""
+    import joblib
+    from tqdm.auto import tqdm
+
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is invalid: must be one of {', '.join(BACKENDS)}")
+    if backend == "dask" and not scheduler:
+        raise ValueError("scheduler=None is invalid with backend dask: give --scheduler ADDRESS "
+                         "(e.g. tcp://127.0.0.1:8786)")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"jobs={jobs!r} is invalid: must be an integer >= 1")
+    n_jobs = jobs or default_jobs()
+    t0 = time.perf_counter()
+    plan = plan_sweep(spec, store_path, retry_failed)
+    prov = provenance()
+    counts: dict[str, int] = {}
+    with Store(store_path) as store:
+        store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now())
+        if not plan.pending:
+            return SweepResult(len(plan.cells), 0, plan.done, counts, 0.0, Path(store_path))
+        client = None
+        if backend == "dask":
+            try:
+                from dask.distributed import Client
+            except ImportError:
+                raise ValueError("backend dask needs dask.distributed: pip install 'dask[distributed]'"
+                                 ) from None
+            client = Client(scheduler, timeout=30)
+        try:
+            tasks = (joblib.delayed(execute_cell)(c.to_dict(), spec.limits, prov, os.getpid(),
+                                                  blas_threads, cell_fn) for c in plan.pending)
+            cfg: dict[str, Any] = {"backend": "loky" if backend == "loky" else backend}
+            if backend == "loky":
+                cfg["n_jobs"] = n_jobs
+            elif backend == "dask":
+                cfg["n_jobs"] = -1
+            else:
+                cfg = {"backend": "sequential"}
+            bar = tqdm(total=len(plan.pending), disable=not progress, unit="cell",
+                       desc=f"{spec.name}", dynamic_ncols=True)
+            with joblib.parallel_config(**cfg):
+                results = joblib.Parallel(return_as="generator_unordered", batch_size=1,
+                                          pre_dispatch="2*n_jobs")(tasks)
+                for rec in results:
+                    store.write(rec)
+                    counts[rec["status"]] = counts.get(rec["status"], 0) + 1
+                    failures = counts.get("error", 0) + counts.get("timeout", 0)
+                    bar.set_postfix(failed=failures, diverged=counts.get("diverged", 0),
+                                    refresh=False)
+                    bar.update(1)
+            bar.close()
+        finally:
+            if client is not None:
+                client.close()
+    return SweepResult(len(plan.cells), len(plan.pending), plan.done, counts,
+                       time.perf_counter() - t0, Path(store_path))
+
+
+def format_seconds(s: float) -> str:
+    if not math.isfinite(s):
+        return "unknown"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"

@@ -1,0 +1,201 @@
+"""The results store: one SQLite file per sweep (stdlib sqlite3, WAL mode).
+
+Tables:
+- `schema_version(version)`: one row; a store of another version is refused with a clear error.
+- `meta(key, value)`: the spec (name, TOML text, source path), creation and update times.
+- `spec_cells(key)`: the keys of the spec last run into this store (editing a spec keeps the
+  rows of cells that did not change; `load(current=True)` returns only the current spec's).
+- `cells`: one row per cell: every cell field, status and error, every metric, the parameters
+  used, timings, privacy spent, and provenance (dprates / Python / numpy versions, git commit,
+  host, start and end time).
+- `curves(key, kind, data)`: curve-valued results as JSON (the samples-to-accuracy curve, the
+  thinned trajectory), written in the same transaction as the cell's row.
+
+Only the sweep's parent process writes; workers return records (see bench.runner).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+SCHEMA_VERSION = 1
+
+#: Cell fields (bench.cells.Cell), stored as columns.
+CELL_COLUMNS = {
+    "problem": "TEXT", "problem_params": "TEXT", "algorithm": "TEXT", "params": "TEXT",
+    "knobs": "TEXT", "n": "INTEGER", "d": "INTEGER", "eps": "REAL", "delta": "REAL",
+    "rep": "INTEGER", "calibration": "TEXT", "base_seed": "INTEGER", "target_alpha": "REAL",
+}
+#: Every metric of analysis.metrics.evaluate (a test checks that none is missing).
+METRIC_COLUMNS = {
+    "alpha_best": "REAL", "grad_norm_best": "REAL", "lambda_min_best": "REAL",
+    "samples_at_best": "INTEGER", "alpha_last": "REAL", "grad_norm_last": "REAL",
+    "lambda_min_last": "REAL", "alpha_selected": "REAL", "grad_norm_selected": "REAL",
+    "lambda_min_selected": "REAL", "alpha_x0": "REAL", "left_saddle": "INTEGER",
+    "samples_used": "INTEGER", "n_steps": "INTEGER", "stop_reason": "TEXT", "eps_spent": "REAL",
+    "n_o1": "INTEGER", "n_escapes": "INTEGER", "samples_to_target": "REAL",
+}
+RUN_COLUMNS = {
+    "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",
+    "params_used": "TEXT", "warnings": "TEXT", "data_digest": "TEXT", "first_o1_batch": "INTEGER",
+    "delta_spent": "REAL", "mu_spent": "REAL",
+    "wall": "REAL", "cpu": "REAL", "run_wall": "REAL", "eval_wall": "REAL",
+    "dprates_version": "TEXT", "git_commit": "TEXT", "python": "TEXT", "numpy": "TEXT",
+    "host": "TEXT", "pid": "INTEGER", "started": "TEXT", "finished": "TEXT",
+}
+ALL_COLUMNS = {**CELL_COLUMNS, **METRIC_COLUMNS, **RUN_COLUMNS}
+JSON_COLUMNS = ("problem_params", "params", "knobs", "params_used", "warnings")
+STATUSES = ("ok", "diverged", "error", "timeout")
+FAILED = ("error", "timeout")
+
+
+class StoreError(ValueError):
+    """A store that cannot be opened or read (wrong schema version, not a dprates store)."""
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    return str(o)
+
+
+def dumps(obj: Any) -> str:
+    """JSON that round-trips float64 exactly (inf and nan included)."""
+    return json.dumps(obj, default=_json_default, sort_keys=True)
+
+
+class Store:
+    """An open store. Use as a context manager or call close()."""
+
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise StoreError(f"store path {str(self.path)!r} is invalid: no such file")
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=30.0)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self._init_schema(create)
+
+    def _init_schema(self, create: bool) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "schema_version" in tables:
+            row = self.conn.execute("SELECT version FROM schema_version").fetchone()
+            version = row[0] if row else None
+            if version != SCHEMA_VERSION:
+                self.conn.close()
+                raise StoreError(f"store {str(self.path)!r} has schema version {version}; this dprates "
+                                 f"reads version {SCHEMA_VERSION}: rerun the sweep into a new store "
+                                 "(--out) or use the dprates version that wrote it")
+            return
+        if tables - {"sqlite_sequence"}:
+            self.conn.close()
+            raise StoreError(f"{str(self.path)!r} is not a dprates store (tables: {sorted(tables)})")
+        if not create:
+            self.conn.close()
+            raise StoreError(f"{str(self.path)!r} is not a dprates store (empty database)")
+        cols = ",\n".join(f"{name} {typ}" for name, typ in ALL_COLUMNS.items())
+        with self.conn:
+            self.conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            self.conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            self.conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+            self.conn.execute("CREATE TABLE spec_cells (key TEXT PRIMARY KEY)")
+            self.conn.execute(f"CREATE TABLE cells (key TEXT PRIMARY KEY,\n{cols})")
+            self.conn.execute("CREATE TABLE curves (key TEXT NOT NULL, kind TEXT NOT NULL, "
+                              "data TEXT NOT NULL, PRIMARY KEY (key, kind))")
+
+    # -- writing (parent process only) ------------------------------------------------------
+    def set_spec(self, name: str, text: str, source: str, keys: Iterable[str], now: str) -> None:
+        """Record the spec being run and the keys of its cells (replacing the previous spec's)."""
+        with self.conn:
+            for k, v in (("spec_name", name), ("spec_text", text), ("spec_source", source),
+                         ("updated", now)):
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, v))
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (now,))
+            self.conn.execute("DELETE FROM spec_cells")
+            self.conn.executemany("INSERT INTO spec_cells VALUES (?)", ((k,) for k in keys))
+
+    def write(self, record: dict[str, Any]) -> None:
+        """One cell's row and its curves, in one transaction (replacing an earlier row)."""
+        row = {"key": record["key"]}
+        for name in ALL_COLUMNS:
+            v = record.get(name)
+            if name in JSON_COLUMNS and v is not None:
+                v = dumps(v)
+            elif isinstance(v, float) and math.isnan(v):
+                v = None
+            elif hasattr(v, "item"):  # numpy scalar
+                v = v.item()
+            row[name] = v
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.conn:
+            self.conn.execute(f"INSERT OR REPLACE INTO cells ({names}) VALUES ({marks})",
+                              tuple(row.values()))
+            self.conn.execute("DELETE FROM curves WHERE key = ?", (record["key"],))
+            self.conn.executemany("INSERT INTO curves VALUES (?, ?, ?)",
+                                  ((record["key"], kind, dumps(data))
+                                   for kind, data in (record.get("curves") or {}).items()))
+
+    # -- reading -------------------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def statuses(self) -> dict[str, str]:
+        """key -> status of every stored cell."""
+        return dict(self.conn.execute("SELECT key, status FROM cells").fetchall())
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def load(path: str | Path, current: bool = True) -> pd.DataFrame:
+    """The cells table as a DataFrame (JSON columns decoded; each algorithm parameter of the
+    cell also as a column `param_<name>`). `current`: only the cells of the spec last run."""
+    with Store(path, create=False) as st:
+        query = "SELECT * FROM cells"
+        if current:
+            query += " WHERE key IN (SELECT key FROM spec_cells)"
+        df = pd.read_sql_query(query + " ORDER BY key", st.conn)
+    for col in JSON_COLUMNS:
+        df[col] = [json.loads(v) if isinstance(v, str) else None for v in df[col]]
+    names = sorted({k for p in df["params"] if p for k in p})
+    for k in names:
+        df[f"param_{k}"] = [(p or {}).get(k) for p in df["params"]]
+    for col in ("eps", "delta", "target_alpha"):
+        df[col] = df[col].astype(float)
+    df["left_saddle"] = df["left_saddle"].astype("boolean")
+    return df
+
+
+def load_curves(path: str | Path, kind: str, keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """key -> decoded curve of `kind` ("samples_to_accuracy" or "trajectory")."""
+    with Store(path, create=False) as st:
+        rows = st.conn.execute("SELECT key, data FROM curves WHERE kind = ?", (kind,)).fetchall()
+    wanted = None if keys is None else set(keys)
+    return {k: json.loads(v) for k, v in rows if wanted is None or k in wanted}
+
+
+def load_meta(path: str | Path) -> dict[str, str]:
+    with Store(path, create=False) as st:
+        return st.meta()
