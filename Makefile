@@ -32,6 +32,7 @@ lint: $(STAMP_TEST)
 
 bench: $(STAMP_TEST)
 	$(BIN)/python bench/perf_spiders.py
+	$(BIN)/python bench/perf_runner.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -294,6 +294,9 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
             oracle, used = 1, b
         else:  # line 7: O2
             step_len = float(np.linalg.norm(x - x_prev))
+            if not math.isfinite(step_len):  # finite iterates whose difference overflows
+                stop = "diverged"
+                break
             g = M * step_len
             if alg.batch_rule == "adaptive":
                 terms = [1.0, g * kappa / alpha**2]

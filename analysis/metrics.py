@@ -37,6 +37,8 @@ def sosp_alpha(problem: Problem, x: np.ndarray) -> dict:
     g = float(np.linalg.norm(problem.population_grad(x)))
     lam = lambda_min(problem, x)
     rho = problem.constants.rho
+    if not (math.isfinite(g) and math.isfinite(lam)):  # overflowed oracles: no valid alpha
+        return {"alpha": math.nan, "grad_norm": g, "lambda_min": lam, "curvature_part": math.nan}
     neg = max(0.0, -lam)
     curv = 0.0 if neg == 0 else (neg**2 / rho if rho > 0 else math.inf)
     return {"alpha": max(g, curv), "grad_norm": g, "lambda_min": lam, "curvature_part": curv}

@@ -103,26 +103,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from bench.cell import run_cell
-    from problems import get_problem
+    """The quick sweep (bench/configs/quick.toml) through the runner into results/quick.sqlite."""
+    from pathlib import Path
 
-    print("Problems (d = 10): constants, |grad F(x0)|, lambda_min(hess F(x0))")
-    for name in ("strict_saddle", "hard_valley", "phase_retrieval", "logistic", "mean_estimation"):
-        p = get_problem(name, d=10)
-        c = p.constants
-        print(f"  {name:16s} G={c.G:<8.4g} M={c.M:<8.4g} rho={c.rho:<8.4g} B0={c.B0:<7.4g} "
-              f"|grad F(x0)|={np.linalg.norm(p.population_grad(p.x0)):.3g} "
-              f"lambda_min={p.population_lambda_min(p.x0):.4g}")
-    print("\nThe three Spiders, n = 200000, d = 10, delta = 1e-6, seed 0:")
-    print(f"  {'problem':14s} {'algorithm':22s} {'eps':>5s} {'alpha_best':>10s} "
-          f"{'samples':>8s} {'steps':>6s} stop")
-    for prob in ("strict_saddle", "hard_valley"):
-        for alg in ("gaussian_spider", "tree_spider", "adaptive_tree_spider"):
-            for eps in (0.5, math.inf):
-                r = run_cell(alg, prob, 200_000, 10, eps, seed=0)
-                m = r["metrics"]
-                print(f"  {prob:14s} {alg:22s} {eps:>5} {m['alpha_best']:>10.4g} "
-                      f"{m['samples_used']:>8d} {m['n_steps']:>6d} {m['stop_reason']}")
+    from bench.config import load_spec
+    from bench.runner import run_sweep
+    from bench.store import load
+
+    spec_path = Path(__file__).resolve().parent / "configs" / "quick.toml"
+    spec = load_spec(spec_path)
+    out = Path(args.out or _default_store(spec.name))
+    print(f"Sweep {spec.name}: {len(spec.cells())} cells ({spec.description}) -> {out}")
+    res = run_sweep(spec, out, jobs=args.jobs, progress=not args.quiet)
+    print(f"{res.ran} cells run, {res.skipped} already stored, {res.wall:.1f} s")
+    df = load(out)
+    ok = df[df["status"] == "ok"]
+    print("\nMedian samples to reach the target alpha (n*, censored cells counted as missing):")
+    table = ok.pivot_table(index=["problem", "algorithm"], columns="target_alpha",
+                           values="samples_to_target", aggfunc="median")
+    with __import__("pandas").option_context("display.width", 120, "display.float_format",
+                                             "{:.3g}".format):
+        print(table.sort_index(axis=1, ascending=False))
     return 0
 
 
@@ -258,7 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parquet", default=None)
     p.add_argument("--all", action="store_true", help="include cells no longer in the spec")
     p.set_defaults(func=cmd_export)
-    p = sub.add_parser("demo", help="short demonstration (what `make demo` runs)")
+    p = sub.add_parser("demo", help="the quick sweep, its fit and reports/quick.pdf (`make demo`)")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--out", default=None, help="store path (default results/quick.sqlite)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
     return parser
 

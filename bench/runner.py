@@ -146,7 +146,11 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
         from threadpoolctl import threadpool_limits
 
         blas = threadpool_limits(blas_threads) if blas_threads else contextlib.nullcontext()
-        with blas, _limits(limits, in_child=os.getpid() != parent_pid):
+        import numpy as np
+
+        # Overflow in a diverging run is reported by its status, not by warnings.
+        with blas, np.errstate(over="ignore", invalid="ignore"), \
+                _limits(limits, in_child=os.getpid() != parent_pid):
             res = (cell_fn or compute_cell)(cell, limits.time)
         metrics = res.get("metrics", {})
         rec.update(metrics)

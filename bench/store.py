@@ -146,10 +146,13 @@ class Store:
         with self.conn:
             self.conn.execute(f"INSERT OR REPLACE INTO cells ({names}) VALUES ({marks})",
                               tuple(row.values()))
-            self.conn.execute("DELETE FROM curves WHERE key = ?", (record["key"],))
-            self.conn.executemany("INSERT INTO curves VALUES (?, ?, ?)",
-                                  ((record["key"], kind, dumps(data))
-                                   for kind, data in (record.get("curves") or {}).items()))
+            self._insert_curves(record["key"], record.get("curves") or {})
+
+    def _insert_curves(self, key: str, curves: dict[str, Any]) -> None:
+        """Part of write's transaction (a separate method so tests can interrupt it midway)."""
+        self.conn.execute("DELETE FROM curves WHERE key = ?", (key,))
+        self.conn.executemany("INSERT INTO curves VALUES (?, ?, ?)",
+                              ((key, kind, dumps(data)) for kind, data in curves.items()))
 
     # -- reading -------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:

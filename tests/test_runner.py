@@ -1,0 +1,336 @@
+"""The sweep runner and the store: failure isolation, determinism across workers and backends,
+pairing of data seeds, resume after SIGKILL (also mid-transaction), schema checks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.config import parse_spec
+from bench.runner import plan_sweep, run_sweep
+from bench.store import METRIC_COLUMNS, SCHEMA_VERSION, Store, StoreError, load, load_curves
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SPEC = """
+name = "det"
+seed = 11
+repetitions = 2
+[grid]
+n = [20000, 60000]
+d = [4]
+eps = [0.5, inf]
+[[problem]]
+name = "hard_valley"
+[[problem]]
+name = "strict_saddle"
+[[algorithm]]
+name = "gaussian_spider"
+[[algorithm]]
+name = "adaptive_tree_spider"
+grid = { alpha_mult = [1, 2] }
+"""
+
+#: What must be identical across runs (timings, host, pid and times may differ).
+VOLATILE = {"wall", "cpu", "run_wall", "eval_wall", "host", "pid", "started", "finished",
+            "dprates_version", "git_commit", "python", "numpy"}
+
+
+def comparable(df: pd.DataFrame) -> pd.DataFrame:
+    cols = [c for c in df.columns if c not in VOLATILE]
+    out = df[cols].sort_values("key").reset_index(drop=True)
+    return out.map(lambda v: repr(v) if isinstance(v, (dict, list)) else v)
+
+
+def assert_same_rows(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    a, b = comparable(a), comparable(b)
+    assert list(a["key"]) == list(b["key"])
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def assert_same_curves(p1: Path, p2: Path) -> None:
+    for kind in ("samples_to_accuracy", "trajectory"):
+        assert load_curves(p1, kind) == load_curves(p2, kind)
+
+
+def test_failure_isolation_statuses(tmp_path: Path):
+    """A cell that raises (a sigma override below what (eps, delta) needs), one whose iterates
+    overflow (eta = 1e300) and one over its time limit are recorded; the rest complete."""
+    spec = parse_spec("""
+name = "faults"
+seed = 3
+[grid]
+n = [30000]
+d = [3]
+eps = [1.0]
+[limits]
+time = 0.5
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "adaptive_tree_spider"
+grid = { eta = [0.05, 1e300], sigma = [1e-9, 100.0] }
+[[algorithm]]
+name = "gaussian_spider"
+""")
+    slow = parse_spec("""
+name = "slow"
+seed = 3
+[grid]
+target_alpha = [0.003]
+budget = 100000000000
+d = [3]
+eps = [inf]
+[limits]
+time = 0.3
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "adaptive_tree_spider"
+""")
+    store = tmp_path / "faults.sqlite"
+    res = run_sweep(spec, store, jobs=2, progress=False)
+    assert res.ran == 5
+    df = load(store)
+    by = {(r.param_eta, r.param_sigma, r.algorithm) if r.algorithm != "gaussian_spider"
+          else "gaussian": r for r in df.itertuples()}
+    err = by[(0.05, 1e-9, "adaptive_tree_spider")]
+    assert err.status == "error" and err.error_type == "ValueError" and "sigma" in err.error_message
+    assert "Traceback" in err.traceback and "spider.py" in err.traceback
+    assert by[(1e300, 1e-9, "adaptive_tree_spider")].status == "error"
+    div = by[(1e300, 100.0, "adaptive_tree_spider")]
+    assert div.status == "diverged" and div.stop_reason == "diverged"
+    ok = by[(0.05, 100.0, "adaptive_tree_spider")]
+    assert ok.status == "ok" and ok.samples_used > 0
+    assert by["gaussian"].status == "ok"
+
+    t0 = time.perf_counter()
+    run_sweep(slow, store, jobs=1, progress=False)
+    assert time.perf_counter() - t0 < 10
+    row = load(store).iloc[0]
+    assert row.status == "timeout" and row.stop_reason == "timeout" and 0.3 <= row.run_wall < 2
+    assert row.n_steps > 0  # the partial run was kept
+
+    # A cell stuck inside one long operation is stopped by the SIGALRM backstop.
+    import bench.runner as runner
+
+    def stuck(cell, time_limit):
+        time.sleep(5)
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(runner, "BACKSTOP_EXTRA", 0.0)
+    try:
+        t0 = time.perf_counter()
+        run_sweep(slow, tmp_path / "stuck.sqlite", backend="sequential", progress=False,
+                  cell_fn=stuck)
+        assert time.perf_counter() - t0 < 2
+    finally:
+        monkey.undo()
+    row = load(tmp_path / "stuck.sqlite").iloc[0]
+    assert row.status == "timeout" and row.error_type == "CellTimeout"
+
+    # --retry-failed reruns error / timeout cells only.
+    plan = plan_sweep(spec, store, retry_failed=True)
+    assert len(plan.pending) == 2
+    assert len(plan_sweep(spec, store).pending) == 0
+
+
+def test_determinism_jobs_and_backends_and_pairing(tmp_path: Path):
+    spec = parse_spec(SPEC)
+    p1, p2 = tmp_path / "one.sqlite", tmp_path / "two.sqlite"
+    run_sweep(spec, p1, jobs=1, backend="sequential", progress=False)
+    run_sweep(spec, p2, jobs=2, progress=False)
+    a, b = load(p1), load(p2)
+    assert len(a) == len(spec.cells()) == 48 and (a["status"] == "ok").all()
+    assert_same_rows(a, b)
+    assert_same_curves(p1, p2)
+
+    # Pairing: every algorithm, knob and budget saw the same first samples for one (problem, rep).
+    groups = a.groupby(["problem", "d", "rep"])["data_digest"].nunique()
+    assert (groups == 1).all()
+    assert a.groupby(["problem", "d"])["data_digest"].nunique().min() == 2  # reps differ
+    assert (a["data_digest"].str.len() == 16).all()
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_gives_identical_rows(tmp_path: Path):
+    distributed = pytest.importorskip("distributed")
+    spec = parse_spec(SPEC)
+    p1, p2 = tmp_path / "loky.sqlite", tmp_path / "dask.sqlite"
+    run_sweep(spec, p1, jobs=2, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        run_sweep(spec, p2, backend="dask", scheduler=cluster.scheduler_address, progress=False)
+    a, b = load(p1), load(p2)
+    assert_same_rows(a, b)
+    assert_same_curves(p1, p2)
+    assert set(b["pid"]) != {os.getpid()}  # really ran in the cluster's worker processes
+
+
+RESUME_SPEC = """
+name = "resume"
+seed = 5
+repetitions = 6
+[grid]
+n = [40000, 80000]
+d = [3]
+eps = [0.3, 3.0]
+[[problem]]
+name = "strict_saddle"
+[[algorithm]]
+name = "adaptive_tree_spider"
+[[algorithm]]
+name = "tree_spider"
+"""
+
+#: Runs a sweep; with argv[3] == "pause", each store write prints a marker and sleeps inside
+#: its transaction (between the cell row and the curves) so the test can kill it there.
+DRIVER = textwrap.dedent("""
+    import sys, time
+    import bench.store as st
+    from bench.config import load_spec
+    from bench.runner import run_sweep
+    spec, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "pause":
+        original = st.Store._insert_curves
+        def slow(self, key, curves):
+            print("IN-WRITE", flush=True)
+            time.sleep(0.3)
+            original(self, key, curves)
+        st.Store._insert_curves = slow
+    else:
+        write = st.Store.write
+        def announced(self, record):
+            write(self, record)
+            print("WROTE", flush=True)
+        st.Store.write = announced
+    run_sweep(load_spec(spec), out, jobs=2, progress=False)
+    print("DONE", flush=True)
+""")
+
+
+def _start(tmp_path: Path, spec: Path, out: Path, mode: str) -> subprocess.Popen:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    return subprocess.Popen([sys.executable, str(driver), str(spec), str(out), mode],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its loky workers
+    proc.wait()
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_equals_uninterrupted(tmp_path: Path):
+    spec_path = tmp_path / "resume.toml"
+    spec_path.write_text(RESUME_SPEC)
+    spec = parse_spec(RESUME_SPEC)
+    reference = tmp_path / "reference.sqlite"
+    run_sweep(spec, reference, jobs=2, progress=False)
+
+    rng = np.random.default_rng(20261130)
+    store = tmp_path / "killed.sqlite"
+    kills = 0
+    # Kill in the middle of store writes, twice ...
+    for _ in range(2):
+        proc = _start(tmp_path, spec_path, store, "pause")
+        for line in proc.stdout:
+            if line.startswith("IN-WRITE"):
+                time.sleep(0.05)
+                _kill(proc)
+                kills += 1
+                break
+            if line.startswith("DONE"):
+                break
+        proc.wait()
+        assert sqlite3.connect(store).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    # ... then at random moments: after a random number of finished writes plus a random delay
+    # (workers are mid-cell, the parent is between or inside writes).
+    for _ in range(4):
+        proc = _start(tmp_path, spec_path, store, "fast")
+        wait_for = int(rng.integers(1, 6))
+        for line in proc.stdout:
+            wait_for -= line.startswith("WROTE")
+            if wait_for == 0:
+                time.sleep(float(rng.uniform(0, 0.02)))
+                _kill(proc)
+                kills += 1
+                break
+        proc.wait()
+        assert sqlite3.connect(store).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert kills == 6, kills
+    partial = len(load(store))
+    assert 0 < partial
+    # Curves exist for exactly the stored rows (no row without its curves, thanks to the transaction).
+    keys = set(load(store)["key"])
+    assert set(load_curves(store, "samples_to_accuracy")) == keys
+    run_sweep(spec, store, jobs=2, progress=False)
+    final = load(store)
+    assert len(final) == len(spec.cells()) and final["key"].is_unique
+    assert_same_rows(load(reference), final)
+    assert_same_curves(reference, store)
+    con = sqlite3.connect(store)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert con.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM cells").fetchone() == (48, 48)
+
+
+def test_store_schema_version_and_foreign_files(tmp_path: Path):
+    path = tmp_path / "s.sqlite"
+    Store(path).close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}"):
+        Store(path)
+    other = tmp_path / "other.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="not a dprates store"):
+        load(other)
+
+
+def test_every_metric_has_a_column(tmp_path: Path):
+    from bench.cell import run_cell
+
+    res = run_cell("adaptive_tree_spider", "strict_saddle", 5000, 3, 1.0, seed=1,
+                   params={"target_alpha": 0.3})
+    assert set(res["metrics"]) <= set(METRIC_COLUMNS)
+
+
+def test_values_round_trip_exactly(tmp_path: Path):
+    """inf eps, NaN metrics (stored as NULL), float64 bits and JSON curves survive the store."""
+    spec = parse_spec(SPEC.replace("n = [20000, 60000]", "n = [20000]").replace("repetitions = 2",
+                                                                               "repetitions = 1"))
+    path = tmp_path / "rt.sqlite"
+    from bench.runner import compute_cell, execute_cell, provenance
+
+    cell = spec.cells()[1]
+    rec = execute_cell(cell.to_dict(), spec.limits, provenance(), os.getpid())
+    with Store(path) as st:
+        st.set_spec(spec.name, spec.text, "", [cell.key], "now")
+        st.write(rec)
+    row = load(path).iloc[0]
+    direct = compute_cell(cell, None)
+    for k, v in direct["metrics"].items():
+        if isinstance(v, float) and np.isnan(v):
+            assert pd.isna(row[k])
+        else:
+            assert row[k] == v, k
+    assert row["eps"] == cell.eps
+    curve = load_curves(path, "samples_to_accuracy")[cell.key]
+    assert np.array_equal(np.array(curve["samples"], dtype=float), direct["curve"]["samples"],
+                          equal_nan=True)
