@@ -155,6 +155,30 @@ class Spider:
     def __init__(self, **overrides: Any) -> None:
         self.overrides = validate_overrides(self.name, overrides)
 
+    @classmethod
+    def predicted_exponent(cls, view: str, x: str) -> float | None:
+        """The exponent the claimed rate predicts for a log-log fit (None: no claim).
+
+        The claim alpha ~ n^{-1/3} + (sqrt(d)/(n eps))^p, in its privacy-dominated regime, i.e.
+        sample complexity n*(alpha) ~ sqrt(d) / (eps alpha^{1/p}) (seed 000, Theorem 3.11;
+        Ganesh et al. 2023 for p = 3/7). view "error": log alpha against log x, x = privacy
+        (sqrt(d)/(n eps)) -> p, n -> -p, eps -> -p, d -> p/2. view "sample_complexity":
+        log n* against log x, x = alpha -> -1/p, eps -> -1, d -> +1/2.
+        """
+        p = cls.claimed_exponent
+        if p is None:
+            return None
+        table = {
+            ("error", "privacy"): p, ("error", "n"): -p, ("error", "eps"): -p,
+            ("error", "d"): p / 2,
+            ("sample_complexity", "alpha"): -1 / p, ("sample_complexity", "eps"): -1.0,
+            ("sample_complexity", "d"): 0.5,
+        }
+        if (view, x) not in table:
+            raise ValueError(f"(view, x)=({view!r}, {x!r}) is invalid: the claim predicts "
+                             f"{', '.join(f'{v}/{k}' for v, k in table)}")
+        return table[(view, x)]
+
     # -- parameters ---------------------------------------------------------------------------
     def knobs(self) -> dict[str, Any]:
         return {k: self.overrides.get(k, v) for k, v in KNOB_DEFAULTS.items()}

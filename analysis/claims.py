@@ -1,0 +1,226 @@
+"""From a store to the claims table: the fits declared in the sweep's spec, their exponents with
+CIs, the predictions from the algorithms' own metadata, verdicts and contamination flags.
+
+Points of a fit (`fit_points_table`):
+- error view: one point per cell, y = the fit's metric column (alpha_best by default);
+- sample-complexity view: target-alpha cells give (alpha = target_alpha, n* = samples_to_target);
+  fixed-budget cells give one point per threshold of the samples-to-accuracy curve inside the
+  window (alpha = threshold, n* = samples, NaN when never reached: censored).
+Only cells with status ok are used; the others are counted. eps = inf cells are never fitted
+(x = 0 on the privacy scale); they are the floor reference.
+
+Flags (the window is never moved, only flagged; Scientific protocol items 6 and 7):
+- ceiling: a point in the window whose run never left the start saddle, or a window whose top
+  is within 10x of the start saddle's alpha_SOSP;
+- floor (error view): a design point whose median is within 3x of the eps = inf median of the
+  same (algorithm, problem, n, d);
+- censored: points that never reached their threshold (counted; see analysis.rates).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from algorithms import get_algorithm
+from algorithms.spider import KNOB_DEFAULTS
+from analysis import rates
+from bench.config import FitSpec, SweepSpec, parse_spec
+from bench.store import load, load_curves, load_meta
+
+#: Columns that identify the data a point comes from, besides x.
+CELL_DIMS = ("problem", "problem_params", "d", "n", "eps", "delta", "target_alpha")
+#: Which dimensions are folded into each x scale (the others split the fit into groups).
+FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"},
+          "alpha": {"target_alpha"}}
+
+
+@dataclass
+class StoreData:
+    spec: SweepSpec
+    cells: pd.DataFrame
+    path: str
+
+    @classmethod
+    def open(cls, path: str) -> StoreData:
+        meta = load_meta(path)
+        if "spec_text" not in meta:
+            raise ValueError(f"store {path!r} has no spec recorded: run `dprates sweep` into it first")
+        spec = parse_spec(meta["spec_text"], source=meta.get("spec_source", path))
+        return cls(spec=spec, cells=load(path), path=path)
+
+
+def at_defaults(row_params: dict, knobs: list) -> bool:
+    """True when every knob from the spec's grid sits at its theory default (all 1, ...)."""
+    for k in knobs or []:
+        if k in KNOB_DEFAULTS and row_params.get(k) != KNOB_DEFAULTS[k]:
+            return False
+    return True
+
+
+def _combo_label(params: dict, knobs: list) -> str:
+    return ", ".join(f"{k}={params.get(k)}" for k in sorted(knobs or [])) or "defaults"
+
+
+def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> pd.DataFrame:
+    """Points of a declared fit: columns algorithm, problem, d, n, eps, delta, rep, combo, x,
+    y, left_saddle, alpha_x0, key (see the module docstring)."""
+    df = data.cells
+    df = df[df["status"] == "ok"].copy()
+    for k, v in fit.where.items():
+        if k in ("problem", "algorithm"):
+            df = df[df[k] == v]
+        else:
+            df = df[np.isclose(df[k].astype(float), float(v) if v != "inf" else math.inf)]
+    mode = mode or fit.mode
+    if mode == "theory":
+        df = df[[at_defaults(p or {}, kn) for p, kn in zip(df["params"], df["knobs"], strict=True)]]
+    df = df[np.isfinite(df["eps"])]
+    df = df.assign(combo=[_combo_label(p or {}, kn) for p, kn in zip(df["params"], df["knobs"],
+                                                                       strict=True)],
+                   problem_params=[json.dumps(p, sort_keys=True) for p in df["problem_params"]])
+    keep = ["key", "algorithm", "problem", "problem_params", "d", "n", "eps", "delta",
+            "target_alpha", "rep", "combo", "left_saddle", "alpha_x0", "samples_used",
+            "first_o1_batch", "n_steps"]
+    if fit.view == "sample_complexity":
+        target = df[df["target_alpha"].notna()]
+        pts = target[keep].assign(alpha=target["target_alpha"], y=target["samples_to_target"])
+        budget = df[df["target_alpha"].isna()]
+        if len(budget):
+            curves = load_curves(data.path, "samples_to_accuracy", budget["key"])
+            extra = []
+            for _, r in budget.iterrows():
+                c = curves.get(r["key"])
+                if c is None:
+                    continue
+                th = np.array(c["threshold"], float)
+                sm = np.array([math.nan if v is None else v for v in c["samples"]], float)
+                inside = (th >= fit.window[0] * (1 - 1e-9)) & (th <= fit.window[1] * (1 + 1e-9))
+                for a, s in zip(th[inside], sm[inside], strict=True):
+                    extra.append({**{k: r[k] for k in keep}, "alpha": a, "y": s})
+            pts = pd.concat([pts, pd.DataFrame(extra)], ignore_index=True) if extra else pts
+    else:
+        if fit.y not in df:
+            raise ValueError(f"fit {fit.name}: y={fit.y!r} is not a stored column")
+        pts = df[keep].assign(alpha=df["alpha_best"], y=df[fit.y].astype(float))
+    pts = pts.assign(x=rates.scale(pts, fit.x).to_numpy() if len(pts) else [])
+    return pts.reset_index(drop=True)
+
+
+def group_columns(fit: FitSpec) -> list[str]:
+    folded = FOLDED[fit.x]
+    return ["algorithm", "problem", *[c for c in ("problem_params", "d", "n", "eps", "delta",
+                                                   "target_alpha") if c not in folded
+                                      and not (fit.view == "sample_complexity" and c == "target_alpha")]]
+
+
+def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
+    if fit.view != "error":
+        return False
+    cells = data.cells
+    inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])]
+    if inf.empty:
+        return False
+    ref = inf.groupby(["algorithm", "problem", "n", "d"])[fit.y].median()
+    med = sub.groupby(["algorithm", "problem", "n", "d", "x"])["y"].median()
+    for (alg, prob, n, d, _x), value in med.items():
+        floor = ref.get((alg, prob, n, d))
+        if floor is not None and np.isfinite(floor) and value <= 3 * floor:
+            return True
+    return False
+
+
+def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int = rates.N_BOOT,
+            seed: int = 0) -> pd.DataFrame:
+    """One declared fit, per group: exponent, CI, prediction, verdict and flags."""
+    mode = mode or fit.mode
+    pts = fit_points_table(data, fit, mode)
+    if pts.empty:
+        return pd.DataFrame()
+    pts = pts[(pts["x"] >= fit.window[0] * (1 - 1e-9)) & (pts["x"] <= fit.window[1] * (1 + 1e-9))]
+    by = group_columns(fit)
+    rows = []
+    for k, (key, sub) in enumerate(pts.groupby(by, dropna=False, sort=True)):
+        group = dict(zip(by, key, strict=True))
+        rng = np.random.default_rng([seed, k])
+        if mode == "tuned" and sub["combo"].nunique() > 1:
+            labels = sorted(sub["combo"].unique())
+            res = rates.envelope_fit(sub["x"].to_numpy(), sub["combo"].map(labels.index).to_numpy(),
+                                     sub["rep"].to_numpy(), sub["y"].to_numpy(), group=group,
+                                     x=fit.x, y=fit.y, window=fit.window, n_boot=n_boot, rng=rng,
+                                     combo_labels=labels)
+        else:
+            res = rates.fit_points(sub["x"].to_numpy(), sub["y"].to_numpy(), group=group, x=fit.x,
+                                   y=fit.y, window=fit.window, n_boot=n_boot, rng=rng)
+        cls = get_algorithm(group["algorithm"])
+        predicted = cls.predicted_exponent(fit.view, fit.x)
+        flags = []
+        if (~sub["left_saddle"].astype(bool)).any():
+            flags.append(f"ceiling: {int((~sub['left_saddle'].astype(bool)).sum())} runs never left the saddle")
+        x0 = float(sub["alpha_x0"].min())
+        top = fit.window[1] if fit.view == "sample_complexity" else float(sub["y"].max())
+        if x0 < 10 * top:
+            flags.append(f"ceiling: start alpha_SOSP {x0:.3g} < 10x the window's top alpha {top:.3g}")
+        if _floor_flag(data, sub, fit):
+            flags.append("floor: a design point within 3x of its eps = inf median")
+        if res.n_censored:
+            flags.append(f"censored: {res.n_censored} runs never reached their threshold "
+                         f"({res.dropped_design} design points excluded)")
+        row = res.row()
+        row.update(fit=fit.name, view=fit.view, mode=mode, predicted=predicted,
+                   verdict=rates.verdict(res, predicted, fit.view, fit.x),
+                   flags="; ".join(flags), claimed_rate=cls.claimed_rate,
+                   median_steps=float(sub["n_steps"].median()),
+                   median_first_o1=float(sub["first_o1_batch"].median()))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """Every declared fit of the spec, in its declared mode, plus the other mode when the
+    spec's knob grids make both available (theory mode is the check of the parameter rules)."""
+    frames = []
+    has_grid = any(a["grid"] for a in data.spec.algorithms)
+    for fit in data.spec.fits:
+        modes = [fit.mode]
+        if has_grid:
+            modes = ["tuned", "theory"] if fit.mode == "tuned" else ["theory", "tuned"]
+        for mode in modes:
+            frames.append(run_fit(data, fit, mode, n_boot=n_boot, seed=seed))
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> list[dict[str, Any]]:
+    """Paired differences log y_A - log y_B (theory mode, same data seeds) for every declared fit
+    and every pair of algorithms that claim a rate; prediction = difference of the exponents."""
+    out = []
+    for fit in data.spec.fits:
+        pts = fit_points_table(data, fit, "theory")
+        if pts.empty:
+            continue
+        pts = pts[(pts["x"] >= fit.window[0] * (1 - 1e-9)) & (pts["x"] <= fit.window[1] * (1 + 1e-9))]
+        algs = [a for a in sorted(pts["algorithm"].unique())
+                if get_algorithm(a).claimed_exponent is not None]
+        by = [c for c in group_columns(fit) if c != "algorithm"]
+        for i, a in enumerate(algs):
+            for b in algs[i + 1:]:
+                pa = pts[pts["algorithm"] == a]
+                pb = pts[pts["algorithm"] == b]
+                on = [*by, "x", "rep"]
+                merged = pa.merge(pb, on=on, suffixes=("_a", "_b"))
+                for k, (key, sub) in enumerate(merged.groupby(by, dropna=False, sort=True)):
+                    res = rates.paired_difference(sub["x"].to_numpy(), sub["rep"].to_numpy(),
+                                                  sub["y_a"].to_numpy(), sub["y_b"].to_numpy(),
+                                                  n_boot=n_boot, rng=np.random.default_rng([seed, k]))
+                    pred = (get_algorithm(a).predicted_exponent(fit.view, fit.x)
+                            - get_algorithm(b).predicted_exponent(fit.view, fit.x))
+                    out.append({"fit": fit.name, "view": fit.view, "x": fit.x, "a": a, "b": b,
+                                "group": dict(zip(by, key, strict=True)), "result": res,
+                                "predicted_slope": pred})
+    return out
