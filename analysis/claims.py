@@ -160,8 +160,9 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         cls = get_algorithm(group["algorithm"])
         predicted = cls.predicted_exponent(fit.view, fit.x)
         flags = []
-        if (~sub["left_saddle"].astype(bool)).any():
-            flags.append(f"ceiling: {int((~sub['left_saddle'].astype(bool)).sum())} runs never left the saddle")
+        stuck = int((~sub["left_saddle"].astype(bool)).sum())
+        if stuck:
+            flags.append(f"ceiling: {stuck} runs never left the saddle")
         x0 = float(sub["alpha_x0"].min())
         top = fit.window[1] if fit.view == "sample_complexity" else float(sub["y"].max())
         if x0 < 10 * top:
