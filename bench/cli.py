@@ -124,6 +124,130 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with __import__("pandas").option_context("display.width", 120, "display.float_format",
                                              "{:.3g}".format):
         print(table.sort_index(axis=1, ascending=False))
+    from analysis.report import write_report
+
+    report = Path(args.report)
+    res = write_report(out, report)
+    print("\nDeclared fit (log n* against log target alpha; 95% bootstrap CIs):")
+    _print_claims(res["claims"])
+    print(f"\nwrote {report} ({res['pages']} pages). The demo is small (4 seeds, one eps, a window "
+          "only 2.3-3x below the start saddle): the reference sweep is the result to quote.")
+    return 0
+
+
+def _print_claims(claims) -> None:
+    import pandas as pd
+
+    from analysis.report import claims_display
+
+    if claims is None or not len(claims):
+        print("no declared fit has data (is the sweep finished? does the spec declare [[fit]]?)")
+        return
+    disp = claims_display(claims)
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.max_colwidth", 40):
+        print(disp.to_string(index=False))
+    flagged = claims[claims["flags"].astype(bool)]
+    for _, r in flagged.iterrows():
+        print(f"  flag {r['algorithm']}/{r['problem']}/{r['mode']}: {r['flags']}")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """The declared fits (claims table), or one exploratory fit with --x and --metric."""
+    from analysis import rates
+    from analysis.claims import StoreData, claims_table
+    from bench.store import load
+
+    if args.boot < 100:
+        raise ValueError(f"--boot={args.boot} is invalid: must be >= 100")
+    if args.x or args.metric:
+        if not (args.x and args.metric):
+            raise ValueError("an exploratory fit needs both --x SCALE and --metric COLUMN")
+        df = load(args.store)
+        df = df[(df["status"] == "ok") & (df["eps"] < float("inf"))]
+        window = tuple(args.window) if args.window else None
+        if window and not 0 < window[0] < window[1]:
+            raise ValueError(f"--window={list(window)} is invalid: must be LOW HIGH with 0 < LOW < HIGH")
+        table = rates.fit_exponent(df, args.x, args.metric, by=args.by.split(","), window=window,
+                                   n_boot=args.boot)
+        print(f"exploratory fit (not declared in the spec): log {args.metric} vs log {args.x}")
+        cols = [*args.by.split(","), "exponent", "ci_low", "ci_high", "se_ols", "r2", "n_points",
+                "n_design", "dropped_design"]
+        print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    else:
+        table = claims_table(StoreData.open(args.store), n_boot=args.boot)
+        _print_claims(table)
+    if args.csv:
+        out = table.drop(columns=[c for c in ("x_design", "y_design", "chosen") if c in table])
+        out.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from analysis.report import write_report
+
+    res = write_report(args.store, args.output, n_boot=args.boot)
+    print(f"wrote {res['path']} ({res['pages']} pages)")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from analysis import plots
+    from analysis.claims import StoreData, claims_table, fit_points_table, paired_table
+    from analysis.report import _chosen_rows
+    from bench.store import load_curves
+
+    suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
+    if f".{suffix}" not in plots.SAVE_FORMATS:
+        raise ValueError(f"-o {args.output!r} is invalid: the extension must be one of "
+                         f"{', '.join(plots.SAVE_FORMATS)}")
+    data = StoreData.open(args.store)
+    fits = {f.name: f for f in data.spec.fits}
+    if args.fit and args.fit not in fits:
+        raise ValueError(f"--fit={args.fit!r} is invalid: declared fits are {', '.join(fits) or 'none'}")
+    if args.kind == "trajectory":
+        if not args.cell:
+            raise ValueError("--kind trajectory needs --cell KEY (a key prefix from `dprates status`)")
+        prof = load_curves(args.store, "trajectory")
+        match = [k for k in prof if k.startswith(args.cell)]
+        if len(match) != 1:
+            raise ValueError(f"--cell={args.cell!r} is invalid: matches {len(match)} stored cells")
+        fig, axes = plots.new_figure(11, 3.6, ncols=2)
+        plots.trajectory_plot(axes, prof[match[0]], title=match[0])
+    elif args.kind in ("scaling", "forest"):
+        claims = claims_table(data, n_boot=args.boot)
+        if args.kind == "forest":
+            views = sorted(claims["view"].unique())
+            fig, axes = plots.new_figure(10, 2.5 + 0.3 * len(claims), nrows=len(views), squeeze=False)
+            for ax, v in zip(axes.ravel(), views, strict=True):
+                plots.forest_plot(ax, claims, v)
+        else:
+            fit = fits[args.fit] if args.fit else data.spec.fits[0]
+            mode = args.mode or fit.mode
+            pts = fit_points_table(data, fit, mode)
+            probs = sorted(pts["problem"].unique())
+            fig, axes = plots.new_figure(5.5 * len(probs), 4.4, ncols=len(probs), squeeze=False)
+            for ax, prob in zip(axes.ravel(), probs, strict=True):
+                f = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)
+                           & (claims["problem"] == prob)]
+                sub = pts[pts["problem"] == prob]
+                if mode == "tuned":
+                    sub = _chosen_rows(sub, f)
+                plots.scaling_plot(ax, sub, f, x=fit.x, y=fit.y, window=fit.window,
+                                   title=f"{prob} ({fit.name}, {mode})")
+    else:
+        paired = paired_table(data, n_boot=args.boot)
+        if args.fit:
+            paired = [p for p in paired if p["fit"] == args.fit]
+        if not paired:
+            raise ValueError("no paired comparison: needs two algorithms with claimed rates")
+        fig, axes = plots.new_figure(5.5 * len(paired), 4.2, ncols=len(paired), squeeze=False)
+        for ax, p in zip(axes.ravel(), paired, strict=True):
+            plots.paired_plot(ax, p, p["x"])
+    fig.tight_layout()
+    path = plots.save(fig, args.output)
+    print(f"wrote {path}")
     return 0
 
 
@@ -259,9 +383,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parquet", default=None)
     p.add_argument("--all", action="store_true", help="include cells no longer in the spec")
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("fit", help="exponent table with 95%% CIs and verdicts (declared fits)")
+    p.add_argument("store")
+    p.add_argument("--x", default=None, choices=["privacy", "n", "d", "eps", "alpha"],
+                   help="exploratory fit: the x scale (with --metric)")
+    p.add_argument("--metric", default=None, help="exploratory fit: the y column, e.g. alpha_best")
+    p.add_argument("--by", default="algorithm,problem", help="grouping columns (exploratory fit)")
+    p.add_argument("--window", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"))
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    p.set_defaults(func=cmd_fit)
+    p = sub.add_parser("report", help="PDF report of a store")
+    p.add_argument("store")
+    p.add_argument("-o", "--output", required=True, help="the .pdf to write")
+    p.add_argument("--boot", type=int, default=2000)
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("plot", help="one figure of a store (png, svg or pdf)")
+    p.add_argument("store")
+    p.add_argument("--kind", required=True, choices=["scaling", "forest", "paired", "trajectory"])
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--fit", default=None, help="declared fit name (default: the first)")
+    p.add_argument("--mode", default=None, choices=["theory", "tuned"])
+    p.add_argument("--cell", default=None, help="cell key prefix (--kind trajectory)")
+    p.add_argument("--boot", type=int, default=1000)
+    p.set_defaults(func=cmd_plot)
     p = sub.add_parser("demo", help="the quick sweep, its fit and reports/quick.pdf (`make demo`)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--out", default=None, help="store path (default results/quick.sqlite)")
+    p.add_argument("--report", default="reports/quick.pdf", help="report path (default reports/quick.pdf)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
     return parser
