@@ -15,12 +15,12 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib import ticker  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 STYLE = {
     "gaussian_spider": {"color": "#1b5e9e", "marker": "o", "linestyle": "-", "label": "Gaussian Spider"},

@@ -16,14 +16,14 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_pdf import PdfPages
 
-from analysis import plots, rates  # noqa: E402
-from analysis.claims import StoreData, claims_table, fit_points_table, paired_table  # noqa: E402
-from bench.store import load_curves  # noqa: E402
+from analysis import plots, rates
+from analysis.claims import StoreData, claims_table, fit_points_table, paired_table
+from bench.store import load_curves
 
 A4 = (8.27, 11.69)
 A4_LANDSCAPE = (11.69, 8.27)
@@ -195,9 +195,9 @@ def scaling_pages(pdf: PdfPages, data: StoreData, claims: pd.DataFrame) -> list[
                                    window=fit.window, title=f"{prob} ({fit.name}, {mode} mode)")
             for ax in axes.ravel()[len(problems):]:
                 ax.axis("off")
-            fig.suptitle(f"Scaling: {fit.view.replace('_', ' ')} view, {fit.name}, {mode} mode "
-                         f"(markers: median, band: interquartile range; lines: fit over the shaded window; dotted: predicted slope)",
-                         fontsize=10)
+            fig.suptitle(f"Scaling: {fit.view.replace('_', ' ')} view, {fit.name}, {mode} mode\n"
+                         "markers: median; band: interquartile range; lines: fit over the shaded "
+                         "window; dotted: predicted slope", fontsize=10)
             fig.tight_layout()
             pdf.savefig(fig)
             plt.close(fig)
