@@ -147,9 +147,14 @@ def _print_claims(claims) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 30,
                            "display.max_colwidth", 40):
         print(disp.to_string(index=False))
-    flagged = claims[claims["flags"].astype(bool)]
-    for _, r in flagged.iterrows():
-        print(f"  flag {r['algorithm']}/{r['problem']}/{r['mode']}: {r['flags']}")
+    counts: dict[str, int] = {}
+    for flags in claims["flags"]:
+        for part in filter(None, (flags or "").split("; ")):
+            counts[part] = counts.get(part, 0) + 1
+    if counts:
+        print("flags (number of fits):")
+        for part, k in counts.items():
+            print(f"  [{k}] {part}")
 
 
 def cmd_fit(args: argparse.Namespace) -> int:

@@ -1,0 +1,162 @@
+"""The PDF report, the figures and the fit / report / plot commands on a small real sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from analysis import plots
+from analysis.claims import StoreData, claims_table, fit_points_table, paired_table
+from analysis.report import claims_display, write_report
+from bench.cli import main
+from bench.config import parse_spec
+from bench.runner import run_sweep
+from bench.store import load_curves
+
+SPEC = """
+name = "small"
+description = "report test"
+seed = 2
+repetitions = 3
+[grid]
+target_alpha = [0.3, 0.2, 0.14]
+budget = 2000000
+d = [3]
+eps = [1.0]
+[[problem]]
+name = "hard_valley"
+[[problem]]
+name = "strict_saddle"
+[[algorithm]]
+name = "gaussian_spider"
+grid = { alpha_mult = [1, 2] }
+[[algorithm]]
+name = "adaptive_tree_spider"
+grid = { alpha_mult = [1, 2] }
+[[algorithm]]
+name = "tree_spider"
+params = { sigma = 1e-9 }
+[[fit]]
+name = "sc"
+view = "sample_complexity"
+x = "alpha"
+window = [0.14, 0.3]
+mode = "tuned"
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("report") / "small.sqlite"
+    run_sweep(parse_spec(SPEC), path, jobs=2, progress=False)
+    return path
+
+
+def test_pdf_pages_and_text(store: Path, tmp_path: Path):
+    from pypdf import PdfReader
+
+    out = tmp_path / "r.pdf"
+    res = write_report(store, out, n_boot=300)
+    reader = PdfReader(out)
+    # title, claims, scaling (tuned + theory), forest, paired, 2 trajectory pages, methods, failures
+    assert len(reader.pages) == res["pages"] == 10
+    text = [p.extract_text() for p in reader.pages]
+    assert "dprates report" in text[0] and "small" in text[0] and "error 18" in text[0]
+    disp = claims_display(res["claims"])
+    assert len(disp) == 8  # 2 algorithms x 2 problems x 2 modes (tree_spider cells all failed)
+    for _, row in disp.iterrows():
+        assert row["exponent"] in text[1] and row["CI"] in text[1] and row["verdict"] in text[1]
+    assert "Scaling" in text[2] and "tuned" in text[2] and "theory" in text[3]
+    assert "Exponents" in text[4] and "Paired" in text[5]
+    assert "Trajectories" in text[6] and "hard_valley" in text[6] and "strict_saddle" in text[7]
+    assert "Methods" in text[8] and "Censoring" in text[8] and "Verdicts" in text[8]
+    assert "Failures (18 cells)" in text[9] and "ValueError" in text[9]
+
+
+def test_claims_table_content(store: Path):
+    data = StoreData.open(str(store))
+    claims = claims_table(data, n_boot=300)
+    tuned = claims[claims["mode"] == "tuned"]
+    assert set(tuned["method"]) == {"envelope-hd-median"}
+    assert all(len(c) == 3 for c in tuned["chosen"])  # a knob choice per design point
+    theory = claims[claims["mode"] == "theory"]
+    assert set(theory["predicted"].round(4)) == {-2.0, round(-7 / 3, 4)}
+    assert (claims["n_design"] == 3).all()
+    assert claims["verdict"].isin(["consistent", "faster than claimed", "slower than claimed",
+                                   "inconclusive"]).all()
+
+
+def test_scaling_plot_lines_and_labels(store: Path):
+    data = StoreData.open(str(store))
+    fit = data.spec.fits[0]
+    claims = claims_table(data, n_boot=200)
+    pts = fit_points_table(data, fit, "theory")
+    sub = pts[pts["problem"] == "hard_valley"]
+    fits = claims[(claims["mode"] == "theory") & (claims["problem"] == "hard_valley")]
+    _fig, ax = plots.new_figure()
+    plots.scaling_plot(ax, sub, fits, x="alpha", y="n_star", window=fit.window)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(lbl.startswith("Gaussian Spider: ") and "(claim -2.33)" in lbl for lbl in labels)
+    assert any(lbl.startswith("adaptive tree Spider: ") and "(claim -2.00)" in lbl for lbl in labels)
+    # Per algorithm: medians, fitted line, predicted guide; plus the legend's guide entry.
+    assert len(ax.get_lines()) == 2 * 3 + 1
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert "n^*" in ax.get_ylabel() and "alpha" in ax.get_xlabel()
+    for alg in ("gaussian_spider", "adaptive_tree_spider"):
+        fr = fits[fits["algorithm"] == alg].iloc[0]
+        assert f"{fr['exponent']:.2f} [{fr['ci_low']:.2f}, {fr['ci_high']:.2f}]" in " ".join(labels)
+
+
+def test_forest_paired_and_trajectory_plots(store: Path):
+    data = StoreData.open(str(store))
+    claims = claims_table(data, n_boot=200)
+    _fig, ax = plots.new_figure()
+    plots.forest_plot(ax, claims, "sample_complexity")
+    assert len(ax.get_yticklabels()) == len(claims)
+    assert {round(line.get_xdata()[0], 4) for line in ax.get_lines()
+            if line.get_linestyle() == "--"} == {-2.0, round(-7 / 3, 4)}
+    paired = paired_table(data, n_boot=200)
+    assert len(paired) == 2 and {p["a"] for p in paired} == {"adaptive_tree_spider"}
+    assert all(p["predicted_slope"] == pytest.approx(1 / 3) for p in paired)
+    _fig, ax = plots.new_figure()
+    plots.paired_plot(ax, paired[0], "alpha")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("predicted slope 0.33" in lbl for lbl in labels)
+    prof = next(iter(load_curves(store, "trajectory").values()))
+    _fig, axes = plots.new_figure(ncols=2)
+    plots.trajectory_plot(axes, prof, target=0.2)
+    left = [t.get_text() for t in axes[0].get_legend().get_texts()]
+    assert "target alpha" in left and any("SOSP" in lbl for lbl in left)
+    right = [t.get_text() for t in axes[1].get_legend().get_texts()]
+    assert {"O2 batch $b_t$", "O1 batch", "drift"} <= set(right)
+
+
+def test_fit_and_plot_commands(store: Path, tmp_path: Path, capsys):
+    csv = tmp_path / "claims.csv"
+    assert main(["fit", str(store), "--boot", "200", "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "gaussian_spider" in out and "verdict" in out and csv.exists()
+    import pandas as pd
+
+    table = pd.read_csv(csv)
+    assert {"algorithm", "problem", "view", "mode", "predicted", "exponent", "ci_low", "ci_high",
+            "verdict"} <= set(table.columns)
+    assert main(["fit", str(store), "--x", "alpha", "--metric", "samples_to_target",
+                 "--boot", "200"]) == 0
+    assert "exploratory" in capsys.readouterr().out
+    for kind in ("scaling", "forest", "paired"):
+        png = tmp_path / f"{kind}.png"
+        assert main(["plot", str(store), "--kind", kind, "-o", str(png), "--boot", "200"]) == 0
+        assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    key = load_curves(store, "trajectory")
+    k = next(iter(key))[:10]
+    assert main(["plot", str(store), "--kind", "trajectory", "--cell", k, "-o",
+                 str(tmp_path / "t.svg")]) == 0
+    assert main(["plot", str(store), "--kind", "forest", "-o", str(tmp_path / "x.gif")]) == 2
+    assert "extension" in capsys.readouterr().err
+    assert main(["report", str(store), "-o", str(tmp_path / "r.txt")]) == 2
+    assert main(["fit", str(store), "--x", "alpha"]) == 2
