@@ -138,6 +138,8 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
         "window": [f"[{w[0]:g}, {w[1]:g}]" if isinstance(w, (tuple, list)) else "-"
                    for w in claims["window"]],
         "verdict": claims["verdict"],
+        "flags": [",".join(sorted({p.split(":")[0] for p in (fl or "").split("; ") if p}))
+                  for fl in claims["flags"]],
     })
     extra = [c for c in ("d", "eps", "n", "delta") if c in claims and claims[c].notna().any()
              and claims[c].nunique() > 1]
@@ -163,15 +165,16 @@ def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
             table.set_fontsize(7.5)
             table.scale(1, 1.35)
             table.auto_set_column_width(list(range(len(chunk.columns))))
-        notes = []
-        for _, r in claims.iloc[start:start + per_page].iterrows():
-            if r.get("flags"):
-                notes.append(f"{r['algorithm']} / {r['problem']} / {r['mode']}: {r['flags']}")
+        counts: dict[str, int] = {}
+        for fl in claims.iloc[start:start + per_page]["flags"]:
+            for part in filter(None, (fl or "").split("; ")):
+                counts[part] = counts.get(part, 0) + 1
         text = ("views: samples = log n* vs log alpha (sample complexity); error = log alpha vs log x. "
                 "Predictions from each algorithm's claimed exponent; "
                 "tree_spider claims none (ablation).")
-        if notes:
-            text += "\nflags:\n" + "\n".join(textwrap.shorten(n, 190) for n in notes[:12])
+        if counts:
+            text += "\nflags (number of rows), see the methods page:\n" + "\n".join(
+                textwrap.shorten(f"[{k}] {msg}", 190) for msg, k in list(counts.items())[:12])
         fig.text(0.04, 0.17, text, fontsize=7, va="top")
         pdf.savefig(fig)
         plt.close(fig)
