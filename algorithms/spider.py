@@ -45,6 +45,7 @@ import numpy as np
 
 from algorithms.accounting import Calibration, calibrate, gdp_mu, spent_eps
 from algorithms.base import Privacy, Trajectory
+from algorithms.faults import check_faults
 from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from problems.base import Constants, Problem
 
@@ -152,8 +153,10 @@ class Spider:
     claimed_exponent: float | None = None
     claimed_rate = ""
 
-    def __init__(self, **overrides: Any) -> None:
+    def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         self.overrides = validate_overrides(self.name, overrides)
+        # Negative controls of the privacy verification only (algorithms.faults).
+        self.planted_faults = check_faults(planted_faults)
 
     @classmethod
     def predicted_exponent(cls, view: str, x: str) -> float | None:
@@ -206,11 +209,15 @@ class Spider:
 
     # -- the run ------------------------------------------------------------------------------
     def run(self, problem: Problem, data: Any, privacy: Privacy,
-            rng: np.random.Generator, *, time_limit: float | None = None) -> Trajectory:
+            rng: np.random.Generator, *, time_limit: float | None = None,
+            probe: Any = None) -> Trajectory:
         """Run on `data` (an array from problem.sample or a stream); randomness only from rng.
 
         `time_limit` (seconds of wall time, optional) ends the run after the step that crosses
         it, with stop_reason "timeout"; the trajectory so far is returned (a sweep's cell limit).
+        `probe` (optional, for the privacy verification): an object whose `release(**info)` is
+        called at every step with the state, the batch, the clip bound, the pre-noise leaf,
+        the sensitivity told to the accountant and the released estimate (see _run_engine).
         """
         if not isinstance(privacy, Privacy):
             raise ValueError(f"privacy={privacy!r} is invalid: must be an algorithms.Privacy")
@@ -220,7 +227,27 @@ class Spider:
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
         p = self.resolve_params(problem, n, privacy)
         deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
-        return _run_engine(self, problem, stream, privacy, rng, p, deadline)
+        if "reuse_sample" in self.planted_faults:
+            stream = _ReusingStream(stream)
+        return _run_engine(self, problem, stream, privacy, rng, p, deadline, probe)
+
+
+class _ReusingStream:
+    """Planted fault "reuse_sample": each batch's first record is the previous batch's last."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner, self._last = inner, None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def take(self, k: int) -> np.ndarray:
+        out = np.array(self._inner.take(k))
+        if self._last is not None and len(out):
+            out[0] = self._last
+        if len(out):
+            self._last = out[-1].copy()
+        return out
 
 
 def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float:
@@ -233,8 +260,20 @@ def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float
     return max(s_o1, s_o2)
 
 
+def o1_leaf(problem: Problem, x: np.ndarray, batch: np.ndarray, clip: float) -> np.ndarray:
+    """O1's pre-noise answer: the mean of per-sample gradients clipped to `clip`."""
+    return clip_rows(problem.per_sample_grads(x, batch), clip).mean(axis=0)
+
+
+def o2_leaf(problem: Problem, x: np.ndarray, x_prev: np.ndarray, batch: np.ndarray,
+            clip: float) -> np.ndarray:
+    """O2's pre-noise answer: the mean of per-sample gradient differences clipped to `clip`."""
+    return clip_rows(problem.per_sample_grad_diffs(x, x_prev, batch), clip).mean(axis=0)
+
+
 def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
-                rng: np.random.Generator, p: dict, deadline: float = math.inf) -> Trajectory:
+                rng: np.random.Generator, p: dict, deadline: float = math.inf,
+                probe: Any = None) -> Trajectory:
     const = problem.constants
     d, G, M = problem.d, const.G, const.M
     x = np.array(problem.x0, dtype=float)
@@ -245,27 +284,34 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
         warnings.append(f"first O1 batch b={b} exceeds the data budget {stream.remaining}: no step run")
 
     # Noise calibration (fixed before the run; Lemma 3.7 for the tree).
+    faults = alg.planted_faults
+    noise_factor = 1 / 3 if "noise_third" in faults else 1.0  # planted fault
     tree: TreeMechanism | None = None
     if alg.noise == "tree":
         s_leaf = _leaf_sensitivity(alg, p, G, M, d)
         cal = noise_calibration(privacy, s_leaf, "tree", T_int, p["tree_scope"])
+        if "tree_depth_1" in faults:  # planted fault: one node per record
+            cal = calibrate(privacy.eps, privacy.delta, s_leaf, nodes=1, method=privacy.calibration)
         sigma = cal.sigma
         if "sigma" in alg.overrides:
             if float(alg.overrides["sigma"]) < sigma:
                 raise ValueError(f"parameter sigma={alg.overrides['sigma']!r} is invalid: must be "
                                  f">= {sigma:.6g}, the noise (eps, delta) needs")
             sigma = float(alg.overrides["sigma"])
-        tree = TreeMechanism(d, sigma, rng)
+        tree = TreeMechanism(d, sigma * noise_factor, rng)
         mu = s_leaf * math.sqrt(cal.nodes) / sigma if sigma > 0 else math.inf
         p.update(sigma=sigma, leaf_sensitivity=s_leaf, tree_depth=TreeMechanism.depth(T_int),
                  tree_nodes=cal.nodes, calibration_floored=cal.floored)
         clip_o1 = min(G, s_leaf * b / 2) if privacy.private else G
+        if "no_clipping" in faults:
+            clip_o1 = math.inf
     else:
+        s_leaf = math.nan  # per-release sensitivities instead (told with each release)
         cal = noise_calibration(privacy, 1.0, "gaussian", T_int, "epoch")
         mult = cal.multiplier
         mu = 1.0 / mult if mult > 0 else math.inf
         p.update(noise_multiplier=mult, calibration_floored=cal.floored)
-        clip_o1 = G
+        clip_o1 = math.inf if "no_clipping" in faults else G
     p["privacy_mu"] = mu
 
     # Storage of iterates (see Trajectory): thin when T x d is large.
@@ -292,6 +338,7 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
     frozen_prev = 1  # frozen_{-1} = 1
     nabla = np.zeros(d)
     x_prev = x.copy()
+    x_prev2 = x.copy()  # x_{t-2}: only the planted fault "o2_wrong_step" reads it
     prev_norm = math.inf
     grad_evals = 0
     stop = "T_reached"
@@ -304,16 +351,21 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
             stop = "data_exhausted"
             break
         noise_std = 0.0
+        restart = False
         if drift >= kappa:  # line 4-5: O1
             batch = stream.take(b)
-            grads = problem.per_sample_grads(x, batch)
             grad_evals += len(batch)
-            nabla = clip_rows(grads, clip_o1).mean(axis=0)
+            leaf = o1_leaf(problem, x, batch, clip_o1)
+            clip = clip_o1
+            told = s_leaf if tree is not None else 2 * clip_o1 / b
+            nabla = leaf
             if tree is None and privacy.private:
-                noise_std = mult * 2 * clip_o1 / b
-                nabla = nabla + gaussian_noise(d, noise_std, rng)
+                noise_std = mult * 2 * (G if "no_clipping" in faults else clip_o1) / b
+                told = noise_std / mult
+                nabla = nabla + gaussian_noise(d, noise_std * noise_factor, rng)
             if tree is not None and p["tree_scope"] == "epoch":
                 tree.restart()
+                restart = True
             drift = 0.0
             oracle, used = 1, b
         else:  # line 7: O2
@@ -322,10 +374,13 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
                 stop = "diverged"
                 break
             g = M * step_len
+            g_rule = g  # the step bound the batch rule and the noise use
+            if "o2_wrong_step" in faults:  # planted fault: the previous step's length
+                g_rule = M * float(np.linalg.norm(x_prev - x_prev2))
             if alg.batch_rule == "adaptive":
-                terms = [1.0, g * kappa / alpha**2]
+                terms = [1.0, g_rule * kappa / alpha**2]
                 if math.isfinite(eps_eff):
-                    terms.append(g * sqrt_d / (alpha * eps_eff))
+                    terms.append(g_rule * sqrt_d / (alpha * eps_eff))
                 bt = math.ceil(max(terms))
             else:
                 bt = int(p["B"])
@@ -333,15 +388,21 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
                 stop = "data_exhausted"
                 break
             batch = stream.take(bt)
-            diffs = problem.per_sample_grad_diffs(x, x_prev, batch)
             grad_evals += 2 * len(batch)
             clip_o2 = g
-            if tree is not None and privacy.private:
+            if tree is not None and privacy.private and "o2_wrong_step" not in faults:
                 clip_o2 = min(g, p["leaf_sensitivity"] * bt / 2)
-            delta_t = clip_rows(diffs, clip_o2).mean(axis=0)
+            if "no_clipping" in faults:
+                clip_o2 = math.inf
+            leaf = o2_leaf(problem, x, x_prev, batch, clip_o2)
+            clip = clip_o2
+            told = s_leaf if tree is not None else 2 * clip_o2 / bt
+            delta_t = leaf
             if tree is None and privacy.private:
-                noise_std = mult * 2 * clip_o2 / bt  # scaled to the step taken (public)
-                delta_t = delta_t + gaussian_noise(d, noise_std, rng)
+                bound = clip_o2 if math.isfinite(clip_o2) and "o2_wrong_step" not in faults else g_rule
+                noise_std = mult * 2 * bound / bt  # scaled to the step taken (public)
+                told = noise_std / mult
+                delta_t = delta_t + gaussian_noise(d, noise_std * noise_factor, rng)
             nabla = nabla + delta_t
             oracle, used = 2, bt
         frozen = frozen_prev - 1
@@ -357,11 +418,16 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
                 released = released + gaussian_noise(d, zeta / sqrt_d, rng)
             escape = True
         est_norm = float(np.linalg.norm(released))
+        if probe is not None:
+            probe.release(t=t + 1, oracle=oracle, x=x.copy(), x_prev=x_prev.copy(), batch=batch,
+                          clip=clip, leaf=leaf, told=told, noise_std=noise_std, nabla=nabla.copy(),
+                          released=released.copy(), restart=restart, escape=escape)
         step = eta * released
         if alg.bounded_step:
             step_norm = eta * est_norm
             if step_norm > p["D"]:
                 step = step * (p["D"] / step_norm)
+        x_prev2 = x_prev
         x_prev = x
         x = x - step
         if alg.drift_rule == "estimate_norms":
