@@ -1,0 +1,138 @@
+"""Privacy verification in three layers (issue 6): sensitivity (property tests), noise
+distribution (KS with power), black-box audit; every planted bug must be flagged."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analysis.audit import audit, eps_lower_bound
+from analysis.privacy_checks import check_releases, noise_check, record_run, sensitivity_check
+
+ALGS = ["gaussian_spider", "tree_spider", "adaptive_tree_spider"]
+RUNS = {}
+
+
+def recorded(alg: str, problem: str, scope: str | None = None):
+    key = (alg, problem, scope)
+    if key not in RUNS:
+        params = {"tree_scope": scope} if scope else {}
+        RUNS[key] = record_run(alg, problem=problem, d=4, n=60_000, eps=1.0, seed=3, params=params)
+    return RUNS[key]
+
+
+# ---------------------------------------------------------------- layer 1: sensitivity
+extreme = st.one_of(st.floats(-1e9, 1e9, allow_nan=False), st.sampled_from([-1e9, 1e9, 0.0]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ALGS)
+@pytest.mark.parametrize("problem", ["strict_saddle", "hard_valley"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(row=st.lists(extreme, min_size=6, max_size=6))
+def test_every_release_moves_at_most_its_told_sensitivity(alg, problem, row):
+    """Any record (huge curvature factors, huge gradients, either sign) replacing one record of
+    any release's batch, from the same state: the leaf moves by <= the sensitivity the accountant
+    was told; for the tree the node changes stay within the told nodes and nodes x s^2."""
+    run = recorded(alg, problem)
+    rep = check_releases(run, [np.array(row)], positions=2, max_releases=60)
+    assert rep.ok, rep.violations
+    assert rep.max_ratio <= 1 + 1e-9
+
+
+@pytest.mark.parametrize("alg,scope", [("gaussian_spider", None), ("tree_spider", "global"),
+                                       ("tree_spider", "epoch"), ("adaptive_tree_spider", "global"),
+                                       ("adaptive_tree_spider", "epoch")])
+def test_worst_case_adversary_nearly_reaches_the_bound(alg, scope):
+    """The check has teeth: the built-in adversaries push some release to > 75% of its bound,
+    and for the tree the touched nodes reach the told count's order."""
+    run = recorded(alg, "strict_saddle", scope)
+    rep = sensitivity_check(alg, run=run)
+    assert rep.ok, rep.violations
+    assert rep.max_ratio > 0.75
+    assert rep.reused == 0
+    if alg != "gaussian_spider":
+        depth = run.traj.params["tree_depth"]
+        told = run.traj.params["tree_nodes"]
+        assert told == (2 * depth if scope == "global" else depth)
+        assert depth <= rep.tree_nodes_touched <= told
+
+
+@pytest.mark.parametrize("fault,alg", [
+    ("no_clipping", "gaussian_spider"), ("no_clipping", "adaptive_tree_spider"),
+    ("o2_wrong_step", "gaussian_spider"), ("o2_wrong_step", "adaptive_tree_spider"),
+    ("tree_depth_1", "tree_spider"), ("tree_depth_1", "adaptive_tree_spider"),
+    ("reuse_sample", "gaussian_spider"), ("reuse_sample", "tree_spider"),
+])
+def test_layer1_flags_planted_bugs(fault, alg):
+    rep = sensitivity_check(alg, faults=(fault,), seed=3)
+    assert not rep.ok
+    expected = {"no_clipping": "told sensitivity", "o2_wrong_step": "told sensitivity",
+                "tree_depth_1": "tree nodes changed", "reuse_sample": "more than one release"}[fault]
+    assert any(expected in v for v in rep.violations), rep.violations
+
+
+def test_o2_wrong_step_is_harmless_with_a_bounded_step():
+    """The fixed-batch tree Spider's step bound D makes its leaf sensitivity 2 M D / B hold
+    whatever step the batch rule looked at: enforcement, not trust (so not a bug there)."""
+    assert sensitivity_check("tree_spider", faults=("o2_wrong_step",), seed=3).ok
+
+
+# ---------------------------------------------------------------- layer 2: noise
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ALGS)
+def test_released_noise_has_the_calibrated_distribution_and_the_test_has_power(alg):
+    rep = noise_check(alg, eps=1.0, runs=800, seed=5)
+    assert rep.ok, rep  # KS p > 1e-3 at the calibrated sigma
+    assert rep.has_power, rep  # and p < 1e-3 at 2/3 and 3/2 of it
+    assert 0.9 < rep.variance_ratio < 1.1
+    if alg != "gaussian_spider":  # tree prefix noise variance = popcount(t) sigma^2
+        assert set(rep.popcount_variance) == {1, 2, 3, 4}
+        for pop, ratio in rep.popcount_variance.items():
+            assert 0.75 < ratio < 1.25, (pop, ratio)
+
+
+@pytest.mark.parametrize("fault,alg", [("noise_third", "gaussian_spider"),
+                                       ("noise_third", "adaptive_tree_spider"),
+                                       ("tree_depth_1", "tree_spider"),
+                                       ("tree_depth_1", "adaptive_tree_spider")])
+def test_layer2_flags_planted_bugs(fault, alg):
+    rep = noise_check(alg, faults=(fault,), runs=200, seed=5)
+    assert not rep.ok and rep.variance_ratio < 0.2
+
+
+# ---------------------------------------------------------------- layer 3: audit
+def test_eps_lower_bound_on_known_mechanisms():
+    """Randomized response with known eps: the bound is below the truth and not vacuous;
+    identical distributions give 0."""
+    rng = np.random.default_rng(0)
+    eps = 2.0
+    p = math.exp(eps) / (1 + math.exp(eps))
+    neg = (rng.random(20000) > p).astype(float)  # P(1) = 1 - p on D
+    pos = (rng.random(20000) < p).astype(float)  # P(1) = p on D'
+    lb = eps_lower_bound(neg, pos, 1e-6)["eps_lb"]
+    assert 0.8 * eps < lb <= eps
+    same = eps_lower_bound(rng.normal(size=5000), rng.normal(size=5000), 1e-6)["eps_lb"]
+    assert same < 0.2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ALGS)
+def test_audit_passes_for_every_algorithm_at_several_eps(alg):
+    for eps in (0.5, 1.0, 2.0):
+        r = audit(alg, eps, runs=3000, seed=11, n_jobs=2)
+        assert not r.flagged, r
+        assert r.eps_lb <= eps
+        assert r.mu_low <= r.mu_accountant <= r.mu_high + 0.05, r  # the instance is tight
+
+
+@pytest.mark.slow
+def test_audit_flags_planted_noise_and_clipping_bugs():
+    third = audit("gaussian_spider", 2.0, runs=10000, faults=("noise_third",), seed=11, n_jobs=2)
+    assert third.eps_flagged and third.mu_flagged, third
+    noclip = audit("adaptive_tree_spider", 2.0, runs=3000, faults=("no_clipping",), seed=11, n_jobs=2)
+    assert noclip.eps_flagged and noclip.eps_lb > 5, noclip
