@@ -210,7 +210,7 @@ class Spider:
     # -- the run ------------------------------------------------------------------------------
     def run(self, problem: Problem, data: Any, privacy: Privacy,
             rng: np.random.Generator, *, time_limit: float | None = None,
-            probe: Any = None) -> Trajectory:
+            probe: Any = None, monitor: Any = None) -> Trajectory:
         """Run on `data` (an array from problem.sample or a stream); randomness only from rng.
 
         `time_limit` (seconds of wall time, optional) ends the run after the step that crosses
@@ -218,6 +218,9 @@ class Spider:
         `probe` (optional, for the privacy verification): an object whose `release(**info)` is
         called at every step with the state, the batch, the clip bound, the pre-noise leaf,
         the sensitivity told to the accountant and the released estimate (see _run_engine).
+        `monitor` (optional, a measurement device of the benchmark, not part of the algorithm):
+        called with each stored iterate; True ends the run with stop_reason "target_reached".
+        Everything up to that iterate is what the full run would have produced.
         """
         if not isinstance(privacy, Privacy):
             raise ValueError(f"privacy={privacy!r} is invalid: must be an algorithms.Privacy")
@@ -229,7 +232,7 @@ class Spider:
         deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
         if "reuse_sample" in self.planted_faults:
             stream = _ReusingStream(stream)
-        return _run_engine(self, problem, stream, privacy, rng, p, deadline, probe)
+        return _run_engine(self, problem, stream, privacy, rng, p, deadline, probe, monitor)
 
 
 class _ReusingStream:
@@ -273,7 +276,7 @@ def o2_leaf(problem: Problem, x: np.ndarray, x_prev: np.ndarray, batch: np.ndarr
 
 def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
                 rng: np.random.Generator, p: dict, deadline: float = math.inf,
-                probe: Any = None) -> Trajectory:
+                probe: Any = None, monitor: Any = None) -> Trajectory:
     const = problem.constants
     d, G, M = problem.d, const.G, const.M
     x = np.array(problem.x0, dtype=float)
@@ -453,6 +456,9 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
         if est_norm < best_est or t % keep_every == 0:
             best_est = min(best_est, est_norm)
             _store(x, t, stream.used)
+            if monitor is not None and monitor(x):
+                stop = "target_reached"
+                break
         if time.perf_counter() > deadline:
             stop = "timeout"
             break

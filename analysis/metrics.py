@@ -144,3 +144,13 @@ def trajectory_profile(problem: Problem, traj, max_points: int = 120) -> dict:
         "o1_samples": rec["samples"][o1].tolist(),
         "escape_samples": rec["samples"][np.flatnonzero(rec["escape"])[:2000]].tolist(),
     }
+
+
+def target_monitor(problem: Problem, target: float):
+    """A run monitor (see Spider.run) that is True once alpha_SOSP(x) <= target: ends a
+    sample-complexity run as soon as its n* is known (screened by the gradient norm)."""
+    def reached(x: np.ndarray) -> bool:
+        if np.linalg.norm(problem.population_grad(x)) > target:
+            return False
+        return bool(sosp_alpha(problem, x)["alpha"] <= target)
+    return reached

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from algorithms import Privacy, get_algorithm
-from analysis.metrics import evaluate
+from analysis.metrics import evaluate, target_monitor
 from problems import get_problem
 from problems.streams import DataStream
 
@@ -53,7 +53,7 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
              problem_params: dict[str, Any] | None = None, calibration: str = "tight",
              data_seed: np.random.SeedSequence | None = None,
              rng: np.random.Generator | None = None,
-             time_limit: float | None = None) -> dict[str, Any]:
+             time_limit: float | None = None, stop_at_target: bool = False) -> dict[str, Any]:
     """Validate everything, run, evaluate. Returns params, metrics, curve, timings."""
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **(problem_params or {}))
@@ -65,7 +65,14 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
         data_seed, rng = cell_seeds(seed)
     stream = DigestingStream(prob._draw, data_seed, budget=n)
     t0, c0 = time.perf_counter(), time.process_time()
-    traj = alg.run(prob, stream, privacy, rng, time_limit=time_limit)
+    monitor = None
+    if stop_at_target:
+        target = alg.overrides.get("target_alpha")
+        if target is None:
+            raise ValueError("stop_at_target=True is invalid without target_alpha: it ends a run "
+                             "when alpha_SOSP first falls to the target")
+        monitor = target_monitor(prob, float(target))
+    traj = alg.run(prob, stream, privacy, rng, time_limit=time_limit, monitor=monitor)
     t1, c1 = time.perf_counter(), time.process_time()
     ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"))
     t2 = time.perf_counter()

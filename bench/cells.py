@@ -55,12 +55,13 @@ class Cell:
     base_seed: int
     target_alpha: float | None = None
     knobs: tuple[str, ...] = ()  # names of the params that come from the spec's knob grid
+    stop_at_target: bool = False  # end the run once alpha_SOSP <= target (n* is then known)
 
     @classmethod
     def make(cls, *, problem: str, problem_params: dict, algorithm: str, params: dict,
              n: int | None, d: int, eps: float, delta: float, rep: int, calibration: str = "tight",
              base_seed: int = 0, target_alpha: float | None = None,
-             knobs: tuple[str, ...] = ()) -> Cell:
+             knobs: tuple[str, ...] = (), stop_at_target: bool = False) -> Cell:
         return cls(problem=problem,
                    problem_params=tuple(sorted((k, canonical_number(v)) for k, v in problem_params.items())),
                    algorithm=algorithm,
@@ -68,12 +69,14 @@ class Cell:
                    n=None if n is None else int(n), d=int(d), eps=float(eps), delta=float(delta),
                    rep=int(rep), calibration=calibration, base_seed=int(base_seed),
                    target_alpha=None if target_alpha is None else float(target_alpha),
-                   knobs=tuple(sorted(knobs)))
+                   knobs=tuple(sorted(knobs)), stop_at_target=bool(stop_at_target))
 
     def content(self) -> dict[str, Any]:
         """What determines the run's numbers (the knob-grid bookkeeping does not)."""
         c = asdict(self)
         c.pop("knobs")
+        if not self.stop_at_target:  # absent unless used: keys of earlier stores stay valid
+            c.pop("stop_at_target")
         c["problem_params"] = dict(self.problem_params)
         c["params"] = dict(self.params)
         for k in ("eps", "delta", "target_alpha"):
@@ -118,4 +121,4 @@ class Cell:
                         algorithm=d["algorithm"], params=d["params"], n=d["n"], d=d["d"],
                         eps=d["eps"], delta=d["delta"], rep=d["rep"], calibration=d["calibration"],
                         base_seed=d["base_seed"], target_alpha=d.get("target_alpha"),
-                        knobs=tuple(d.get("knobs", ())))
+                        knobs=tuple(d.get("knobs", ())), stop_at_target=d.get("stop_at_target", False))

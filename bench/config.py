@@ -7,6 +7,8 @@ A spec (see bench/configs/quick.toml for a commented example):
     seed = 1                       # base seed (integer >= 0)
     repetitions = 5                # paired repetitions (integer >= 1)
     calibration = "tight"          # optional: tight | theory
+    stop_at_target = true          # optional (target_alpha sweeps): end a run once alpha_SOSP
+                                   # <= its target; n* is unchanged, later metrics are not measured
 
     [grid]                         # cartesian product over every list
     n = [100000, 1000000]          # sample budgets: the fixed-budget (error) view ...
@@ -54,7 +56,7 @@ from typing import Any
 from bench.cells import Cell, canonical_number
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
-            "problem", "algorithm", "fit"}
+            "problem", "algorithm", "fit", "stop_at_target"}
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
 LIMIT_KEYS = {"time", "memory_mb"}
 PROBLEM_KEYS = {"name", "params"}
@@ -103,6 +105,7 @@ class SweepSpec:
     description: str = ""
     text: str = ""
     source: str = ""
+    stop_at_target: bool = False
 
     @property
     def mode(self) -> str:
@@ -126,7 +129,8 @@ class SweepSpec:
                             problem=prob["name"], problem_params=prob["params"],
                             algorithm=alg["name"], params=params, n=n, d=d, eps=eps, delta=delta,
                             rep=rep, calibration=self.calibration, base_seed=self.seed,
-                            target_alpha=ta, knobs=tuple(knob_names)))
+                            target_alpha=ta, knobs=tuple(knob_names),
+                            stop_at_target=self.stop_at_target))
         return out
 
 
@@ -325,9 +329,15 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                             window=(float(w[0]), float(w[1])), mode=mode,
                             where={k: canonical_number(v) for k, v in where.items()}))
 
+    stop = raw.get("stop_at_target", False)
+    if not isinstance(stop, bool):
+        raise _where("stop_at_target", stop, "must be true or false")
+    if stop and "target_alpha" not in grid:
+        raise SpecError("stop_at_target = true is only allowed with grid.target_alpha")
     return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
-                     description=raw.get("description", ""), text=text, source=source)
+                     description=raw.get("description", ""), text=text, source=source,
+                     stop_at_target=stop)
 
 
 def load_spec(path: str | Path) -> SweepSpec:

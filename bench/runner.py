@@ -80,7 +80,8 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
     res = run_cell(cell.algorithm, cell.problem, cell.n, cell.d, cell.eps, delta=cell.delta,
                    params=cell.run_params(), problem_params=dict(cell.problem_params),
                    calibration=cell.calibration, data_seed=cell.data_seed(),
-                   rng=_generator(cell), time_limit=time_limit)
+                   rng=_generator(cell), time_limit=time_limit,
+                   stop_at_target=cell.stop_at_target)
     traj = res.pop("trajectory")
     prob = res.pop("problem_obj")
     res["curves"] = {

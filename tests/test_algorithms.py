@@ -220,3 +220,21 @@ def test_privacy_arguments():
         Privacy(1.0, 1)
     with pytest.raises(ValueError, match="calibration='loose'"):
         Privacy(1.0, 1e-6, "loose")
+
+
+@pytest.mark.parametrize("alg", ALGS)
+def test_stop_at_target_keeps_n_star(alg):
+    """The benchmark's early stop ends a run at its first stored iterate with alpha_SOSP <=
+    target: n* (and everything before it) equals the full run's."""
+    from bench.cell import run_cell
+
+    for seed, target in ((1, 0.3), (2, 0.15)):
+        full = run_cell(alg, "hard_valley", 2_000_000, 6, 1.0, seed=seed, params={"target_alpha": target})
+        short = run_cell(alg, "hard_valley", 2_000_000, 6, 1.0, seed=seed,
+                         params={"target_alpha": target}, stop_at_target=True)
+        assert full["metrics"]["samples_to_target"] == short["metrics"]["samples_to_target"]
+        assert np.isfinite(short["metrics"]["samples_to_target"])
+        assert short["metrics"]["stop_reason"] == "target_reached"
+        assert short["metrics"]["samples_used"] == short["metrics"]["samples_to_target"]
+        k = len(short["trajectory"].iterates)
+        np.testing.assert_array_equal(full["trajectory"].iterates[:k], short["trajectory"].iterates)
