@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench reference clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ lint: $(STAMP_TEST)
 bench: $(STAMP_TEST)
 	$(BIN)/python bench/perf_spiders.py
 	$(BIN)/python bench/perf_runner.py
+
+# The headline reproduction (README "Results"): four sweeps, resumable, then one report.
+REFERENCE_SPECS := reference reference_eps_d reference_benign reference_error
+reference: $(STAMP_DEMO)
+	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
+	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
+	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

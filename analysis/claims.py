@@ -15,6 +15,12 @@ Flags (the window is never moved, only flagged; Scientific protocol items 6 and 
 - floor (error view): a design point whose median is within 3x of the eps = inf median of the
   same (algorithm, problem, n, d);
 - censored: points that never reached their threshold (counted; see analysis.rates).
+
+Sample-complexity fits run on medians (Harrell-Davis, or the sample median where runs are
+censored, counting a censored run as n* = inf), in both modes: censoring is intrinsic to that
+view (the rules' own horizon T or the budget can end a run first), and dropping every design
+point with one censored seed would throw away the hard end of the window. A design point whose
+median is censored is dropped and counted.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from algorithms.spider import KNOB_DEFAULTS
 from analysis import rates
 from bench.config import FitSpec, SweepSpec, parse_spec
 from bench.store import load, load_curves, load_meta
+from problems import character as problem_character
 
 #: Columns that identify the data a point comes from, besides x.
 CELL_DIMS = ("problem", "problem_params", "d", "n", "eps", "delta", "target_alpha")
@@ -148,7 +155,9 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
     for k, (key, sub) in enumerate(pts.groupby(by, dropna=False, sort=True)):
         group = dict(zip(by, key, strict=True))
         rng = np.random.default_rng([seed, k])
-        if mode == "tuned" and sub["combo"].nunique() > 1:
+        # Sample complexity: median-based fits (censored runs count as n* = inf, so a design
+        # point is lost only when its median is censored); error view: all repetitions.
+        if (mode == "tuned" and sub["combo"].nunique() > 1) or fit.view == "sample_complexity":
             labels = sorted(sub["combo"].unique())
             res = rates.envelope_fit(sub["x"].to_numpy(), sub["combo"].map(labels.index).to_numpy(),
                                      sub["rep"].to_numpy(), sub["y"].to_numpy(), group=group,
@@ -174,6 +183,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                          f"({res.dropped_design} design points excluded)")
         row = res.row()
         row.update(fit=fit.name, view=fit.view, mode=mode, predicted=predicted,
+                   character=problem_character(group["problem"]), spec=data.spec.name,
                    verdict=rates.verdict(res, predicted, fit.view, fit.x),
                    flags="; ".join(flags), claimed_rate=cls.claimed_rate,
                    median_steps=float(sub["n_steps"].median()),
@@ -224,4 +234,57 @@ def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
                     out.append({"fit": fit.name, "view": fit.view, "x": fit.x, "a": a, "b": b,
                                 "group": dict(zip(by, key, strict=True)), "result": res,
                                 "predicted_slope": pred})
+    return out
+
+
+def path_table(data: StoreData) -> pd.DataFrame:
+    """For target-alpha cells: per (problem, algorithm, d, eps, target), the median n* beside
+    the first O1 batch and the rules' own budget (theory_budget), the median number of steps
+    and the horizon T, and the privacy share of the rules' budget, 1 - budget(eps = inf) /
+    budget(eps) (Scientific protocol item 2: do the rules or the optimization set n*?).
+    Also the slope of log(steps) against log(alpha) per (problem, algorithm, d, eps): about -2
+    when the instance is hard for the algorithm."""
+    from algorithms import Privacy
+    from problems import get_problem
+
+    df = data.cells
+    df = df[(df["status"] == "ok") & df["target_alpha"].notna()]
+    df = df[[at_defaults(p or {}, kn) for p, kn in zip(df["params"], df["knobs"], strict=True)]]
+    if df.empty:
+        return pd.DataFrame()
+    rows = []
+    keys = ["problem", "algorithm", "d", "eps", "delta", "target_alpha"]
+    for key, g in df.groupby(keys, sort=True):
+        prob, alg, d, eps, delta, ta = key
+        first = g["params_used"].iloc[0]
+        cls = get_algorithm(alg)
+        constants = get_problem(prob, d=int(d), **(g["problem_params"].iloc[0] or {})).constants
+        try:
+            inf_budget = cls.theory_params(constants, None, int(d), Privacy(math.inf, delta),
+                                           target_alpha=float(ta), **KNOB_DEFAULTS)["theory_budget"]
+            share = 1.0 - inf_budget / first["theory_budget"]
+        except (ValueError, KeyError, ZeroDivisionError):
+            share = math.nan
+        n_star = g["samples_to_target"]
+        rows.append({
+            "problem": prob, "algorithm": alg, "d": int(d), "eps": eps, "target_alpha": ta,
+            "runs": len(g), "censored": int(n_star.isna().sum()),
+            "n_star": float(np.median(n_star.fillna(math.inf))),  # censored = inf
+            "first_o1_batch": float(g["first_o1_batch"].median()),
+            "n_star_over_b": float((n_star / g["first_o1_batch"]).median()),
+            "theory_budget": float(first["theory_budget"]),
+            "steps": float(g["n_steps"].median()), "T": float(first["T"]),
+            "privacy_share": share,
+        })
+    out = pd.DataFrame(rows)
+    slopes = {}
+    for key, g in df.groupby(["problem", "algorithm", "d", "eps"], sort=True):
+        if g["target_alpha"].nunique() >= 2:
+            ok = g[g["samples_to_target"].notna()]
+            if ok["target_alpha"].nunique() >= 2:
+                f = rates.fit_points(ok["target_alpha"].to_numpy(), ok["n_steps"].to_numpy().astype(float),
+                                     n_boot=500)
+                slopes[key] = (f.exponent, f.ci_low, f.ci_high)
+    out["steps_slope"] = [slopes.get((r.problem, r.algorithm, r.d, r.eps), (math.nan,) * 3)[0]
+                          for r in out.itertuples()]
     return out

@@ -149,7 +149,7 @@ def forest_plot(ax: Axes, claims: pd.DataFrame, view: str, title: str = "") -> A
                                                     [r["ci_high"] - r["exponent"]]],
                             fmt=st["marker"], color=st["color"], capsize=3, markersize=5,
                             markerfacecolor="white" if r["mode"] == "theory" else st["color"])
-            extra = f" {r['x']}" if r["x"] not in ("alpha", "privacy") else ""
+            extra = f" | x = {r['x']}" if r["x"] not in ("alpha", "privacy") else ""
             labels.append(f"{st.get('label', r['algorithm'])} | {r['problem']} | {r['mode']}{extra}")
         preds = sorted({float(p) for p in rows["predicted"].dropna()})
         for p in preds:

@@ -22,8 +22,9 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis import plots, rates
-from analysis.claims import StoreData, claims_table, fit_points_table, paired_table
+from analysis.claims import StoreData, claims_table, fit_points_table, paired_table, path_table
 from bench.store import load_curves
+from problems import character as problem_character
 
 A4 = (8.27, 11.69)
 A4_LANDSCAPE = (11.69, 8.27)
@@ -180,31 +181,44 @@ def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
         plt.close(fig)
 
 
-def scaling_pages(pdf: PdfPages, data: StoreData, claims: pd.DataFrame) -> list[plt.Figure]:
+def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -> plt.Figure:
+    """One declared fit in one mode: a panel per problem."""
+    pts = fit_points_table(data, fit, mode)
+    fits = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)]
+    for k, v in fit.where.items():
+        if k in pts and k not in ("problem", "algorithm"):
+            pts = pts[np.isclose(pts[k].astype(float), float(v))]
+    problems = sorted(pts["problem"].unique())
+    ncols = min(3, max(1, len(problems)))
+    nrows = math.ceil(len(problems) / ncols)
+    fig, axes = plots.new_figure(5.4 * ncols, 4.5 * nrows, ncols=ncols, nrows=nrows, squeeze=False)
+    for ax, prob in zip(axes.ravel(), problems, strict=False):
+        sub = pts[pts["problem"] == prob]
+        if mode == "tuned":  # plot the repetitions of the envelope's chosen knob setting
+            sub = _chosen_rows(sub, fits[fits["problem"] == prob])
+        plots.scaling_plot(ax, sub, fits[fits["problem"] == prob], x=fit.x, y=fit.y,
+                           window=fit.window,
+                           title=f"{prob} [{problem_character(prob)}] ({mode} mode)")
+    for ax in axes.ravel()[len(problems):]:
+        ax.axis("off")
+    where = (" where " + ", ".join(f"{k} = {v}" for k, v in fit.where.items())) if fit.where else ""
+    fig.suptitle(f"{data.spec.name}: {fit.name} ({fit.view.replace('_', ' ')} view{where})\n"
+                 "markers: median; band: interquartile range; lines: fit over the shaded "
+                 "window; dotted: predicted slope", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def scaling_pages(pdf: PdfPages, data: StoreData, claims: pd.DataFrame,
+                  figures: Path | None = None) -> None:
     for fit in data.spec.fits:
-        for mode in sorted(claims[claims["fit"] == fit.name]["mode"].unique(),
-                           key=lambda m: m != fit.mode):
-            pts = fit_points_table(data, fit, mode)
-            fits = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)]
-            problems = sorted(pts["problem"].unique())
-            fig, axes = plots.new_figure(11.0, 4.6 * math.ceil(len(problems) / 2),
-                                         ncols=min(2, len(problems)),
-                                         nrows=math.ceil(len(problems) / 2), squeeze=False)
-            for ax, prob in zip(axes.ravel(), problems, strict=False):
-                sub = pts[pts["problem"] == prob]
-                if mode == "tuned":  # plot the repetitions of the envelope's chosen knob setting
-                    sub = _chosen_rows(sub, fits[fits["problem"] == prob])
-                plots.scaling_plot(ax, sub, fits[fits["problem"] == prob], x=fit.x, y=fit.y,
-                                   window=fit.window, title=f"{prob} ({fit.name}, {mode} mode)")
-            for ax in axes.ravel()[len(problems):]:
-                ax.axis("off")
-            fig.suptitle(f"Scaling: {fit.view.replace('_', ' ')} view, {fit.name}, {mode} mode\n"
-                         "markers: median; band: interquartile range; lines: fit over the shaded "
-                         "window; dotted: predicted slope", fontsize=10)
-            fig.tight_layout()
+        modes = sorted(claims[claims["fit"] == fit.name]["mode"].unique(), key=lambda m: m != fit.mode)
+        for mode in modes:
+            fig = scaling_figure(data, fit, mode, claims)
+            if figures is not None and mode == fit.mode:
+                fig.savefig(figures / f"{fit.name}.png", dpi=110, bbox_inches="tight")
             pdf.savefig(fig)
             plt.close(fig)
-    return []
 
 
 def _chosen_rows(sub: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
@@ -218,14 +232,60 @@ def _chosen_rows(sub: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(keep) if keep else sub.iloc[0:0]
 
 
-def forest_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
+def path_page(pdf: PdfPages, tables: list[pd.DataFrame]) -> None:
+    """n* beside the first O1 batch, the rules' budget, the steps and the privacy share."""
+    table = pd.concat([t for t in tables if len(t)], ignore_index=True) if any(
+        len(t) for t in tables) else pd.DataFrame()
+    if table.empty:
+        return
+    def g(v: float) -> str:
+        return "inf" if v == math.inf else ("-" if not math.isfinite(v) else f"{v:.3g}")
+    disp = pd.DataFrame({
+        "problem": table["problem"], "algorithm": table["algorithm"], "d": table["d"],
+        "eps": [g(v) for v in table["eps"]], "target": [g(v) for v in table["target_alpha"]],
+        "runs (cens.)": [f"{r} ({c})" for r, c in zip(table["runs"], table["censored"], strict=True)],
+        "median n*": [g(v) for v in table["n_star"]],
+        "first O1 b": [g(v) for v in table["first_o1_batch"]],
+        "n*/b": [g(v) for v in table["n_star_over_b"]],
+        "rules' budget": [g(v) for v in table["theory_budget"]],
+        "steps": [g(v) for v in table["steps"]], "T": [g(v) for v in table["T"]],
+        "privacy share": [g(v) for v in table["privacy_share"]],
+        "steps slope": [g(v) for v in table["steps_slope"]],
+    })
+    per_page = 30
+    for start in range(0, len(disp), per_page):
+        chunk = disp.iloc[start:start + per_page]
+        fig = plt.figure(figsize=A4_LANDSCAPE)
+        fig.text(0.04, 0.95, "Path length and budget: do the rules or the optimization set n*?",
+                 fontsize=13, weight="bold", va="top")
+        ax = fig.add_axes([0.02, 0.12, 0.96, 0.78])
+        ax.axis("off")
+        t = ax.table(cellText=chunk.to_numpy(), colLabels=list(chunk.columns), loc="upper center",
+                     cellLoc="left", colLoc="left")
+        t.auto_set_font_size(False)
+        t.set_fontsize(6.8)
+        t.scale(1, 1.25)
+        t.auto_set_column_width(list(range(len(chunk.columns))))
+        fig.text(0.04, 0.09, "Medians over repetitions (theory mode; censored runs count as n* = inf). "
+                 "n*/b: samples to the target over the first O1 batch (a few: the batch rules set n*; "
+                 "hundreds: the path does).\nsteps slope: log(steps) against log(target) per "
+                 "algorithm, about -2 on an instance that is hard for it. privacy share: 1 - rules' "
+                 "budget at eps = inf / rules' budget at eps.", fontsize=7, va="top")
+        pdf.savefig(fig)
+        plt.close(fig)
+
+
+def forest_page(pdf: PdfPages, claims: pd.DataFrame, figures: Path | None = None) -> None:
     views = [v for v in ("sample_complexity", "error") if (claims["view"] == v).any()]
-    fig, axes = plots.new_figure(11.0, 3 + 0.32 * len(claims), nrows=len(views), squeeze=False)
-    for ax, view in zip(axes.ravel(), views, strict=True):
-        plots.forest_plot(ax, claims, view)
-    fig.tight_layout()
-    pdf.savefig(fig)
-    plt.close(fig)
+    for view in views:
+        rows = claims[claims["view"] == view]
+        fig, ax = plots.new_figure(11.0, 2.2 + 0.3 * len(rows))
+        plots.forest_plot(ax, rows, view)
+        fig.tight_layout()
+        if figures is not None:
+            fig.savefig(figures / f"forest_{view}.png", dpi=110, bbox_inches="tight")
+        pdf.savefig(fig)
+        plt.close(fig)
 
 
 def paired_page(pdf: PdfPages, paired: list[dict]) -> None:
@@ -298,27 +358,52 @@ def failures_page(pdf: PdfPages, data: StoreData) -> None:
     _text_page(pdf, f"Failures ({len(bad)} cells)", "\n".join(lines), size=7)
 
 
-def write_report(store: str | Path, out: str | Path, n_boot: int = rates.N_BOOT) -> dict[str, Any]:
-    """Write the PDF report of `store` to `out`; return the claims table and page count."""
+CSV_COLUMNS = ["algorithm", "problem", "character", "view", "mode", "x", "predicted", "exponent",
+               "ci_low", "ci_high", "verdict", "fit", "spec", "window", "n_design", "n_points",
+               "n_censored", "dropped_design", "se_ols", "r2", "method", "flags", "d", "eps", "n"]
+
+
+def write_report(stores: str | Path | list, out: str | Path, n_boot: int = rates.N_BOOT,
+                 csv: str | Path | None = None, figures: str | Path | None = None) -> dict[str, Any]:
+    """Write the PDF report of one or several stores to `out` (one claims table and forest plot
+    for all; scaling, paired, trajectory and failure pages per store). `csv`: also write the
+    claims table; `figures`: a directory for PNGs of each declared fit and the forest plot."""
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
-    data = StoreData.open(str(store))
-    claims = claims_table(data, n_boot=n_boot)
-    paired = paired_table(data, n_boot=n_boot)
+    paths = [stores] if isinstance(stores, (str, Path)) else list(stores)
+    datas = [StoreData.open(str(p)) for p in paths]
+    claims_parts = [claims_table(d, n_boot=n_boot) for d in datas]
+    claims = pd.concat([c for c in claims_parts if len(c)], ignore_index=True) if any(
+        len(c) for c in claims_parts) else pd.DataFrame()
+    paired = [paired_table(d, n_boot=n_boot) for d in datas]
+    figdir = Path(figures) if figures else None
+    if figdir is not None:
+        figdir.mkdir(parents=True, exist_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     with PdfPages(out) as pdf:
-        title_page(pdf, data)
+        for data in datas:
+            title_page(pdf, data)
         if len(claims):
             claims_page(pdf, claims)
-            scaling_pages(pdf, data, claims)
-            forest_page(pdf, claims)
-        paired_page(pdf, paired)
-        trajectory_pages(pdf, data)
+            forest_page(pdf, claims, figdir)
+        path_page(pdf, [path_table(d) for d in datas])
+        for data, part, pair in zip(datas, claims_parts, paired, strict=True):
+            if len(part):
+                scaling_pages(pdf, data, part, figdir)
+            paired_page(pdf, pair)
+            trajectory_pages(pdf, data)
         _text_page(pdf, "Methods", _wrap(METHODS), size=8)
-        failures_page(pdf, data)
-        d = pdf.infodict()
-        d["Title"] = f"dprates report: {data.spec.name}"
-        d["Subject"] = "Measured convergence exponents of private SOSP finders"
+        for data in datas:
+            failures_page(pdf, data)
+        info = pdf.infodict()
+        info["Title"] = "dprates report: " + ", ".join(d.spec.name for d in datas)
+        info["Subject"] = "Measured convergence exponents of private SOSP finders"
         pages = pdf.get_pagecount()
-    return {"claims": claims, "paired": paired, "pages": pages, "path": out}
+    if csv is not None and len(claims):
+        table = claims.copy()
+        table["window"] = [f"{w[0]:g}..{w[1]:g}" if isinstance(w, (tuple, list)) else "" for w in
+                           table["window"]]
+        table[[c for c in CSV_COLUMNS if c in table]].to_csv(csv, index=False, float_format="%.4g")
+    return {"claims": claims, "paired": [p for part in paired for p in part], "pages": pages,
+            "path": out}

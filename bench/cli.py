@@ -192,8 +192,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import write_report
 
-    res = write_report(args.store, args.output, n_boot=args.boot)
-    print(f"wrote {res['path']} ({res['pages']} pages)")
+    res = write_report(args.store, args.output, n_boot=args.boot, csv=args.csv,
+                       figures=args.figures)
+    print(f"wrote {res['path']} ({res['pages']} pages)" + (f", {args.csv}" if args.csv else "")
+          + (f", figures in {args.figures}" if args.figures else ""))
+    if args.print:
+        _print_claims(res["claims"])
     return 0
 
 
@@ -446,10 +450,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")
     p.set_defaults(func=cmd_fit)
-    p = sub.add_parser("report", help="PDF report of a store")
-    p.add_argument("store")
+    p = sub.add_parser("report", help="PDF report of one or several stores")
+    p.add_argument("store", nargs="+")
     p.add_argument("-o", "--output", required=True, help="the .pdf to write")
     p.add_argument("--boot", type=int, default=2000)
+    p.add_argument("--csv", default=None, help="also write the claims table (exponents) as CSV")
+    p.add_argument("--figures", default=None, help="also write PNGs of the key figures here")
+    p.add_argument("--print", action="store_true", help="print the claims table")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("plot", help="one figure of a store (png, svg or pdf)")
     p.add_argument("store")

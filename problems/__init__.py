@@ -26,6 +26,13 @@ def describe() -> dict[str, str]:
     return {name: cls.description for name, cls in _REGISTRY.items()}
 
 
+def character(name: str) -> str:
+    """"hard", "benign" or "calibration" (see Problem.character), without building the problem."""
+    if name not in _REGISTRY:
+        raise ValueError(f"problem={name!r} is invalid: must be one of {', '.join(available())}")
+    return _REGISTRY[name].character
+
+
 def get_problem(name: str, **params) -> Problem:
     """Build the problem `name` with keyword parameters (d, ...); ValueError on a bad name."""
     try:

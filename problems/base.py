@@ -76,6 +76,9 @@ class Problem(ABC):
 
     name: str = ""
     description: str = ""
+    #: "hard" (reaching alpha-stationarity takes ~alpha^-2 steps: the claims should bind),
+    #: "benign" (short paths: faster than claimed is expected) or "calibration".
+    character: str = "benign"
 
     def __init__(self, d: int) -> None:
         self.d = check_positive_int("d", d)

@@ -101,6 +101,7 @@ class SyntheticLogistic(_LogisticBase):
     normal), y = sign(a.w* + 0.1 xi) flipped with probability `flip`, |w*| = sqrt(d)."""
 
     name = "logistic"
+    character = "benign"
     description = "non-convex regularized logistic regression, seeded finite population"
 
     def __init__(self, d: int = 10, lam: float = 0.1, n_atoms: int = 2000, flip: float = 0.1,
@@ -131,6 +132,7 @@ class BreastCancerLogistic(_LogisticBase):
     and rows scaled by the largest row norm so |a| <= 1; y = +1 for malignant."""
 
     name = "logistic_breast_cancer"
+    character = "benign"
     description = "non-convex regularized logistic regression on sklearn's breast-cancer data"
 
     def __init__(self, d: int = 30, lam: float = 0.1) -> None:

@@ -22,6 +22,7 @@ from problems.base import Constants, Problem, check_nonneg, check_positive
 
 class MeanEstimation(Problem):
     name = "mean_estimation"
+    character = "calibration"
     description = "private mean estimation 1/2|x - z|^2 (calibration: error ~ sqrt(d)/(n eps))"
 
     def __init__(self, d: int = 10, spread: float = 1.0, start_dist: float = 1.0,

@@ -33,6 +33,7 @@ from problems.base import Constants, Problem, check_positive
 
 class PhaseRetrieval(Problem):
     name = "phase_retrieval"
+    character = "benign"
     description = "phase retrieval, sensing vectors on a sphere; saddle at x0 = 0"
 
     def __init__(self, d: int = 10, signal: float = 1.0, radius: float = 2.0,

@@ -220,6 +220,7 @@ class StrictSaddle(SeparableSaddle):
     """
 
     name = "strict_saddle"
+    character = "benign"
     description = "benign strict saddle cos(omega x1) + convex block; noisy gradients and O2"
 
     def __init__(self, d: int = 10, c: float = 4.0, omega: float = 0.5, mu: float = 0.25,
@@ -253,6 +254,7 @@ class HardValley(SeparableSaddle):
     """
 
     name = "hard_valley"
+    character = "hard"
     description = "hard instance: saddle at 0, valley with gradient ~1/u (alpha^-2 path)"
 
     def __init__(self, d: int = 10, c: float = 1.0, w: float = 0.5, beta: float = 5e-5,

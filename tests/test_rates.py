@@ -257,3 +257,21 @@ def test_hd_median_matches_scipy_and_handles_censoring():
     y[1, :4] = np.inf  # four of 7: inf
     out = rates.hd_median(y)
     assert out[0] == np.median(y[0]) and np.isinf(out[1]) and out[2] == pytest.approx(ref[2])
+
+
+@pytest.mark.slow
+def test_censored_median_fit_coverage():
+    """The sample-complexity fit of the claims (one knob setting, medians, censored = inf):
+    n* = C alpha^-2 log-normal, censored at a cap some runs of the smallest alphas exceed."""
+    rng = np.random.default_rng(8)
+    cover, censored = 0, 0
+    for s in range(SIMS):
+        a = np.repeat(np.geomspace(0.02, 0.2, 6), 8)
+        rep = np.tile(np.arange(8), 6)
+        n_star = 50 * a**-2.0 * np.exp(0.4 * rng.standard_normal(a.size))
+        n_star[n_star > 1.6e5] = np.nan
+        f = envelope_fit(a, np.zeros(a.size), rep, n_star, n_boot=400, rng=np.random.default_rng(s))
+        cover += f.ci_low <= -2 <= f.ci_high
+        censored += f.n_censored
+    assert censored > 0
+    assert 0.90 <= cover / SIMS <= 0.98, cover / SIMS

@@ -62,19 +62,44 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     out = tmp_path / "r.pdf"
     res = write_report(store, out, n_boot=300)
     reader = PdfReader(out)
-    # title, claims, scaling (tuned + theory), forest, paired, 2 trajectory pages, methods, failures
-    assert len(reader.pages) == res["pages"] == 10
+    # title, claims, forest, path table, scaling (tuned + theory), paired, 2 trajectory pages,
+    # methods, failures
+    assert len(reader.pages) == res["pages"] == 11
     text = [p.extract_text() for p in reader.pages]
     assert "dprates report" in text[0] and "small" in text[0] and "error 18" in text[0]
     disp = claims_display(res["claims"])
     assert len(disp) == 8  # 2 algorithms x 2 problems x 2 modes (tree_spider cells all failed)
     for _, row in disp.iterrows():
         assert row["exponent"] in text[1] and row["CI"] in text[1] and row["verdict"] in text[1]
-    assert "Scaling" in text[2] and "tuned" in text[2] and "theory" in text[3]
-    assert "Exponents" in text[4] and "Paired" in text[5]
-    assert "Trajectories" in text[6] and "hard_valley" in text[6] and "strict_saddle" in text[7]
-    assert "Methods" in text[8] and "Censoring" in text[8] and "Verdicts" in text[8]
-    assert "Failures (18 cells)" in text[9] and "ValueError" in text[9]
+    assert "Exponents" in text[2]
+    assert "Path length" in text[3] and "first O1 b" in text[3]
+    assert "tuned" in text[4] and "theory" in text[5] and "sc (sample complexity view" in text[4]
+    assert "Paired" in text[6]
+    assert "Trajectories" in text[7] and "hard_valley" in text[7] and "strict_saddle" in text[8]
+    assert "Methods" in text[9] and "Censoring" in text[9] and "Verdicts" in text[9]
+    assert "Failures (18 cells)" in text[10] and "ValueError" in text[10]
+
+
+def test_path_table_against_the_cells(store: Path):
+    """n* medians, first batches and steps equal a direct computation from the cells table."""
+    import numpy as np
+
+    from analysis.claims import path_table
+    from bench.store import load
+
+    data = StoreData.open(str(store))
+    table = path_table(data)
+    cells = load(store)
+    cells = cells[(cells["status"] == "ok") & (cells["param_alpha_mult"] == 1)]
+    assert len(table) == 2 * 2 * 3
+    for r in table.itertuples():
+        g = cells[(cells["algorithm"] == r.algorithm) & (cells["problem"] == r.problem)
+                  & np.isclose(cells["target_alpha"], r.target_alpha)]
+        assert r.runs == len(g) == 3
+        assert r.n_star == np.median(g["samples_to_target"].fillna(np.inf))
+        assert r.first_o1_batch == np.median(g["first_o1_batch"])
+        assert r.steps == np.median(g["n_steps"])
+        assert 0 < r.privacy_share < 1
 
 
 def test_claims_table_content(store: Path):
@@ -102,8 +127,9 @@ def test_scaling_plot_lines_and_labels(store: Path):
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(lbl.startswith("Gaussian Spider: ") and "(claim -2.33)" in lbl for lbl in labels)
     assert any(lbl.startswith("adaptive tree Spider: ") and "(claim -2.00)" in lbl for lbl in labels)
-    # Per algorithm: medians, fitted line, predicted guide; plus the legend's guide entry.
-    assert len(ax.get_lines()) == 2 * 3 + 1
+    # Per algorithm: medians, the fitted medians (open markers), fitted line, predicted guide;
+    # plus the legend's guide entry.
+    assert len(ax.get_lines()) == 2 * 4 + 1
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert "n^*" in ax.get_ylabel() and "alpha" in ax.get_xlabel()
     for alg in ("gaussian_spider", "adaptive_tree_spider"):
@@ -160,3 +186,25 @@ def test_fit_and_plot_commands(store: Path, tmp_path: Path, capsys):
     assert "extension" in capsys.readouterr().err
     assert main(["report", str(store), "-o", str(tmp_path / "r.txt")]) == 2
     assert main(["fit", str(store), "--x", "alpha"]) == 2
+
+
+def test_multi_store_report_with_csv_and_figures(store: Path, tmp_path: Path):
+    """Several stores in one report: one title page each, one claims table, a CSV with the
+    documented columns and PNGs of each declared fit and the forest plot."""
+    import pandas as pd
+    from pypdf import PdfReader
+
+    other = tmp_path / "other.sqlite"
+    spec = parse_spec(SPEC.replace('name = "small"', 'name = "other"').replace(
+        'name = "strict_saddle"', 'name = "logistic"').replace("seed = 2", "seed = 3"))
+    run_sweep(spec, other, jobs=2, progress=False)
+    csv, figs = tmp_path / "claims.csv", tmp_path / "figs"
+    res = write_report([store, other], tmp_path / "both.pdf", n_boot=200, csv=csv, figures=figs)
+    text = [p.extract_text() for p in PdfReader(tmp_path / "both.pdf").pages]
+    assert "small" in text[0] and "other" in text[1]
+    table = pd.read_csv(csv)
+    assert {"algorithm", "problem", "character", "view", "mode", "predicted", "exponent",
+            "ci_low", "ci_high", "verdict", "spec"} <= set(table.columns)
+    assert set(table["spec"]) == {"small", "other"} and len(table) == len(res["claims"]) == 16
+    assert set(table["character"]) == {"hard", "benign"}
+    assert sorted(p.name for p in figs.iterdir()) == ["forest_sample_complexity.png", "sc.png"]
