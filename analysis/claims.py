@@ -70,6 +70,12 @@ def at_defaults(row_params: dict, knobs: list) -> bool:
     return True
 
 
+def theory_mask(df: pd.DataFrame) -> np.ndarray:
+    """Rows whose knobs all sit at their theory defaults (a boolean array, also when empty)."""
+    return np.array([at_defaults(p or {}, kn) for p, kn in zip(df["params"], df["knobs"], strict=True)],
+                    dtype=bool)
+
+
 def _combo_label(params: dict, knobs: list) -> str:
     return ", ".join(f"{k}={params.get(k)}" for k in sorted(knobs or [])) or "defaults"
 
@@ -86,7 +92,7 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
             df = df[np.isclose(df[k].astype(float), float(v) if v != "inf" else math.inf)]
     mode = mode or fit.mode
     if mode == "theory":
-        df = df[[at_defaults(p or {}, kn) for p, kn in zip(df["params"], df["knobs"], strict=True)]]
+        df = df[theory_mask(df)]
     df = df[np.isfinite(df["eps"])]
     df = df.assign(combo=[_combo_label(p or {}, kn) for p, kn in zip(df["params"], df["knobs"],
                                                                        strict=True)],
@@ -171,17 +177,21 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         flags = []
         stuck = int((~sub["left_saddle"].astype(bool)).sum())
         if stuck:
-            flags.append(f"ceiling: {stuck} runs never left the saddle")
+            flags.append("ceiling: runs in the window never left the start saddle")
         x0 = float(sub["alpha_x0"].min())
-        top = fit.window[1] if fit.view == "sample_complexity" else float(sub["y"].max())
+        # The largest alpha the fit involves: targets / thresholds (sample complexity) or the
+        # achieved alpha (error view).
+        top = float(sub["alpha"].max()) if fit.view == "sample_complexity" else float(sub["y"].max())
         if x0 < 10 * top:
-            flags.append(f"ceiling: start alpha_SOSP {x0:.3g} < 10x the window's top alpha {top:.3g}")
+            flags.append("ceiling: the window reaches within 10x of the start saddle's alpha_SOSP")
         if _floor_flag(data, sub, fit):
             flags.append("floor: a design point within 3x of its eps = inf median")
         if res.n_censored:
-            flags.append(f"censored: {res.n_censored} runs never reached their threshold "
-                         f"({res.dropped_design} design points excluded)")
+            flags.append("censored: some runs never reached their threshold")
         row = res.row()
+        row.update(n_stuck=stuck, alpha_x0=x0, alpha_top=top)
+        if fit.view == "error" and fit.x == "privacy":
+            row.update(_two_term(data, sub, fit, mode, res, rng))
         row.update(fit=fit.name, view=fit.view, mode=mode, predicted=predicted,
                    character=problem_character(group["problem"]), spec=data.spec.name,
                    verdict=rates.verdict(res, predicted, fit.view, fit.x),
@@ -190,6 +200,33 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                    median_first_o1=float(sub["first_o1_batch"].median()))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: Any,
+              rng: np.random.Generator) -> dict[str, float]:
+    """The power law plus the non-private floor, y = a x^p + b n^{-1/3} (DESIGN.md protocol
+    item 3), on the fit's points (tuned: the envelope's chosen knob setting) plus the eps = inf
+    runs of the same algorithm and problem (their x is 0: they pin the floor b)."""
+    pts = sub
+    if mode == "tuned" and res.chosen:
+        pts = pd.concat([g[g["combo"] == res.chosen.get(f"{xv:g}")] for xv, g in sub.groupby("x")])
+    cells = data.cells
+    inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])
+                & (cells["algorithm"] == sub["algorithm"].iloc[0])
+                & (cells["problem"] == sub["problem"].iloc[0])]
+    if mode == "theory":
+        inf = inf[theory_mask(inf)]
+    x = np.concatenate([pts["x"].to_numpy(float), np.full(len(inf), pts["x"].min() * 1e-6)])
+    n = np.concatenate([pts["n"].to_numpy(float), inf["n"].to_numpy(float)])
+    y = np.concatenate([pts["y"].to_numpy(float), inf[fit.y].to_numpy(float)])
+    if len(np.unique(n)) < 2 or len(pts) < 6:
+        return {}
+    tt = rates.two_term_fit(x, n, y, n_boot=200, rng=rng)
+    predicted = get_algorithm(sub["algorithm"].iloc[0]).predicted_exponent("error", "privacy")
+    verdict = rates.verdict({"ci_low": tt.ci_low, "ci_high": tt.ci_high, "x": "privacy"},
+                            predicted, "error")
+    return {"two_term_p": tt.p, "two_term_ci_low": tt.ci_low, "two_term_ci_high": tt.ci_high,
+            "two_term_b": tt.b, "two_term_verdict": verdict}
 
 
 def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> pd.DataFrame:
@@ -243,13 +280,14 @@ def path_table(data: StoreData) -> pd.DataFrame:
     and the horizon T, and the privacy share of the rules' budget, 1 - budget(eps = inf) /
     budget(eps) (Scientific protocol item 2: do the rules or the optimization set n*?).
     Also the slope of log(steps) against log(alpha) per (problem, algorithm, d, eps): about -2
-    when the instance is hard for the algorithm."""
+    when the instance is hard for the algorithm; and the slopes of the rules' budget and of the
+    first O1 batch against log(alpha) (the rules' own prediction, log factors included)."""
     from algorithms import Privacy
     from problems import get_problem
 
     df = data.cells
     df = df[(df["status"] == "ok") & df["target_alpha"].notna()]
-    df = df[[at_defaults(p or {}, kn) for p, kn in zip(df["params"], df["knobs"], strict=True)]]
+    df = df[theory_mask(df)]
     if df.empty:
         return pd.DataFrame()
     rows = []
@@ -287,4 +325,12 @@ def path_table(data: StoreData) -> pd.DataFrame:
                 slopes[key] = (f.exponent, f.ci_low, f.ci_high)
     out["steps_slope"] = [slopes.get((r.problem, r.algorithm, r.d, r.eps), (math.nan,) * 3)[0]
                           for r in out.itertuples()]
+    # What the rules themselves predict over this window, log factors (tree depth ~ log T,
+    # log 1/delta inside eps_eff) included: slopes of the rules' budget and first batch.
+    for col, src in (("rules_budget_slope", "theory_budget"), ("first_batch_slope", "first_o1_batch")):
+        vals = {}
+        for key, g in out.groupby(["problem", "algorithm", "d", "eps"]):
+            if g["target_alpha"].nunique() >= 2:
+                vals[key] = float(np.polyfit(np.log(g["target_alpha"]), np.log(g[src]), 1)[0])
+        out[col] = [vals.get((r.problem, r.algorithm, r.d, r.eps), math.nan) for r in out.itertuples()]
     return out

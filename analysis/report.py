@@ -142,6 +142,13 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
         "flags": [",".join(sorted({p.split(":")[0] for p in (fl or "").split("; ") if p}))
                   for fl in claims["flags"]],
     })
+    if "two_term_p" in claims and claims["two_term_p"].notna().any():
+        out["two-term p"] = ["-" if not (isinstance(p, float) and math.isfinite(p)) else
+                             f"{p:.2f} [{lo:.2f}, {hi:.2f}] {v.replace(' than claimed', '')}"
+                             for p, lo, hi, v in
+                             zip(claims["two_term_p"], claims["two_term_ci_low"],
+                                 claims["two_term_ci_high"], claims["two_term_verdict"].fillna(""),
+                                 strict=True)]
     extra = [c for c in ("d", "eps", "n", "delta") if c in claims and claims[c].notna().any()
              and claims[c].nunique() > 1]
     for c in extra:
@@ -151,7 +158,7 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
 
 def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
     disp = claims_display(claims)
-    per_page = 28
+    per_page = 20
     for start in range(0, max(1, len(disp)), per_page):
         chunk = disp.iloc[start:start + per_page]
         fig = plt.figure(figsize=A4_LANDSCAPE)
@@ -251,6 +258,7 @@ def path_page(pdf: PdfPages, tables: list[pd.DataFrame]) -> None:
         "steps": [g(v) for v in table["steps"]], "T": [g(v) for v in table["T"]],
         "privacy share": [g(v) for v in table["privacy_share"]],
         "steps slope": [g(v) for v in table["steps_slope"]],
+        "rules' slope": [g(v) for v in table["rules_budget_slope"]],
     })
     per_page = 30
     for start in range(0, len(disp), per_page):
@@ -270,7 +278,9 @@ def path_page(pdf: PdfPages, tables: list[pd.DataFrame]) -> None:
                  "n*/b: samples to the target over the first O1 batch (a few: the batch rules set n*; "
                  "hundreds: the path does).\nsteps slope: log(steps) against log(target) per "
                  "algorithm, about -2 on an instance that is hard for it. privacy share: 1 - rules' "
-                 "budget at eps = inf / rules' budget at eps.", fontsize=7, va="top")
+                 "budget at eps = inf / rules' budget at eps.\nrules' slope: log(rules' budget) "
+                 "against log(target): the exponent the parameter rules imply over this window, "
+                 "with the log factors the O~ hides (tree depth ~ log T).", fontsize=7, va="top")
         pdf.savefig(fig)
         plt.close(fig)
 
@@ -360,7 +370,9 @@ def failures_page(pdf: PdfPages, data: StoreData) -> None:
 
 CSV_COLUMNS = ["algorithm", "problem", "character", "view", "mode", "x", "predicted", "exponent",
                "ci_low", "ci_high", "verdict", "fit", "spec", "window", "n_design", "n_points",
-               "n_censored", "dropped_design", "se_ols", "r2", "method", "flags", "d", "eps", "n"]
+               "n_censored", "dropped_design", "se_ols", "r2", "method", "two_term_p",
+               "two_term_ci_low", "two_term_ci_high", "two_term_verdict", "median_steps",
+               "median_first_o1", "n_stuck", "alpha_x0", "alpha_top", "flags", "d", "eps", "n"]
 
 
 def write_report(stores: str | Path | list, out: str | Path, n_boot: int = rates.N_BOOT,
