@@ -42,19 +42,22 @@ samples consumed when the running minimum first falls to <= the target. The clai
 p = 3/7), slope -1 in eps and +1/2 in d. Error at a fixed budget: alpha achieved with n samples
 against x = sqrt(d)/(n eps), slope p. Predictions come from each algorithm's claimed exponent.
 
-Fits and CIs. Exponents are OLS slopes in log-log space over every repetition in the fit window,
-which the spec declares before the run. 95% CIs: a stratified bootstrap that resamples repetitions
-within each design point (2000 resamples), widened by sqrt(m/(m-1)) for m repetitions; the OLS
-standard error is reported alongside. Calibration tests check 90-98% coverage on simulated data.
+Fits and CIs. Error view: OLS slopes in log-log space over every repetition in the fit window,
+which the spec declares before the run; 95% CIs from a stratified bootstrap that resamples
+repetitions within each design point (2000 resamples), widened by sqrt(m/(m-1)) t_{N-2}/z for m
+repetitions and N points; the OLS standard error alongside; in x = sqrt(d)/(n eps) also the
+power law plus floor a x^p + b n^{-1/3} (eps = inf runs pin b). Sample-complexity view: OLS
+slopes through the Harrell-Davis medians of n* per design point, the bootstrap resampling
+repetitions before taking medians. Calibration tests check 90-98% coverage on simulated data.
 
 Theory vs tuned mode. Theory mode runs every hidden constant (knob) at 1: it checks the parameter
 rules as written. Tuned mode takes, at each design point, the best median over the spec's knob grid
 (the envelope; non-private tuning), with the bootstrap resampling repetitions before taking the
 minimum so that the CI includes the selection.
 
-Censoring. A run that never reached its threshold within its budget is censored: in a plain fit,
-any design point with a censored repetition is excluded and counted; in the envelope, a censored
-run counts as n* = inf. Flags: "ceiling" (a run never left the start saddle, or the window's top is
+Censoring. A run that never reached its threshold (its budget or its own horizon T ran out) is
+censored and counts as n* = inf: a design point is excluded (and counted) only when its median is
+censored. Flags: "ceiling" (a run never left the start saddle, or the window's top is
 within 10x of the start saddle's alpha_SOSP), "floor" (a design point within 3x of its eps = inf
 median). A flagged window is reported as declared, never moved.
 
@@ -76,8 +79,8 @@ def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5) -> None:
 
 
 def _wrap(text: str, width: int = 95) -> str:
-    return "\n".join(textwrap.fill(p, width) if p.strip() else "" for p in text.split("\n\n")
-                     ).replace("\n", "\n").replace("\n\n", "\n\n")
+    """Refill each paragraph (blank-line separated) to `width` columns."""
+    return "\n\n".join(textwrap.fill(p, width) for p in text.split("\n\n") if p.strip())
 
 
 def title_page(pdf: PdfPages, data: StoreData) -> None:
@@ -121,8 +124,22 @@ def title_page(pdf: PdfPages, data: StoreData) -> None:
     plt.close(fig)
 
 
-CLAIM_COLUMNS = ["algorithm", "problem", "view", "mode", "x", "predicted", "exponent", "CI",
-                 "window", "verdict"]
+def _table_figure(title: str, chunk: pd.DataFrame, box: list[float], fontsize: float,
+                  row_scale: float) -> plt.Figure:
+    """A landscape page with a title and `chunk` as a table in `box` (figure coordinates)."""
+    fig = plt.figure(figsize=A4_LANDSCAPE)
+    fig.text(0.04, 0.95, title, fontsize=13, weight="bold", va="top")
+    ax = fig.add_axes(box)
+    ax.axis("off")
+    if len(chunk):
+        table = ax.table(cellText=chunk.to_numpy(), colLabels=list(chunk.columns),
+                         loc="upper center", cellLoc="left", colLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(fontsize)
+        table.scale(1, row_scale)
+        table.auto_set_column_width(list(range(len(chunk.columns))))
+    return fig
+
 
 
 def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
@@ -161,18 +178,8 @@ def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
     per_page = 20
     for start in range(0, max(1, len(disp)), per_page):
         chunk = disp.iloc[start:start + per_page]
-        fig = plt.figure(figsize=A4_LANDSCAPE)
-        fig.text(0.04, 0.95, "Claims: predicted vs measured exponents (95% CI)", fontsize=14,
-                 weight="bold", va="top")
-        ax = fig.add_axes([0.03, 0.2, 0.94, 0.7])
-        ax.axis("off")
-        if len(chunk):
-            table = ax.table(cellText=chunk.to_numpy(), colLabels=list(chunk.columns), loc="upper center",
-                             cellLoc="left", colLoc="left")
-            table.auto_set_font_size(False)
-            table.set_fontsize(7.5)
-            table.scale(1, 1.35)
-            table.auto_set_column_width(list(range(len(chunk.columns))))
+        fig = _table_figure("Claims: predicted vs measured exponents (95% CI)", chunk,
+                            [0.03, 0.2, 0.94, 0.7], fontsize=7.5, row_scale=1.35)
         counts: dict[str, int] = {}
         for fl in claims.iloc[start:start + per_page]["flags"]:
             for part in filter(None, (fl or "").split("; ")):
@@ -263,17 +270,8 @@ def path_page(pdf: PdfPages, tables: list[pd.DataFrame]) -> None:
     per_page = 30
     for start in range(0, len(disp), per_page):
         chunk = disp.iloc[start:start + per_page]
-        fig = plt.figure(figsize=A4_LANDSCAPE)
-        fig.text(0.04, 0.95, "Path length and budget: do the rules or the optimization set n*?",
-                 fontsize=13, weight="bold", va="top")
-        ax = fig.add_axes([0.02, 0.12, 0.96, 0.78])
-        ax.axis("off")
-        t = ax.table(cellText=chunk.to_numpy(), colLabels=list(chunk.columns), loc="upper center",
-                     cellLoc="left", colLoc="left")
-        t.auto_set_font_size(False)
-        t.set_fontsize(6.8)
-        t.scale(1, 1.25)
-        t.auto_set_column_width(list(range(len(chunk.columns))))
+        fig = _table_figure("Path length and budget: do the rules or the optimization set n*?",
+                            chunk, [0.02, 0.12, 0.96, 0.78], fontsize=6.8, row_scale=1.25)
         fig.text(0.04, 0.09, "Medians over repetitions (theory mode; censored runs count as n* = inf). "
                  "n*/b: samples to the target over the first O1 batch (a few: the batch rules set n*; "
                  "hundreds: the path does).\nsteps slope: log(steps) against log(target) per "
