@@ -125,12 +125,13 @@ def scaling_plot(ax: Axes, pts: pd.DataFrame, fits: pd.DataFrame, *, x: str, y: 
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.yaxis)
         ax.set_xlabel(X_LABELS.get(x, x))
         ax.set_ylabel(Y_LABELS.get(y, y))
         if title:
             ax.set_title(title)
         ax.plot([], [], color="0.3", linestyle=(0, (2, 2)), linewidth=0.9,
-                label="dashed: predicted slope through the data")
+                label="dotted: predicted slope through the data")
         ax.legend(loc="best", frameon=False)
     return ax
 
