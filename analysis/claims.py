@@ -40,8 +40,6 @@ from bench.config import FitSpec, SweepSpec, parse_spec
 from bench.store import load, load_curves, load_meta
 from problems import character as problem_character
 
-#: Columns that identify the data a point comes from, besides x.
-CELL_DIMS = ("problem", "problem_params", "d", "n", "eps", "delta", "target_alpha")
 #: Which dimensions are folded into each x scale (the others split the fit into groups).
 FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"},
           "alpha": {"target_alpha"}}

@@ -199,9 +199,6 @@ def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -
     """One declared fit in one mode: a panel per problem."""
     pts = fit_points_table(data, fit, mode)
     fits = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)]
-    for k, v in fit.where.items():
-        if k in pts and k not in ("problem", "algorithm"):
-            pts = pts[np.isclose(pts[k].astype(float), float(v))]
     problems = sorted(pts["problem"].unique())
     ncols = min(3, max(1, len(problems)))
     nrows = math.ceil(len(problems) / ncols)

@@ -53,7 +53,7 @@ RUN_COLUMNS = {
 }
 ALL_COLUMNS = {**CELL_COLUMNS, **METRIC_COLUMNS, **RUN_COLUMNS}
 JSON_COLUMNS = ("problem_params", "params", "knobs", "params_used", "warnings")
-STATUSES = ("ok", "diverged", "error", "timeout")
+#: Statuses are ok, diverged, error and timeout; these two are what --retry-failed reruns.
 FAILED = ("error", "timeout")
 
 
