@@ -48,6 +48,7 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.faults import check_faults
 from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from problems.base import Constants, Problem
+from problems.counts import CountsBatch, CountsStream, require_identity_clip
 
 #: Knobs for the constants that O~ hides; all default 1 (DESIGN.md Scientific protocol).
 KNOB_DEFAULTS: dict[str, Any] = {
@@ -227,6 +228,9 @@ class Spider:
         if time_limit is not None and not time_limit > 0:
             raise ValueError(f"time_limit={time_limit!r} is invalid: must be None or a number > 0")
         stream = problem.as_stream(data)
+        if isinstance(stream, CountsStream) and (probe is not None or self.planted_faults):
+            raise ValueError("the privacy verification (probe, planted_faults) runs on record "
+                             "mode: pass records (data='records'), not a counts stream")
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
         p = self.resolve_params(problem, n, privacy)
         deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
@@ -263,14 +267,26 @@ def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float
     return max(s_o1, s_o2)
 
 
-def o1_leaf(problem: Problem, x: np.ndarray, batch: np.ndarray, clip: float) -> np.ndarray:
-    """O1's pre-noise answer: the mean of per-sample gradients clipped to `clip`."""
+def o1_leaf(problem: Problem, x: np.ndarray, batch: np.ndarray | CountsBatch,
+            clip: float) -> np.ndarray:
+    """O1's pre-noise answer: the mean of per-sample gradients clipped to `clip`.
+
+    From a `CountsBatch` (counts mode) the mean comes from the batch's value counts, which is
+    the same number only while clipping is the identity: checked here, at every call.
+    """
+    if isinstance(batch, CountsBatch):
+        require_identity_clip("O1", clip, problem.record_grad_bound(x))
+        return problem.batch_mean_grad(x, batch)
     return clip_rows(problem.per_sample_grads(x, batch), clip).mean(axis=0)
 
 
-def o2_leaf(problem: Problem, x: np.ndarray, x_prev: np.ndarray, batch: np.ndarray,
+def o2_leaf(problem: Problem, x: np.ndarray, x_prev: np.ndarray, batch: np.ndarray | CountsBatch,
             clip: float) -> np.ndarray:
-    """O2's pre-noise answer: the mean of per-sample gradient differences clipped to `clip`."""
+    """O2's pre-noise answer: the mean of per-sample gradient differences clipped to `clip`
+    (from counts as in `o1_leaf`)."""
+    if isinstance(batch, CountsBatch):
+        require_identity_clip("O2", clip, problem.record_grad_diff_bound(x, x_prev))
+        return problem.batch_mean_grad_diff(x, x_prev, batch)
     return clip_rows(problem.per_sample_grad_diffs(x, x_prev, batch), clip).mean(axis=0)
 
 
@@ -426,17 +442,22 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
                           clip=clip, leaf=leaf, told=told, noise_std=noise_std, nabla=nabla.copy(),
                           released=released.copy(), restart=restart, escape=escape)
         step = eta * released
+        step_sq = None
         if alg.bounded_step:
             step_norm = eta * est_norm
             if step_norm > p["D"]:
                 step = step * (p["D"] / step_norm)
+                # A shortened step has length D by definition. Its float norm^2 is D^2 up to
+                # an ulp, and with D = sqrt(kappa) that ulp would decide "drift >= kappa"
+                # (O1 or O2 next) by rounding noise; use the exact D^2.
+                step_sq = p["D"] ** 2
         x_prev2 = x_prev
         x_prev = x
         x = x - step
         if alg.drift_rule == "estimate_norms":
             drift += est_norm  # line 15
         else:
-            drift += float(step @ step)
+            drift += float(step @ step) if step_sq is None else step_sq
         frozen_prev = frozen
         prev_norm = est_norm
         t += 1

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from problems.streams import ArrayStream, DataStream
+from problems.counts import CountsBatch, CountsLayout, CountsStream
+from problems.streams import ArrayStream, DataStream, StreamBase
+
+#: How a stream hands out data: "records" (rows) or "counts" (exact batch statistics).
+DATA_MODES = ("records", "counts")
 
 
 @dataclass(frozen=True)
@@ -108,15 +112,60 @@ class Problem(ABC):
         n = check_positive_int("n", n)
         return self._draw(n, rng)
 
-    def stream(self, seed: int | np.random.SeedSequence, budget: int | None = None) -> DataStream:
-        """A lazy, prefix-consistent stream of i.i.d. records (see `problems.streams`)."""
-        return DataStream(self._draw, seed, budget=budget)
+    def stream(self, seed: int | np.random.SeedSequence, budget: int | None = None,
+               data: str = "records") -> DataStream | CountsStream:
+        """A lazy, prefix-consistent stream of i.i.d. records (`problems.streams`), or with
+        data="counts" of their value counts (`problems.counts`; problems that opt in)."""
+        if data == "counts":
+            return CountsStream(self.counts_layout(data), seed, budget)
+        if data == "records":
+            return DataStream(self._draw, seed, budget=budget)
+        raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")
 
-    def as_stream(self, data: np.ndarray | DataStream) -> DataStream | ArrayStream:
+    def as_stream(self, data: np.ndarray | StreamBase) -> StreamBase:
         """Wrap an array from `sample` in the stream interface; pass streams through."""
-        if isinstance(data, (DataStream, ArrayStream)):
+        if isinstance(data, StreamBase):
             return data
         return ArrayStream(np.asarray(data))
+
+    # ----- counts mode (exact batch statistics; see problems.counts) ---------------------
+    #: The layout of a record's values, or None: records only (the problem does not opt in).
+    layout: CountsLayout | None = None
+
+    @property
+    def supports_counts(self) -> bool:
+        return self.layout is not None
+
+    def default_data_mode(self) -> str:
+        """"counts" where the problem opts in (samples are then free), else "records"."""
+        return "counts" if self.supports_counts else "records"
+
+    def counts_layout(self, data: str = "counts") -> CountsLayout:
+        """The layout, or ValueError naming the problem if it has no counts mode."""
+        if self.layout is None:
+            raise ValueError(f"data={data!r} is invalid for problem {self.name!r}: its records "
+                             "have no finite support, so it runs with data='records' only")
+        return self.layout
+
+    def batch_mean_grad(self, x: np.ndarray, batch: CountsBatch) -> np.ndarray:
+        """Mean of grad f(x; z_i) over the batch, from its counts (counts-mode O1)."""
+        raise NotImplementedError(f"{self.name} has no counts mode")
+
+    def batch_mean_grad_diff(self, x: np.ndarray, y: np.ndarray, batch: CountsBatch) -> np.ndarray:
+        """Mean of grad f(x; z_i) - grad f(y; z_i) over the batch, from its counts (O2)."""
+        raise NotImplementedError(f"{self.name} has no counts mode")
+
+    def record_grad_bound(self, x: np.ndarray) -> float:
+        """max over the support of ||grad f(x; z)|| (counts mode's clip guard)."""
+        raise NotImplementedError(f"{self.name} has no counts mode")
+
+    def record_grad_diff_bound(self, x: np.ndarray, y: np.ndarray) -> float:
+        """max over the support of ||grad f(x; z) - grad f(y; z)|| (counts mode's clip guard)."""
+        raise NotImplementedError(f"{self.name} has no counts mode")
+
+    def materialize(self, batch: CountsBatch) -> np.ndarray:
+        """Records (k, record_dim) whose value counts are `batch.counts` (tests, audits)."""
+        raise NotImplementedError(f"{self.name} has no counts mode")
 
     # ----- per-sample oracles -------------------------------------------------------------
     @abstractmethod

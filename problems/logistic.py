@@ -3,7 +3,9 @@
 f(x; (y, a)) = log(1 + exp(-y a.x)) + lam * sum_j x_j^2 / (1 + x_j^2), with |a| <= 1 and
 y in {-1, +1}. The population is a fixed set of N atoms (a seeded synthetic set, or a real
 data set that a package ships); records are drawn i.i.d. uniformly from the atoms, and the
-population loss, gradient and Hessian are exact averages over all atoms.
+population loss, gradient and Hessian are exact averages over all atoms. Finite atoms give an
+exact counts mode (`problems.counts`): a batch's mean gradient is the counts-weighted average of
+the per-atom gradients.
 
 Constants (on R^d), with s(t) = 1/(1+e^{-t}) and r(u) = u^2/(1+u^2):
   logistic part: |grad| = s(-y a.x) |a| <= 1; hess = s(1-s) a a^T <= 1/4; third derivative
@@ -24,12 +26,13 @@ import numpy as np
 from scipy.special import expit
 
 from problems.base import Constants, Problem, check_nonneg, check_positive_int
+from problems.finite_support import FiniteAtoms
 
 R1_MAX, R2_MAX, R3_MAX = 3 * math.sqrt(3) / 8, 2.0, 4.66856
 LOGISTIC3_MAX = 1 / (6 * math.sqrt(3))
 
 
-class _LogisticBase(Problem):
+class _LogisticBase(FiniteAtoms, Problem):
     """Shared oracles; subclasses set `self.atoms` (N, d+1): column 0 is y, the rest a."""
 
     atoms: np.ndarray
@@ -47,9 +50,6 @@ class _LogisticBase(Problem):
     @property
     def x0(self):
         return np.zeros(self.d)
-
-    def _draw(self, n, rng):
-        return self.atoms[rng.integers(0, len(self.atoms), size=n)]
 
     # The regularizer is shared by all records.
     def _reg_grad(self, x):
@@ -120,6 +120,7 @@ class SyntheticLogistic(_LogisticBase):
         y[y == 0] = 1.0
         y[rng.random(self.n_atoms) < self.flip] *= -1
         self.atoms = np.column_stack([y, a])
+        self._init_atoms()
 
     def params(self):
         return {"d": self.d, "lam": self.lam, "n_atoms": self.n_atoms, "flip": self.flip,
@@ -151,6 +152,7 @@ class BreastCancerLogistic(_LogisticBase):
         X /= np.linalg.norm(X, axis=1).max()
         y = np.where(target == 0, 1.0, -1.0)
         self.atoms = np.column_stack([y, X])
+        self._init_atoms()
 
     def params(self):
         return {"d": self.d, "lam": self.lam}

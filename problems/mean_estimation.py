@@ -1,7 +1,9 @@
 """Private mean estimation: the calibration problem whose private error law is known exactly.
 
 f(x; z) = 1/2 |x - z|^2 with z = m + (signs) * spread / sqrt(d), signs i.i.d. Rademacher, so
-|z - m| = spread exactly and E z = m. Then
+|z - m| = spread exactly and E z = m. Records have two-point coordinates and an affine gradient,
+so the problem has an exact counts mode (`problems.counts`); at x the largest per-record
+gradient norm over the support is sqrt(sum_j (|x_j - m_j| + spread/sqrt d)^2). Then
   F(x) = 1/2 |x - m|^2 + spread^2 / 2,  grad F(x) = x - m,  hess F(x) = I.
 The Gaussian mechanism on the mean gradient at any x has error N(0, sigma^2 I) with
 sigma proportional to (sensitivity / eps): the error norm scales exactly as sqrt(d)/(n eps).
@@ -18,9 +20,10 @@ import math
 import numpy as np
 
 from problems.base import Constants, Problem, check_nonneg, check_positive
+from problems.finite_support import TwoPointCoordinates
 
 
-class MeanEstimation(Problem):
+class MeanEstimation(TwoPointCoordinates, Problem):
     name = "mean_estimation"
     character = "calibration"
     description = "private mean estimation 1/2|x - z|^2 (calibration: error ~ sqrt(d)/(n eps))"
@@ -34,6 +37,9 @@ class MeanEstimation(Problem):
         if self.start_dist > self.radius:
             raise ValueError(f"start_dist={start_dist!r} is invalid: must be <= radius={radius!r}")
         self.mean = np.zeros(d)
+        self.record_high = self.mean + self.spread / math.sqrt(d)
+        self.record_low = self.mean - self.spread / math.sqrt(d)
+        self._init_two_point()
 
     @property
     def constants(self):
@@ -49,9 +55,12 @@ class MeanEstimation(Problem):
         return {"d": self.d, "spread": self.spread, "start_dist": self.start_dist,
                 "radius": self.radius}
 
-    def _draw(self, n, rng):
-        signs = rng.integers(0, 2, size=(n, self.d)) * 2.0 - 1.0
-        return self.mean + signs * (self.spread / math.sqrt(self.d))
+    def record_grad_bound(self, x):
+        far = np.abs(x - self.mean) + self.spread / math.sqrt(self.d)
+        return float(np.sqrt(far @ far))
+
+    def record_grad_diff_bound(self, x, y):
+        return float(np.linalg.norm(x - y))
 
     def per_sample_losses(self, x, batch):
         diff = x - batch

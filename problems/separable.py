@@ -5,17 +5,26 @@ Both `strict_saddle` and `hard_valley` have the per-sample loss
     f(x; z) = (1 + a1) * c * phi(x_1) + (1 + a2) * mu * h(x_{2:d}) + <g, x>,
     h(y) = sqrt(1 + ||y||^2) - 1,
 
-with z = (a1, a2, g), a1, a2 ~ Uniform[-s, s] and g uniform in the cube
-[-tau/sqrt(d), tau/sqrt(d)]^d (so ||g|| <= tau). The random factors (1 + a1), (1 + a2) make
-both gradients and gradient *differences* random, so Spider's O2 oracle has non-zero
-variance; g adds bounded gradient noise in every coordinate. E a = 0, E g = 0, hence
+with z = (a1, a2, g): a1, a2 = +-s and g_j = +-tau/sqrt(d), every sign an independent fair
+coin (so ||g|| = tau exactly). The random factors (1 + a1), (1 + a2) make both gradients and
+gradient *differences* random, so Spider's O2 oracle has non-zero variance; g adds bounded
+gradient noise in every coordinate. E a = 0, E g = 0, hence
 
     F(x) = c * phi(x_1) + mu * h(x_{2:d}).
+
+Two-point coordinates (not uniform ones, as in dprates <= 0.1) make every record one of
+2^(d+2) values and the per-sample gradient affine in z, so these problems have an exact
+counts mode (`problems.counts`): a batch's mean gradient is the gradient at its mean record,
+which the coordinate counts give. The bounds |a| <= s, |g_j| <= tau/sqrt(d) and F are those of
+the uniform version, so are the constants below; the variances grow by 3: Var a = s^2 (was
+s^2/3), E||g||^2 = tau^2 (was tau^2/3).
 
 Derivation of the constants (valid on all of R^d):
 * Lipschitz: the gradient is (1+a1) c phi'(x1) e_1 + (1+a2) mu y/sqrt(1+|y|^2) + g; the first
   two parts are orthogonal and |y|/sqrt(1+|y|^2) < 1, so
-  G = (1+s) sqrt((c G_phi)^2 + mu^2) + tau, with G_phi = sup |phi'|.
+  G = (1+s) sqrt((c G_phi)^2 + mu^2) + tau, with G_phi = sup |phi'|. At a given x the largest
+  per-record norm over the support (`record_grad_bound`, the counts-mode clip guard) is
+  sqrt(((1+s)|c phi'(x1)| + tau/sqrt d)^2 + sum_j ((1+s) mu |y_j|/r + tau/sqrt d)^2) <= G.
 * Smooth: the Hessian is block diagonal: (1+a1) c phi''(x1) and (1+a2) mu H_h(y) with
   H_h(y) = I/r - y y^T/r^3 (r = sqrt(1+|y|^2)), whose eigenvalues 1/r^3 and 1/r lie in
   (0, 1]; so M = (1+s) max(c M_phi, mu).
@@ -36,6 +45,7 @@ import math
 import numpy as np
 
 from problems.base import Constants, Problem, check_nonneg, check_positive
+from problems.finite_support import TwoPointCoordinates
 
 
 class _Profile:
@@ -107,7 +117,7 @@ class ValleyProfile(_Profile):
         return ((v2 - 1.0) / (1.0 + v2) ** 2 + self.beta / (1.0 + v2) ** 1.5) / self.w**2
 
 
-class SeparableSaddle(Problem):
+class SeparableSaddle(TwoPointCoordinates, Problem):
     """Shared machinery; see the module docstring for the loss, its constants and derivation."""
 
     profile: _Profile
@@ -120,6 +130,10 @@ class SeparableSaddle(Problem):
         if self.noise >= 1:
             raise ValueError(f"noise={noise!r} is invalid: must be in [0, 1)")
         self.tau = check_nonneg("tau", tau)
+        half = self.tau / math.sqrt(d)
+        self.record_high = np.array([self.noise, self.noise, *([half] * d)])
+        self.record_low = -self.record_high
+        self._init_two_point()
 
     @property
     def constants(self) -> Constants:
@@ -136,12 +150,21 @@ class SeparableSaddle(Problem):
     def x0(self) -> np.ndarray:
         return np.zeros(self.d)
 
-    def _draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        out = np.empty((n, self.d + 2))
-        out[:, :2] = rng.uniform(-self.noise, self.noise, size=(n, 2))
-        half = self.tau / math.sqrt(self.d)
-        out[:, 2:] = rng.uniform(-half, half, size=(n, self.d))
-        return out
+    # --- counts mode: the per-record bounds over the support (see the module docstring) ----
+    def _block_unit(self, x: np.ndarray) -> np.ndarray:
+        y = x[1:]
+        return y / math.sqrt(1.0 + y @ y)
+
+    def record_grad_bound(self, x):
+        amp, half = 1 + self.noise, self.tau / math.sqrt(self.d)
+        first = amp * abs(self.c * float(self.profile.d1(x[0]))) + half
+        rest = amp * self.mu * np.abs(self._block_unit(x)) + half
+        return math.sqrt(first * first + float(rest @ rest))
+
+    def record_grad_diff_bound(self, x, y):
+        first = self.c * float(self.profile.d1(x[0]) - self.profile.d1(y[0]))
+        rest = self.mu * (self._block_unit(x) - self._block_unit(y))
+        return (1 + self.noise) * math.sqrt(first * first + float(rest @ rest))
 
     # --- per sample -----------------------------------------------------------------------
     def per_sample_losses(self, x, batch):

@@ -22,7 +22,7 @@ class StreamExhausted(RuntimeError):
     """Raised when a consumer asks for more records than the stream's budget leaves."""
 
 
-class _Base:
+class StreamBase:
     used: int
     budget: float
 
@@ -46,7 +46,16 @@ class _Base:
         return int(k)
 
 
-class DataStream(_Base):
+def parse_seed(seed: int | np.random.SeedSequence) -> tuple[object, tuple[int, ...]]:
+    """(entropy, spawn_key) of a stream seed: an int >= 0 or a SeedSequence."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed.entropy, tuple(seed.spawn_key)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return int(seed), ()
+    raise ValueError(f"seed={seed!r} is invalid: must be an integer >= 0 or a SeedSequence")
+
+
+class DataStream(StreamBase):
     """Records of a problem generated lazily from `seed` (an int or a SeedSequence)."""
 
     def __init__(
@@ -55,12 +64,7 @@ class DataStream(_Base):
         seed: int | np.random.SeedSequence,
         budget: int | None = None,
     ) -> None:
-        if isinstance(seed, np.random.SeedSequence):
-            self._entropy, self._spawn_key = seed.entropy, tuple(seed.spawn_key)
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-            self._entropy, self._spawn_key = int(seed), ()
-        else:
-            raise ValueError(f"seed={seed!r} is invalid: must be an integer >= 0 or a SeedSequence")
+        self._entropy, self._spawn_key = parse_seed(seed)
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
         ):
@@ -97,7 +101,7 @@ class DataStream(_Base):
         return parts[0].copy() if len(parts) == 1 else np.concatenate(parts)
 
 
-class ArrayStream(_Base):
+class ArrayStream(StreamBase):
     """The stream interface over an in-memory data set (from `problem.sample`)."""
 
     def __init__(self, data: np.ndarray) -> None:
