@@ -31,6 +31,8 @@ lint: $(STAMP_TEST)
 	$(BIN)/ruff check .
 
 bench: $(STAMP_TEST)
+	$(BIN)/python -m pytest bench/benchmarks -p no:cacheprovider --benchmark-enable \
+	    --benchmark-autosave --benchmark-columns=median,iqr,rounds --benchmark-sort=name
 	$(BIN)/python bench/perf_spiders.py
 	$(BIN)/python bench/perf_runner.py
 

@@ -17,6 +17,16 @@ averages per-sample gradient differences clipped to C2 <= M ||x_t - x_{t-1}||, s
 replace-one neighbours every release has L2 sensitivity at most 2 C / batch, whatever the
 problem's stated constants. Each record is used once (disjoint batches from a stream).
 
+Data: records (rows; O1 / O2 clip each per-sample row) or a counts stream (`problems.counts`,
+exact batch statistics). With counts, O1 / O2 take the batch mean from the problem's counts
+oracles; that equals the clipped mean only while clipping is the identity, so `o1_leaf` and
+`o2_leaf` check at every call that the clip threshold is at least the largest per-record norm
+over the support (`CountsClipError` otherwise, before the release is noised). The privacy
+verification (`probe`, planted faults) needs records.
+
+A step that `bounded_step` shortens to length D adds exactly D^2 to the squared-step drift (not
+its float norm^2): with D = sqrt(kappa) an ulp would otherwise decide "drift >= kappa".
+
 Ambiguities of seed 000's pseudo-code and the readings taken (each a knob):
 * line 10 resets the drift at each escape perturbation. Taken literally
   (`reset_drift_on_escape=True`, default), an escape inside an epoch postpones the next O1

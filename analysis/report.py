@@ -50,6 +50,15 @@ power law plus floor a x^p + b n^{-1/3} (eps = inf runs pin b). Sample-complexit
 slopes through the Harrell-Davis medians of n* per design point, the bootstrap resampling
 repetitions before taking medians. Calibration tests check 90-98% coverage on simulated data.
 
+Data modes. "records": every record is drawn and its per-sample gradient computed. "counts" (exact
+batch statistics): on problems whose records take finitely many values, the stream hands out the
+value counts of the next k records, distributed exactly as for k i.i.d. records and prefix-
+consistent (a tree of binomial / hypergeometric draws); O1 and O2 compute the batch means from the
+counts, valid because every clip threshold is checked, at every call, to be at least the largest
+per-record norm over the support (clipping is then the identity). It is the same algorithm on the
+same distribution; tests hold it equal to record mode on records made from the same counts. The
+privacy verification runs in record mode. The title page names each problem's mode.
+
 Theory vs tuned mode. Theory mode runs every hidden constant (knob) at 1: it checks the parameter
 rules as written. Tuned mode takes, at each design point, the best median over the spec's knob grid
 (the envelope; non-private tuning), with the bootstrap resampling repetitions before taking the
@@ -83,6 +92,14 @@ def _wrap(text: str, width: int = 95) -> str:
     return "\n\n".join(textwrap.fill(p, width) for p in text.split("\n\n") if p.strip())
 
 
+def _data_modes(df: pd.DataFrame) -> dict[str, str]:
+    """Per problem, the data mode(s) its cells ran in (see METHODS, "Data modes")."""
+    if "data" not in df or not len(df):
+        return {}
+    return {str(k): "/".join(sorted(map(str, v.dropna().unique())))
+            for k, v in df.groupby("problem")["data"]}
+
+
 def title_page(pdf: PdfPages, data: StoreData) -> None:
     df = data.cells
     counts = df["status"].value_counts().sort_index()
@@ -108,6 +125,7 @@ def title_page(pdf: PdfPages, data: StoreData) -> None:
         "",
         "problems:   " + ", ".join(p["name"] + (f" {p['params']}" if p["params"] else "")
                                    for p in spec.problems),
+        "data mode:  " + ", ".join(f"{name} {mode}" for name, mode in _data_modes(df).items()),
         "algorithms: " + ", ".join(a["name"] + (f" grid {a['grid']}" if a["grid"] else "")
                                    for a in spec.algorithms),
         "",

@@ -13,6 +13,7 @@ import numpy as np
 from algorithms import Privacy, get_algorithm
 from analysis.metrics import evaluate, target_monitor
 from problems import get_problem
+from problems.base import DATA_MODES
 from problems.streams import DataStream
 
 #: Records hashed per cell to check pairing: cells with the same data seed must agree.
@@ -53,17 +54,31 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
              problem_params: dict[str, Any] | None = None, calibration: str = "tight",
              data_seed: np.random.SeedSequence | None = None,
              rng: np.random.Generator | None = None,
-             time_limit: float | None = None, stop_at_target: bool = False) -> dict[str, Any]:
-    """Validate everything, run, evaluate. Returns params, metrics, curve, timings."""
+             time_limit: float | None = None, stop_at_target: bool = False,
+             data: str | None = None) -> dict[str, Any]:
+    """Validate everything, run, evaluate. Returns params, metrics, curve, timings.
+
+    `data`: "records", "counts" (exact batch statistics, `problems.counts`) or None for the
+    problem's default (counts where it opts in).
+    """
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **(problem_params or {}))
+    data = prob.default_data_mode() if data is None else data
+    if data not in DATA_MODES:
+        raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")
+    if data == "counts":
+        prob.counts_layout()  # ValueError naming the problem if it has no counts mode
     privacy = Privacy(eps=eps, delta=delta, calibration=calibration)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"n={n!r} is invalid: must be an integer >= 1")
     alg = cls(**(params or {}))
     if data_seed is None or rng is None:
         data_seed, rng = cell_seeds(seed)
-    stream = DigestingStream(prob._draw, data_seed, budget=n)
+    if data == "counts":
+        stream = prob.stream(data_seed, budget=n, data="counts")
+        digest = stream.digest(DIGEST_RECORDS)
+    else:
+        stream = DigestingStream(prob._draw, data_seed, budget=n)
     t0, c0 = time.perf_counter(), time.process_time()
     monitor = None
     if stop_at_target:
@@ -81,7 +96,7 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
         "algorithm": algorithm, "problem": problem, "n": n, "d": d, "eps": eps, "delta": delta,
         "seed": seed, "params": params_used, "metrics": ev["metrics"], "curve": ev["curve"],
         "warnings": traj.warnings, "trajectory": traj, "problem_obj": prob,
-        "data_digest": stream.digest,
+        "data": data, "data_digest": digest if data == "counts" else stream.digest,
         "timing": {"run_wall": t1 - t0, "run_cpu": c1 - c0, "eval_wall": t2 - t1},
         "diverged": traj.stop_reason == "diverged" or not math.isfinite(ev["metrics"]["alpha_best"]),
     }

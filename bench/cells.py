@@ -56,12 +56,14 @@ class Cell:
     target_alpha: float | None = None
     knobs: tuple[str, ...] = ()  # names of the params that come from the spec's knob grid
     stop_at_target: bool = False  # end the run once alpha_SOSP <= target (n* is then known)
+    data: str = "records"  # "records" or "counts" (exact batch statistics, problems.counts)
 
     @classmethod
     def make(cls, *, problem: str, problem_params: dict, algorithm: str, params: dict,
              n: int | None, d: int, eps: float, delta: float, rep: int, calibration: str = "tight",
              base_seed: int = 0, target_alpha: float | None = None,
-             knobs: tuple[str, ...] = (), stop_at_target: bool = False) -> Cell:
+             knobs: tuple[str, ...] = (), stop_at_target: bool = False,
+             data: str = "records") -> Cell:
         return cls(problem=problem,
                    problem_params=tuple(sorted((k, canonical_number(v)) for k, v in problem_params.items())),
                    algorithm=algorithm,
@@ -69,7 +71,7 @@ class Cell:
                    n=None if n is None else int(n), d=int(d), eps=float(eps), delta=float(delta),
                    rep=int(rep), calibration=calibration, base_seed=int(base_seed),
                    target_alpha=None if target_alpha is None else float(target_alpha),
-                   knobs=tuple(sorted(knobs)), stop_at_target=bool(stop_at_target))
+                   knobs=tuple(sorted(knobs)), stop_at_target=bool(stop_at_target), data=data)
 
     def content(self) -> dict[str, Any]:
         """What determines the run's numbers (the knob-grid bookkeeping does not)."""
@@ -88,7 +90,9 @@ class Cell:
         return hashlib.sha256(_canonical(self.content()).encode()).hexdigest()[:24]
 
     def data_seed(self) -> np.random.SeedSequence:
-        """Depends on (base seed, problem, problem parameters, d, repetition) only."""
+        """Depends on (base seed, problem, problem parameters, d, repetition) only. The two data
+        modes draw different (equally distributed) data from one seed: cells are paired within
+        a mode, and a spec runs each problem in one mode."""
         ident = _canonical({"problem": self.problem, "problem_params": dict(self.problem_params),
                             "d": self.d})
         return np.random.SeedSequence([self.base_seed, *_words(ident), self.rep, 0])
@@ -107,7 +111,7 @@ class Cell:
         extra = "".join(f" {k}={v}" for k, v in self.params)
         size = f"n={self.n}" if self.target_alpha is None else f"target={self.target_alpha:g} cap={self.n}"
         return (f"{self.algorithm}/{self.problem} d={self.d} {size} eps={self.eps:g} "
-                f"rep={self.rep}{extra}")
+                f"rep={self.rep} data={self.data}{extra}")
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -121,4 +125,5 @@ class Cell:
                         algorithm=d["algorithm"], params=d["params"], n=d["n"], d=d["d"],
                         eps=d["eps"], delta=d["delta"], rep=d["rep"], calibration=d["calibration"],
                         base_seed=d["base_seed"], target_alpha=d.get("target_alpha"),
-                        knobs=tuple(d.get("knobs", ())), stop_at_target=d.get("stop_at_target", False))
+                        knobs=tuple(d.get("knobs", ())), stop_at_target=d.get("stop_at_target", False),
+                        data=d.get("data", "records"))

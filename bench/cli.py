@@ -45,9 +45,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     import algorithms
     import problems
 
-    print("problems:")
+    print("problems (data modes, default first):")
     for name, desc in problems.describe().items():
-        print(f"  {name:24s} {desc}")
+        modes = "|".join(problems.data_modes(name))
+        print(f"  {name:24s} {desc}  [data: {modes}]")
     print("algorithms:")
     for name in algorithms.available():
         cls = algorithms.get_algorithm(name)
@@ -82,14 +83,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     res = run_cell(args.algorithm, args.problem, args.n, args.d, args.eps, delta=args.delta,
                    seed=args.seed, params=parse_assignments(args.param, "--param"),
                    problem_params=parse_assignments(args.problem_param, "--problem-param"),
-                   calibration=args.calibration)
+                   calibration=args.calibration, data=args.data)
     res.pop("trajectory")
     res.pop("problem_obj")
     if args.json:
         print(json.dumps(_jsonable(res)))
         return 0
     print(f"{args.algorithm} on {args.problem} (d={args.d}, n={args.n}, eps={args.eps}, "
-          f"delta={args.delta}, seed={args.seed})")
+          f"delta={args.delta}, seed={args.seed}, data={res['data']})")
     print("parameters used:")
     for k, v in res["params"].items():
         print(f"  {k:24s} {_fmt(v)}")
@@ -411,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=1e-6)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--calibration", default="tight", help="tight (default) or theory")
+    p.add_argument("--data", choices=["records", "counts"], default=None,
+                   help="records, or counts (exact batch statistics); default: counts where the "
+                        "problem supports it")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="algorithm knob or parameter override (repeatable)")
     p.add_argument("--problem-param", action="append", metavar="KEY=VALUE",

@@ -9,6 +9,10 @@ A spec (see bench/configs/quick.toml for a commented example):
     calibration = "tight"          # optional: tight | theory
     stop_at_target = true          # optional (target_alpha sweeps): end a run once alpha_SOSP
                                    # <= its target; n* is unchanged, later metrics are not measured
+    data = "counts"                # optional: counts (exact batch statistics: samples are free)
+                                   # | records; default: counts for the problems that support
+                                   # it, records for the others; "counts" with a problem that
+                                   # has no counts mode is an error
 
     [grid]                         # cartesian product over every list
     n = [100000, 1000000]          # sample budgets: the fixed-budget (error) view ...
@@ -54,9 +58,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.cells import Cell, canonical_number
+from problems import data_modes
+from problems.base import DATA_MODES
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
-            "problem", "algorithm", "fit", "stop_at_target"}
+            "problem", "algorithm", "fit", "stop_at_target", "data"}
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
 LIMIT_KEYS = {"time", "memory_mb"}
 PROBLEM_KEYS = {"name", "params"}
@@ -106,6 +112,11 @@ class SweepSpec:
     text: str = ""
     source: str = ""
     stop_at_target: bool = False
+    data: str | None = None  # None: each problem's default data mode
+
+    def data_mode(self, problem: str) -> str:
+        """The data mode of `problem`'s cells (validated in parse_spec)."""
+        return self.data or data_modes(problem)[0]
 
     @property
     def mode(self) -> str:
@@ -130,7 +141,8 @@ class SweepSpec:
                             algorithm=alg["name"], params=params, n=n, d=d, eps=eps, delta=delta,
                             rep=rep, calibration=self.calibration, base_seed=self.seed,
                             target_alpha=ta, knobs=tuple(knob_names),
-                            stop_at_target=self.stop_at_target))
+                            stop_at_target=self.stop_at_target,
+                            data=self.data_mode(prob["name"])))
         return out
 
 
@@ -334,10 +346,18 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         raise _where("stop_at_target", stop, "must be true or false")
     if stop and "target_alpha" not in grid:
         raise SpecError("stop_at_target = true is only allowed with grid.target_alpha")
+    data = raw.get("data")
+    if data is not None:
+        if data not in DATA_MODES:
+            raise _where("data", data, f"must be one of {', '.join(DATA_MODES)}")
+        for prob in problem_list:
+            if data not in data_modes(prob["name"]):
+                raise SpecError(f"data={data!r} is invalid for problem {prob['name']!r}: it supports "
+                                f"{', '.join(data_modes(prob['name']))} only")
     return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
-                     stop_at_target=stop)
+                     stop_at_target=stop, data=data)
 
 
 def load_spec(path: str | Path) -> SweepSpec:

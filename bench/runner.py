@@ -81,7 +81,7 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
                    params=cell.run_params(), problem_params=dict(cell.problem_params),
                    calibration=cell.calibration, data_seed=cell.data_seed(),
                    rng=_generator(cell), time_limit=time_limit,
-                   stop_at_target=cell.stop_at_target)
+                   stop_at_target=cell.stop_at_target, data=cell.data)
     traj = res.pop("trajectory")
     prob = res.pop("problem_obj")
     res["curves"] = {

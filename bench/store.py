@@ -25,14 +25,14 @@ from typing import Any
 
 import pandas as pd
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Cell fields (bench.cells.Cell), stored as columns.
 CELL_COLUMNS = {
     "problem": "TEXT", "problem_params": "TEXT", "algorithm": "TEXT", "params": "TEXT",
     "knobs": "TEXT", "n": "INTEGER", "d": "INTEGER", "eps": "REAL", "delta": "REAL",
     "rep": "INTEGER", "calibration": "TEXT", "base_seed": "INTEGER", "target_alpha": "REAL",
-    "stop_at_target": "INTEGER",
+    "stop_at_target": "INTEGER", "data": "TEXT",
 }
 #: Every metric of analysis.metrics.evaluate (a test checks that none is missing).
 METRIC_COLUMNS = {

@@ -33,6 +33,12 @@ def character(name: str) -> str:
     return _REGISTRY[name].character
 
 
+def data_modes(name: str) -> tuple[str, ...]:
+    """The data modes problem `name` supports, its default first ("counts" where it opts in)."""
+    character(name)  # ValueError on an unknown name
+    return ("counts", "records") if _REGISTRY[name].counts_capable else ("records",)
+
+
 def get_problem(name: str, **params) -> Problem:
     """Build the problem `name` with keyword parameters (d, ...); ValueError on a bad name."""
     try:
@@ -48,4 +54,4 @@ def get_problem(name: str, **params) -> Problem:
 
 
 __all__ = ["CHUNK", "ArrayStream", "Constants", "DataStream", "Problem", "StreamExhausted",
-           "available", "describe", "get_problem", "records_digest"]
+           "available", "data_modes", "describe", "get_problem", "records_digest"]

@@ -131,6 +131,8 @@ class Problem(ABC):
     # ----- counts mode (exact batch statistics; see problems.counts) ---------------------
     #: The layout of a record's values, or None: records only (the problem does not opt in).
     layout: CountsLayout | None = None
+    #: Class-level: instances have a counts mode (the opt-in mixins of problems.finite_support).
+    counts_capable: bool = False
 
     @property
     def supports_counts(self) -> bool:

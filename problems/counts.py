@@ -260,6 +260,14 @@ class CountsStream(StreamBase):
         self._prefix, self.used = prefix, stop
         return batch
 
+    @property
+    def cache_nbytes(self) -> int:
+        """Bytes held by the caches: one node per level on the path, one superblock's
+        cumulative root counts, one total per superblock passed (O(counts x log n))."""
+        path = sum(left.nbytes for _, _, left in self._path.values())
+        sup = 0 if self._super_cum is None else self._super_cum.nbytes
+        return path + sup + sum(t.nbytes for t in self._super_totals)
+
     def digest(self, records: int = 64) -> str:
         """A short hash of the counts of the first `records` records (a pairing check)."""
         m = int(min(records, self.budget))

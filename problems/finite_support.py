@@ -26,6 +26,7 @@ class TwoPointCoordinates:
 
     record_low: np.ndarray
     record_high: np.ndarray
+    counts_capable = True
 
     def _init_two_point(self) -> None:
         self.layout = BinaryCoordinates(np.full(len(self.record_low), 0.5))
@@ -56,6 +57,7 @@ class FiniteAtoms:
     """Mixin: records drawn uniformly from the rows of `self.atoms`; call `_init_atoms()`."""
 
     atoms: np.ndarray
+    counts_capable = True
 
     def _init_atoms(self) -> None:
         self.layout = Categorical(np.full(len(self.atoms), 1.0 / len(self.atoms)))

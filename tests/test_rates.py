@@ -195,7 +195,7 @@ def test_predictions_come_from_algorithm_metadata():
 MEAN_SPEC = """
 name = "mean"
 seed = 1
-repetitions = 8
+repetitions = 48
 calibration = "{calibration}"
 [grid]
 n = [10000]

@@ -74,6 +74,9 @@ BAD_SPECS = [
     (_replace('window = [0.001, 1]', 'window = [1, 0.001]'), "fit[0].window=[1, 0.001]"),
     (_replace('[[fit]]', '[limits]\ntime = -5\n[[fit]]'), "limits.time=-5"),
     ('name = "t"\nseed = 1', "grid is missing"),
+    (_replace('seed = 7', 'seed = 7\ndata = "rows"'), "data='rows' is invalid"),
+    (_replace('seed = 7', 'seed = 7\ndata = "counts"').replace('"strict_saddle"', '"phase_retrieval"'),
+     "data='counts' is invalid for problem 'phase_retrieval'"),
     ("name = [", "is not valid TOML"),
 ]
 
@@ -150,6 +153,17 @@ def test_editing_a_spec_keeps_unchanged_cells():
     assert {c.key for c in parse_spec(reordered).cells()} == before
     # Another base seed is another sweep.
     assert not before & {c.key for c in parse_spec(_replace("seed = 7", "seed = 8")).cells()}
+
+
+def test_data_mode_defaults_to_counts_where_supported():
+    cells = parse_spec(VALID).cells()
+    assert {c.data for c in cells} == {"counts"}
+    records = parse_spec(_replace("seed = 7", 'seed = 7\ndata = "records"')).cells()
+    assert {c.data for c in records} == {"records"}
+    # The mode is part of what a cell is: same grid point, other mode, other key.
+    assert not {c.key for c in cells} & {c.key for c in records}
+    pr = parse_spec(_replace('"strict_saddle"', '"phase_retrieval"')).cells()
+    assert {c.data for c in pr} == {"records"}
 
 
 def test_cell_round_trip_and_run_params():
