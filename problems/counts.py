@@ -17,8 +17,12 @@ counts are independent Binomial / Multinomial draws, made `BLOCKS_PER_SUPER` at 
 a block, the count of a dyadic node of 2^l records is split between its two halves by a
 hypergeometric draw: given that a node of s records holds c ones, i.i.d. records make every
 arrangement equally likely, so the first s/2 hold Hypergeometric(c, s - c, s/2) of them
-(multivariate hypergeometric over atoms). The counts of [0, m) are the sum of whole blocks
-plus the left halves met on the path from the block's root down to offset m.
+(multivariate hypergeometric over atoms). Nodes of 2^LEAF_LEVELS records (leaves) are not
+split further: their records are arranged at once, uniformly at random given the node's
+counts (a random permutation), which is the same distribution as splitting them all the way
+down and costs one vectorized draw instead of LEAF_LEVELS scalar ones. The counts of [0, m)
+are the sum of whole blocks, the left halves met on the path from the block's root down to
+the leaf holding offset m, and the leaf's prefix.
 
 Randomness: a node's draw comes from a Philox counter-based generator (Salmon et al. 2011,
 "Parallel random numbers: as easy as 1, 2, 3") whose key comes from the stream's SeedSequence
@@ -44,6 +48,8 @@ from problems.streams import StreamBase, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
 BLOCK_LEVELS = 29
+#: Records per leaf: 2^LEAF_LEVELS, arranged at once (part of the stream's definition).
+LEAF_LEVELS = 8
 #: Blocks whose root counts are drawn together (one Philox counter per group).
 BLOCKS_PER_SUPER = 64
 #: Above this many coordinates one vectorized hypergeometric call beats a scalar loop
@@ -81,6 +87,15 @@ class CountsLayout(ABC):
         """Counts of the first size/2 records of a node of `size` records holding `counts`."""
 
     @abstractmethod
+    def arrange(self, rng: np.random.Generator, counts: np.ndarray, size: int) -> np.ndarray:
+        """A uniformly random arrangement of a node of `size` records holding `counts`, in a
+        form `arranged_prefix` reads."""
+
+    @abstractmethod
+    def arranged_prefix(self, arrangement: np.ndarray, r: int) -> np.ndarray:
+        """Counts of the first r records of an arrangement."""
+
+    @abstractmethod
     def check(self, counts: np.ndarray, k: int) -> None:
         """Raise ValueError unless `counts` can be the counts of k records."""
 
@@ -101,17 +116,25 @@ class BinaryCoordinates(CountsLayout):
 
     def split(self, rng, counts, size):
         half = size >> 1
-        # Empty and full nodes split deterministically; only the rest need a draw.
-        out = np.where(counts == size, half, 0).astype(np.int64)
-        mixed = np.flatnonzero((counts > 0) & (counts < size))
-        if len(mixed) >= _VECTOR_SPLIT_MIN:
+        if len(counts) >= _VECTOR_SPLIT_MIN:
+            out = np.where(counts == size, half, 0).astype(np.int64)
+            mixed = (counts > 0) & (counts < size)
             c = counts[mixed]
             out[mixed] = rng.hypergeometric(c, size - c, half)
-        else:
-            draw = rng.hypergeometric
-            for j, c in zip(mixed.tolist(), counts[mixed].tolist(), strict=True):
-                out[j] = draw(c, size - c, half)
-        return out
+            return out
+        # Empty and full nodes split deterministically; only the rest need a draw.
+        draw = rng.hypergeometric
+        return np.array([draw(c, size - c, half) if 0 < c < size else (half if c else 0)
+                         for c in counts.tolist()], dtype=np.int64)
+
+    def arrange(self, rng, counts, size):
+        # Row j of a uniformly random permutation (Fisher-Yates, exact): the positions holding
+        # its c_j smallest values are a uniformly random c_j-subset.
+        ranks = rng.permuted(np.broadcast_to(np.arange(size), (len(counts), size)), axis=1)
+        return ranks < counts[:, None]  # (m, size): which records are high
+
+    def arranged_prefix(self, arrangement, r):
+        return np.count_nonzero(arrangement[:, :r], axis=1).astype(np.int64)
 
     def check(self, counts, k):
         if counts.shape != self.shape or np.any(counts < 0) or np.any(counts > k):
@@ -144,6 +167,13 @@ class Categorical(CountsLayout):
                                                            method="marginals")
         return out
 
+    def arrange(self, rng, counts, size):
+        present = np.flatnonzero(counts)
+        return rng.permutation(np.repeat(present, counts[present]))  # atom of each record
+
+    def arranged_prefix(self, arrangement, r):
+        return np.bincount(arrangement[:r], minlength=self.shape[0]).astype(np.int64)
+
     def check(self, counts, k):
         if counts.shape != self.shape or np.any(counts < 0) or int(counts.sum()) != k:
             raise ValueError(f"counts of shape {counts.shape} are invalid for {k} records: must "
@@ -153,14 +183,14 @@ class Categorical(CountsLayout):
 class CountsStream(StreamBase):
     """A lazy, exact, prefix-consistent stream of record counts (see the module docstring).
 
-    `take(k)` returns the `CountsBatch` of the next k records. `block_levels` and
-    `blocks_per_super` define the construction (tests use small blocks to cross block
-    boundaries cheaply); changing them changes the data.
+    `take(k)` returns the `CountsBatch` of the next k records. `block_levels`,
+    `blocks_per_super` and `leaf_levels` (capped at block_levels) define the construction
+    (tests use small blocks to cross block boundaries cheaply); changing them changes the data.
     """
 
     def __init__(self, layout: CountsLayout, seed: int | np.random.SeedSequence,
                  budget: int | None = None, *, block_levels: int = BLOCK_LEVELS,
-                 blocks_per_super: int = BLOCKS_PER_SUPER) -> None:
+                 blocks_per_super: int = BLOCKS_PER_SUPER, leaf_levels: int = LEAF_LEVELS) -> None:
         entropy, spawn_key = parse_seed(seed)
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
@@ -174,7 +204,10 @@ class CountsStream(StreamBase):
         self.layout = layout
         self.budget = float("inf") if budget is None else int(budget)
         self.used = 0
+        if not (isinstance(leaf_levels, int) and leaf_levels >= 0):
+            raise ValueError(f"leaf_levels={leaf_levels!r} is invalid: must be an integer >= 0")
         self.levels, self.per_super = block_levels, blocks_per_super
+        self.leaf_levels = min(leaf_levels, block_levels)
         # Distinct from the record stream's chunk seeds (spawn keys are chunk indices there).
         key = np.random.SeedSequence(entropy, spawn_key=(*spawn_key, 2**32 + 7)).generate_state(
             2, np.uint64)
@@ -185,7 +218,9 @@ class CountsStream(StreamBase):
         self._super_index = -1
         self._super_cum: np.ndarray | None = None  # (per_super + 1, *shape) cumulative counts
         self._super_totals: list[np.ndarray] = []  # totals of superblocks 0, 1, ...
-        self._path: dict[int, tuple[int, int, np.ndarray]] = {}  # level -> (block, index, left)
+        self._trail: dict[int, list] = {}  # see prefix_counts
+        self._trail_offset = 0
+        self._leaf: tuple[int, int, np.ndarray] | None = None  # (block, index, arrangement)
         self._prefix = self._zero
         self.nodes_drawn = 0
 
@@ -220,36 +255,66 @@ class CountsStream(StreamBase):
             total += t
         return total
 
-    def _left(self, block: int, level: int, index: int, counts: np.ndarray) -> np.ndarray:
-        """Counts of the left half of node (block, level, index), which holds `counts`."""
-        hit = self._path.get(level)
-        if hit is not None and hit[0] == block and hit[1] == index:
-            return hit[2]
-        left = self.layout.split(self._seek(index, level, block), counts, 1 << level)
-        self._path[level] = (block, index, left)
-        self.nodes_drawn += 1
-        return left
+    def _leaf_prefix(self, block: int, index: int, counts: np.ndarray, r: int) -> np.ndarray:
+        """Counts of the first r records of leaf (block, index), which holds `counts`."""
+        if self._leaf is None or self._leaf[:2] != (block, index):
+            level = self.leaf_levels
+            arrangement = self.layout.arrange(self._seek(index, level, block), counts, 1 << level)
+            self._leaf = (block, index, arrangement)
+            self.nodes_drawn += 1
+        return self.layout.arranged_prefix(self._leaf[2], r)
+
+    def _start(self, block: int, offset: int) -> list:
+        """The deepest node of the cached path that contains offset (the root if none)."""
+        trail, level = self._trail, self.levels
+        root = trail.get(level)
+        if root is not None and root[0] == block:
+            prev = self._trail_offset
+            level = max(self.leaf_levels, (prev ^ offset).bit_length())
+            while level < self.levels:  # nodes at >= this level are shared with prev's path
+                hit = trail.get(level)
+                if hit is not None and hit[0] == block and hit[1] == offset >> level:
+                    return [level, *hit]
+                level += 1
+            return [self.levels, *root]
+        s, b_in = divmod(block, self.per_super)
+        cum = self._superblock(s)
+        entry = [block, 0, cum[b_in + 1] - cum[b_in], self._before_super(s) + cum[b_in], None]
+        trail.clear()
+        trail[self.levels] = entry
+        return [self.levels, *entry]
 
     def prefix_counts(self, m: int) -> np.ndarray:
-        """Counts of records [0, m): a fixed function of (seed, m)."""
+        """Counts of records [0, m): a fixed function of (seed, m).
+
+        Walks from the block's root to the leaf holding m, splitting each node on the way;
+        the path of the previous query is kept (`_trail`: per level [block, index, counts,
+        counts before the node, left-half counts]) and only the nodes below where the two paths
+        part are drawn.
+        """
         if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
             raise ValueError(f"m={m!r} is invalid: must be an integer >= 0")
         block, offset = divmod(int(m), 1 << self.levels)
-        s, b_in = divmod(block, self.per_super)
-        cum = self._superblock(s)
-        total = self._before_super(s) + cum[b_in]
-        node = cum[b_in + 1] - cum[b_in]
-        level, index = self.levels, 0
-        while offset:
-            half = 1 << (level - 1)
-            left = self._left(block, level, index, node)
-            if offset < half:
-                node, index = left, 2 * index
-            else:
-                total = total + left
-                node, index, offset = node - left, 2 * index + 1, offset - half
+        level, _, index, node, before, left = self._start(block, offset)
+        self._trail_offset = offset
+        while True:
+            r = offset - (index << level)
+            if r == 0:
+                return before
+            if level == self.leaf_levels:
+                return before + self._leaf_prefix(block, index, node, r)
+            entry = self._trail[level]
+            if left is None:
+                left = self.layout.split(self._seek(index, level, block), node, 1 << level)
+                entry[4] = left
+                self.nodes_drawn += 1
             level -= 1
-        return total
+            if r < 1 << level:
+                child = [block, 2 * index, left, before, None]
+            else:
+                child = [block, 2 * index + 1, node - left, before + left, None]
+            self._trail[level] = child
+            _, index, node, before, left = child
 
     def take(self, k: int) -> CountsBatch:
         """The counts of the next k unused records."""
@@ -264,18 +329,20 @@ class CountsStream(StreamBase):
     def cache_nbytes(self) -> int:
         """Bytes held by the caches: one node per level on the path, one superblock's
         cumulative root counts, one total per superblock passed (O(counts x log n))."""
-        path = sum(left.nbytes for _, _, left in self._path.values())
+        path = sum(a.nbytes for e in self._trail.values() for a in e[2:] if a is not None)
+        path += 0 if self._leaf is None else self._leaf[2].nbytes
         sup = 0 if self._super_cum is None else self._super_cum.nbytes
         return path + sup + sum(t.nbytes for t in self._super_totals)
 
     def digest(self, records: int = 64) -> str:
         """A short hash of the counts of the first `records` records (a pairing check)."""
         m = int(min(records, self.budget))
-        saved, self._path = self._path, {}  # leave the consumer's cached path alone
+        saved = self._trail, self._trail_offset, self._leaf  # leave the consumer's path alone
+        self._trail, self._leaf = {}, None
         try:
             counts = self.prefix_counts(m)
         finally:
-            self._path = saved
+            self._trail, self._trail_offset, self._leaf = saved
         return hashlib.sha256(counts.astype(np.int64).tobytes()).hexdigest()[:16]
 
 
@@ -314,5 +381,6 @@ def require_identity_clip(oracle: str, clip: float, bound: float) -> None:
             "data='records'")
 
 
-__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "BinaryCoordinates", "Categorical", "CountsBatch",
-           "CountsClipError", "CountsLayout", "CountsStream", "MaterializedStream", "require_identity_clip"]
+__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "LEAF_LEVELS", "BinaryCoordinates", "Categorical",
+           "CountsBatch", "CountsClipError", "CountsLayout", "CountsStream", "MaterializedStream",
+           "require_identity_clip"]

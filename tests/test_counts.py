@@ -81,6 +81,19 @@ def test_binary_counts_with_the_shipped_block_size_are_binomial():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("layout", [BinaryCoordinates(np.array([0.5, 0.3])),
+                                    Categorical(np.array([0.5, 0.3, 0.2]))])
+def test_small_batches_inside_and_across_leaves(layout):
+    """Leaves (2^8 records) are arranged at once: batches inside one leaf and straddling two
+    are Binomial(k, p) too (a wrong arrangement, e.g. ones first, fails here)."""
+    for offset, k in ((40, 60), (200, 100)):
+        c = _batches(layout, 1500, offset, k, block_levels=12)
+        for j, pj in enumerate(layout.p[:2]):
+            assert _chi2_pvalue(c[:, j], k, pj) > 1e-3, (offset, j)
+            assert _chi2_pvalue(c[:, j], k, pj * 1.1) < 1e-3, (offset, j)
+
+
+@pytest.mark.slow
 def test_categorical_counts_are_multinomial():
     """Marginals Binomial(k, p_i), sum k, and the multinomial covariance -k p_i p_j."""
     p = np.array([0.1, 0.2, 0.3, 0.4])
@@ -145,7 +158,7 @@ def test_huge_prefixes_are_cheap_and_consistent():
     np.testing.assert_array_equal(b.prefix_counts(10**10 + 12345), first + second)
     assert np.all(np.abs(first - 5e9) < 6 * math.sqrt(2.5e9))
     # Memory: one cached node per level (O(d log n)), not one per take.
-    assert len(a._path) <= a.levels
+    assert len(a._trail) <= a.levels + 1
 
 
 def test_counts_stream_budget_and_validation():
