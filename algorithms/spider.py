@@ -20,8 +20,9 @@ problem's stated constants. Each record is used once (disjoint batches from a st
 Data: records (rows; O1 / O2 clip each per-sample row) or a counts stream (`problems.counts`,
 exact batch statistics). With counts, O1 / O2 take the batch mean from the problem's counts
 oracles; that equals the clipped mean only while clipping is the identity, so `o1_leaf` and
-`o2_leaf` check at every call that the clip threshold is at least the largest per-record norm
-over the support (`CountsClipError` otherwise, before the release is noised). The privacy
+`o2_leaf` check at every call that the clip threshold is at least the problem's bound on the
+largest per-record norm in the batch (over the support, or over the atoms the batch holds;
+`CountsClipError` otherwise, before the release is noised). The privacy
 verification (`probe`, planted faults) needs records.
 
 A step that `bounded_step` shortens to length D adds exactly D^2 to the squared-step drift (not
@@ -285,8 +286,9 @@ def o1_leaf(problem: Problem, x: np.ndarray, batch: np.ndarray | CountsBatch,
     the same number only while clipping is the identity: checked here, at every call.
     """
     if isinstance(batch, CountsBatch):
-        require_identity_clip("O1", clip, problem.record_grad_bound(x))
-        return problem.batch_mean_grad(x, batch)
+        mean, bound = problem.counts_grad(x, batch)
+        require_identity_clip("O1", clip, bound)
+        return mean
     return clip_rows(problem.per_sample_grads(x, batch), clip).mean(axis=0)
 
 
@@ -295,8 +297,9 @@ def o2_leaf(problem: Problem, x: np.ndarray, x_prev: np.ndarray, batch: np.ndarr
     """O2's pre-noise answer: the mean of per-sample gradient differences clipped to `clip`
     (from counts as in `o1_leaf`)."""
     if isinstance(batch, CountsBatch):
-        require_identity_clip("O2", clip, problem.record_grad_diff_bound(x, x_prev))
-        return problem.batch_mean_grad_diff(x, x_prev, batch)
+        mean, bound = problem.counts_grad_diff(x, x_prev, batch)
+        require_identity_clip("O2", clip, bound)
+        return mean
     return clip_rows(problem.per_sample_grad_diffs(x, x_prev, batch), clip).mean(axis=0)
 
 

@@ -54,8 +54,8 @@ Data modes. "records": every record is drawn and its per-sample gradient compute
 batch statistics): on problems whose records take finitely many values, the stream hands out the
 value counts of the next k records, distributed exactly as for k i.i.d. records and prefix-
 consistent (a tree of binomial / hypergeometric draws); O1 and O2 compute the batch means from the
-counts, valid because every clip threshold is checked, at every call, to be at least the largest
-per-record norm over the support (clipping is then the identity). It is the same algorithm on the
+counts, valid because every clip threshold is checked, at every call, to be at least a bound on the
+largest per-record norm in the batch (clipping is then the identity). It is the same algorithm on the
 same distribution; tests hold it equal to record mode on records made from the same counts. The
 privacy verification runs in record mode. The title page names each problem's mode.
 

@@ -157,6 +157,17 @@ class Problem(ABC):
         """Mean of grad f(x; z_i) - grad f(y; z_i) over the batch, from its counts (O2)."""
         raise NotImplementedError(f"{self.name} has no counts mode")
 
+    def counts_grad(self, x: np.ndarray, batch: CountsBatch) -> tuple[np.ndarray, float]:
+        """Counts-mode O1: the batch mean of grad f(x; z_i) and an upper bound on the largest
+        per-record norm in the batch (the engine's clip guard). Default: the mean from
+        `batch_mean_grad`, the bound over the whole support."""
+        return self.batch_mean_grad(x, batch), self.record_grad_bound(x)
+
+    def counts_grad_diff(self, x: np.ndarray, y: np.ndarray,
+                         batch: CountsBatch) -> tuple[np.ndarray, float]:
+        """Counts-mode O2: as `counts_grad` for grad f(x; z) - grad f(y; z)."""
+        return self.batch_mean_grad_diff(x, y, batch), self.record_grad_diff_bound(x, y)
+
     def record_grad_bound(self, x: np.ndarray) -> float:
         """max over the support of ||grad f(x; z)|| (counts mode's clip guard)."""
         raise NotImplementedError(f"{self.name} has no counts mode")

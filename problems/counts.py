@@ -368,7 +368,7 @@ class MaterializedStream(StreamBase):
 def require_identity_clip(oracle: str, clip: float, bound: float) -> None:
     """Counts mode stands in for clipped means only where clipping is the identity.
 
-    `bound` is the largest per-record norm over the support at this iterate. A relative
+    `bound` bounds the largest per-record norm in the batch at this iterate. A relative
     slack of 1e-12 absorbs the rounding of two ways of computing one norm (a row within it
     of the threshold would be scaled by at most 1 - 1e-12 in record mode, far below any
     tolerance we test); anything more raises before the release is made or noised.
@@ -376,9 +376,8 @@ def require_identity_clip(oracle: str, clip: float, bound: float) -> None:
     if not clip >= bound * (1 - 1e-12):
         raise CountsClipError(
             f"counts mode is exact only while clipping is the identity, but the {oracle} clip "
-            f"threshold {clip:.6g} is below the per-record bound {bound:.6g} over the support at "
-            "this iterate (the problem's stated constants are too small here): run with "
-            "data='records'")
+            f"threshold {clip:.6g} is below the per-record bound {bound:.6g} at this iterate (the "
+            "problem's stated constants are too small here): run with data='records'")
 
 
 __all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "LEAF_LEVELS", "BinaryCoordinates", "Categorical",

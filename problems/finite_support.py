@@ -5,9 +5,11 @@
   of the gradients is then the gradient at the batch's mean record, which the coordinate
   counts give exactly: mean_j = low_j + (high_j - low_j) c_j / k.
 * `FiniteAtoms`: records are drawn uniformly from N atoms; the batch mean is the
-  counts-weighted average of the N per-atom gradients.
+  counts-weighted average of the per-atom gradients of the atoms the batch holds, and the clip
+  guard's bound is the largest norm among those atoms (clipping is the identity on the batch
+  exactly when the threshold reaches it), so a small batch costs O(atoms present), not O(N).
 
-Both give the problem's per-record bounds over the support for counts mode's clip guard.
+Both also give the per-record bounds over the whole support (`record_grad_bound`).
 """
 
 from __future__ import annotations
@@ -66,10 +68,24 @@ class FiniteAtoms:
         return self.atoms[rng.integers(0, len(self.atoms), size=n)]
 
     def batch_mean_grad(self, x, batch):
-        return batch.counts @ self.per_sample_grads(x, self.atoms) / batch.k
+        return self.counts_grad(x, batch)[0]
 
     def batch_mean_grad_diff(self, x, y, batch):
-        return batch.counts @ self.per_sample_grad_diffs(x, y, self.atoms) / batch.k
+        return self.counts_grad_diff(x, y, batch)[0]
+
+    @staticmethod
+    def _mean_and_max(rows: np.ndarray, counts: np.ndarray, k: int) -> tuple[np.ndarray, float]:
+        return counts @ rows / k, float(np.sqrt(np.einsum("ij,ij->i", rows, rows).max()))
+
+    def counts_grad(self, x, batch):
+        present = np.flatnonzero(batch.counts)
+        rows = self.per_sample_grads(x, self.atoms[present])
+        return self._mean_and_max(rows, batch.counts[present], batch.k)
+
+    def counts_grad_diff(self, x, y, batch):
+        present = np.flatnonzero(batch.counts)
+        rows = self.per_sample_grad_diffs(x, y, self.atoms[present])
+        return self._mean_and_max(rows, batch.counts[present], batch.k)
 
     def record_grad_bound(self, x):
         g = self.per_sample_grads(x, self.atoms)

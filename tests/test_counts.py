@@ -207,6 +207,18 @@ def test_counts_oracles_and_bounds_against_brute_force(name):
         assert prob.record_grad_bound(x) == pytest.approx(brute, rel=1e-12)
         brute_d = np.linalg.norm(prob.per_sample_grad_diffs(x, y, support), axis=1).max()
         assert prob.record_grad_diff_bound(x, y) == pytest.approx(brute_d, rel=1e-12)
+        # The engine's guard bound covers every record of the batch (atoms: exactly its max).
+        mean, bound = prob.counts_grad(x, batch)
+        np.testing.assert_allclose(mean, prob.batch_mean_grad(x, batch), rtol=1e-12, atol=1e-15)
+        in_batch = np.linalg.norm(prob.per_sample_grads(x, rows), axis=1).max()
+        assert in_batch * (1 - 1e-12) <= bound <= brute * (1 + 1e-12)
+        mean_d, bound_d = prob.counts_grad_diff(x, y, batch)
+        np.testing.assert_allclose(mean_d, prob.batch_mean_grad_diff(x, y, batch), rtol=1e-12,
+                                   atol=1e-15)
+        in_batch_d = np.linalg.norm(prob.per_sample_grad_diffs(x, y, rows), axis=1).max()
+        assert in_batch_d * (1 - 1e-12) <= bound_d <= brute_d * (1 + 1e-12)
+        if name == "logistic":
+            assert bound == pytest.approx(in_batch, rel=1e-12)
         # The bounds the engine clips at (G; M |x - y|) are at least the per-record bounds.
         assert brute <= prob.constants.G * (1 + 1e-12) or name == "mean_estimation"
         assert brute_d <= prob.constants.M * np.linalg.norm(x - y) * (1 + 1e-12)
