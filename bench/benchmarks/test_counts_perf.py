@@ -60,8 +60,11 @@ def test_counts_step(benchmark, b, d):
                                     nodes_per_step=stream.nodes_drawn / (ROUNDS + WARMUP))
         if d == 10:
             assert median <= 1.5e-3, f"counts step at b={b:.0e}: {median * 1e3:.2f} ms > 1.5 ms"
-        # O(counts x log n): a node per level plus one superblock's 65 cumulative counts.
-        assert stream.cache_nbytes <= (stream.levels + 66 + 64) * (d + 2) * 8
+        # O(counts x log n): per level of the path its node, the counts before it and its
+        # split (3 int64 arrays), one superblock's 65 cumulative counts, one total per
+        # superblock passed, and one leaf's arrangement (a bool per coordinate and record).
+        words = 3 * (stream.levels + 1) + (stream.per_super + 1) + len(stream._super_totals)
+        assert stream.cache_nbytes <= words * (d + 2) * 8 + (d + 2) * (1 << stream.leaf_levels)
 
 
 @pytest.mark.parametrize("d", [10, 100])
