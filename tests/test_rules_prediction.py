@@ -1,0 +1,57 @@
+"""The rules' own prediction (polylog-aware comparison): the slope of the implemented rules'
+sample budget over a fit's design points, against the closed-form leading term."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from algorithms import Privacy, get_algorithm
+from algorithms.spider import KNOB_DEFAULTS, effective_eps
+from analysis.claims import rules_prediction
+from bench.config import FitSpec
+from problems import get_problem
+
+ALPHAS = [0.009, 0.015, 0.025, 0.04, 0.06, 0.09]
+
+
+def _sub(alg: str, eps: float = 0.1) -> pd.DataFrame:
+    return pd.DataFrame({"algorithm": alg, "problem": "hard_valley", "problem_params": json.dumps({}),
+                         "d": 10, "eps": eps, "delta": 1e-6, "x": ALPHAS, "alpha": ALPHAS})
+
+
+FIT = FitSpec(name="sc", view="sample_complexity", x="alpha", y="n_star", window=(0.009, 0.09))
+
+
+def test_adaptive_rules_slope_is_the_leading_term_with_its_tree_depth():
+    """Privacy-dominated, the adaptive rules' budget is led by B0 M sqrt(d) / (alpha^2 eps_eff)
+    with eps_eff ~ 1/sqrt(depth), depth = log2 T, T ~ alpha^-2: slope a little below -2."""
+    got = rules_prediction(_sub("adaptive_tree_spider"), FIT, "theory")
+    c = get_problem("hard_valley", d=10).constants
+    privacy = Privacy(0.1, 1e-6, "theory")
+    lead = []
+    for a in ALPHAS:
+        T = c.B0 * c.M / a**2
+        eps_eff = effective_eps(privacy, "tree", int(T), "global", 1.0)
+        lead.append(c.B0 * c.M * math.sqrt(10) / (a**2 * eps_eff))
+    want = np.polyfit(np.log(ALPHAS), np.log(lead), 1)[0]
+    assert -2.35 < want < -2.0
+    assert got == pytest.approx(want, abs=0.06)
+
+
+def test_gaussian_rules_slope_and_the_non_fits():
+    got = rules_prediction(_sub("gaussian_spider"), FIT, "theory")
+    assert -2.6 < got < -2.0
+    err = FitSpec(name="e", view="error", x="privacy", y="alpha_best", window=(1e-6, 1))
+    assert math.isnan(rules_prediction(_sub("gaussian_spider"), err, "theory"))
+    assert math.isnan(rules_prediction(_sub("gaussian_spider").iloc[:1], FIT, "theory"))
+    # The budget is what theory_params says at each point (not a fit to measurements).
+    c = get_problem("hard_valley", d=10).constants
+    rules = get_algorithm("gaussian_spider").theory_params
+    b = [rules(c, None, 10, Privacy(0.1, 1e-6, "theory"), target_alpha=a,
+               **KNOB_DEFAULTS)["theory_budget"] for a in ALPHAS]
+    assert got == pytest.approx(np.polyfit(np.log(ALPHAS), np.log(b), 1)[0], rel=1e-9)
