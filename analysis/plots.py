@@ -182,6 +182,11 @@ def paired_plot(ax: Axes, paired: dict[str, Any], x: str) -> Axes:
             pred = paired["predicted_slope"]
             ax.plot(xs, m.mean() + pred * (lx - lx.mean()), color="0.4", linestyle="--",
                     label=f"predicted slope {pred:.2f}")
+            if math.isfinite(res.crossover):
+                where = ("" if res.crossover_where == "inside"
+                         else f", extrapolated ({res.crossover_where} the window)")
+                ax.plot([], [], " ", label=f"crossover at {res.crossover:.3g} "
+                        f"[{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}]{where}")
         ax.axhline(0, color="0.6", linewidth=0.8)
         ax.set_xscale("log")
         plain_log_ticks(ax.xaxis)

@@ -141,6 +141,16 @@ def test_paired_difference_recovers_exponent_gap():
     # Pairing removes the shared noise: far tighter than unpaired fits.
     fa, fb = fit_points(x, ya, n_boot=500), fit_points(x, yb, n_boot=500)
     assert res.slope_ci_high - res.slope_ci_low < 0.3 * (fa.ci_width + fb.ci_width)
+    # The crossover: 10 x^-2 = 3 x^-7/3 at x = 0.3^3 = 0.027, inside the design range.
+    assert res.crossover_where == "inside"
+    assert res.crossover_ci_low <= 0.027 <= res.crossover_ci_high
+    assert res.crossover == pytest.approx(0.027, rel=0.15)
+    # With B 10x dearer the two meet at x = 27, far above the range: an extrapolation.
+    far = paired_difference(x, rep, ya, 10 * yb, n_boot=1000, rng=rng)
+    assert far.crossover_where == "above" and far.crossover_ci_low <= 27 <= far.crossover_ci_high
+    # Parallel curves have no crossing to locate.
+    flat = paired_difference(x, rep, ya, 2 * ya, n_boot=500, rng=rng)
+    assert flat.crossover_where == "none" and np.isnan(flat.crossover)
 
 
 def test_fit_exponent_groups_and_window():
