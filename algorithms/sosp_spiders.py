@@ -10,7 +10,7 @@ accountant adds, so no algorithm carries a hidden factor another does not.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from scipy.optimize import brentq, minimize_scalar
 
@@ -31,7 +31,7 @@ def _check_n(n: int | None) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Fixed-batch rules (Ganesh-style reconstruction, ../shared/papers/ganesh2023-notes.md)
+# Fixed-batch rules (Ganesh-style reconstruction; see GaussianSpider)
 # ------------------------------------------------------------------------------------------
 def fixed_batch_rules(G: float, M: float, B0: float, d: int, gamma: float, eps_eff: float,
                       kappa: float) -> dict[str, float]:
@@ -141,13 +141,16 @@ def fixed_batch_theory_params(noise: str, constants: Constants, n: int | None, d
 
 class GaussianSpider(Spider):
     """Ganesh-style private Spider for SOSP (Ganesh et al. 2023, *Private (Stochastic) Non-Convex
-    Optimization Revisited*, NeurIPS 2023, as described in seed 000 Sections 1.1-1.2 and
-    reconstructed in ../shared/papers/ganesh2023-notes.md; its full text is not among our papers).
+    Optimization Revisited*, NeurIPS 2023, arXiv 2302.09699, as described in seed 000 Sections
+    1.1-1.2; its full text is not among our sources, so the parameter rules of
+    `fixed_batch_rules` are our reconstruction from that description).
 
     Fresh Gaussian noise per oracle answer (O1: sensitivity 2 G / b; O2: 2 M |x_t - x_{t-1}| / B,
     scaled to the step actually taken, which is public); fixed O2 batch B; O1 refresh when the
     sum of squared steps since the last O1 reaches kappa; saddle escape as seed 000 Alg. 2
-    lines 9-11. Disjoint batches: every release is (eps, delta)-DP by itself and the run is by
+    lines 9-11, except that an escape does not reset the drift (it counts every squared step
+    since the last O1 call, Ganesh et al.'s restart rule; see `algorithms.spider` on line 10).
+    Disjoint batches: every release is (eps, delta)-DP by itself and the run is by
     parallel composition. Output: all iterates (seed 000's reading), not Ganesh's private
     AboveThreshold selection. Claimed rate n^{-1/3} + (sqrt(d)/(n eps))^{3/7} (their Thm 3.12;
     disputed by Tao et al. 2025, arXiv 2505.15647).
@@ -155,8 +158,9 @@ class GaussianSpider(Spider):
 
     name = "gaussian_spider"
     description = "Ganesh-style Spider: Gaussian noise per step, fixed B, squared-step drift"
-    paper = "Ganesh et al. 2023 (reconstruction, ganesh2023-notes.md)"
+    paper = "Ganesh et al. 2023, arXiv 2302.09699 (reconstruction)"
     noise, batch_rule, drift_rule, bounded_step = "gaussian", "fixed", "squared_steps", False
+    knob_defaults: ClassVar[dict[str, Any]] = {"reset_drift_on_escape": False}  # drift: since last O1
     claimed_exponent = 3 / 7
     claimed_rate = "n^-1/3 + (sqrt(d)/(n eps))^(3/7)"
 
@@ -175,7 +179,7 @@ class TreeSpider(Spider):
     released step is shortened to length D when longer) and derive B, b and kappa afresh for
     that worst case with the noise the tree really adds (eps_eff carries sqrt(depth) of the
     prefix and the calibration's sqrt(nodes)); see `fixed_batch_rules`. A naive reuse of the
-    Gaussian rules makes the tree noise so large that O1 fires every step (PITFALLS.md).
+    Gaussian rules makes the tree noise so large that O1 fires every step (measured early on).
     No rate is claimed.
     """
 
@@ -183,6 +187,7 @@ class TreeSpider(Spider):
     description = "ablation: one tree mechanism, fixed B, squared-step drift, step bound D"
     paper = "seed 000 Sec. 1.2 (ablation)"
     noise, batch_rule, drift_rule, bounded_step = "tree", "fixed", "squared_steps", True
+    knob_defaults: ClassVar[dict[str, Any]] = {"reset_drift_on_escape": False}  # as Gaussian
     claimed_exponent = None
     claimed_rate = "none claimed"
 

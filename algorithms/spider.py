@@ -29,9 +29,17 @@ A step that `bounded_step` shortens to length D adds exactly D^2 to the squared-
 its float norm^2): with D = sqrt(kappa) an ulp would otherwise decide "drift >= kappa".
 
 Ambiguities of seed 000's pseudo-code and the readings taken (each a knob):
-* line 10 resets the drift at each escape perturbation. Taken literally
-  (`reset_drift_on_escape=True`, default), an escape inside an epoch postpones the next O1
-  refresh; the alternative (False) keeps the drift.
+* line 10 resets the drift at each escape perturbation. `adaptive_tree_spider` takes it
+  literally (`reset_drift_on_escape=True`): an escape inside an epoch postpones the next O1
+  refresh. The squared-step Spiders (`gaussian_spider`, `tree_spider`) default to False: their
+  drift is, by Ganesh et al.'s rule, the sum of squared steps since the last O1 call, and that
+  sum bounds the O2 noise accumulated over an epoch. With the reset, on hard_valley (d 10,
+  eps 0.1, target 0.05, 8 seeds) the Gaussian Spider stalled where its frozen epoch noise
+  cancelled the gradient (released estimate 0.0065 against ||grad F|| ~ 0.1, steps 24x shorter
+  than eta ||grad F||), escapes fired every Gamma + 1 steps and each reset the drift, so O1
+  never refreshed (epochs up to 18,900 steps, squared steps 7-29x kappa, noise norm 0.20 against
+  the rules' 0.065) and 3 of 8 runs ended at the horizon T; without it 8 of 8 reached the target
+  in 0.07-0.13 T with 0.32-0.47x the adaptive Spider's samples (test_algorithms.py).
 * NODE's line 14 ("k' <= k") is read as k' <= t (see `algorithms.mechanisms`).
 * Algorithm 2 uses one TREE(t) over the global step t while nabla_t restarts at each O1 call
   (`tree_scope="global"`, default, literal). Written as a prefix sum, the O1 answer is the
@@ -39,7 +47,7 @@ Ambiguities of seed 000's pseudo-code and the readings taken (each a knob):
   leaf: the accountant is told 2 x depth nodes. `tree_scope="epoch"` restarts the tree at
   each O1 call (Arora et al. 2023, Algorithm 1): a record moves one leaf, depth nodes.
 * line 9's threshold gamma log^3(B M d / (rho omega)) and Proposition 3.4's zeta are far off
-  the scale of the real estimator error once privacy noise is present (../shared/PITFALLS.md:
+  the scale of the real estimator error once privacy noise is present (measured in early runs:
   perturbations fire every Gamma + 1 steps or never). Default `escape_rule="noise_scaled"`:
   threshold c_escape * max(gamma, noise_norm), zeta = c_zeta * max(gamma, noise_norm) /
   sqrt(log(d / omega)), where noise_norm is the bound on the privacy-noise norm in the
@@ -50,7 +58,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -136,7 +144,7 @@ def effective_eps(privacy: Privacy, noise: str, T: int, scope: str, budget_mult:
     sensitivity / eps. The accountant adds std = multiplier x sensitivity (x sqrt(popcount(t))
     <= sqrt(depth) for a tree prefix), and the replace-one sensitivity carries a factor 2.
     eps_eff = budget_mult / (2 x multiplier [x sqrt(depth)]) puts both on the same footing
-    (fair rules, DESIGN.md protocol item 4; ../shared/PITFALLS.md: ~200x for the tree).
+    (fair rules; without it the tree's rules carried a hidden factor of ~200, measured).
     """
     if not privacy.private:
         return math.inf
@@ -164,6 +172,8 @@ class Spider:
     bounded_step = False
     claimed_exponent: float | None = None
     claimed_rate = ""
+    #: Knob defaults of this configuration that differ from KNOB_DEFAULTS.
+    knob_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         self.overrides = validate_overrides(self.name, overrides)
@@ -196,7 +206,8 @@ class Spider:
 
     # -- parameters ---------------------------------------------------------------------------
     def knobs(self) -> dict[str, Any]:
-        return {k: self.overrides.get(k, v) for k, v in KNOB_DEFAULTS.items()}
+        defaults = {**KNOB_DEFAULTS, **self.knob_defaults}
+        return {k: self.overrides.get(k, v) for k, v in defaults.items()}
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,

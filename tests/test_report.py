@@ -33,7 +33,6 @@ name = "hard_valley"
 name = "strict_saddle"
 [[algorithm]]
 name = "gaussian_spider"
-params = { horizon_mult = 4 }   # its own horizon T would censor most hard-valley runs
 grid = { alpha_mult = [1, 2] }
 [[algorithm]]
 name = "adaptive_tree_spider"
