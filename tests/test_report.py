@@ -62,10 +62,16 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     out = tmp_path / "r.pdf"
     res = write_report(store, out, n_boot=300)
     reader = PdfReader(out)
-    # title, claims, forest, path table, scaling (tuned + theory), paired, 2 trajectory pages,
-    # methods, failures
-    assert len(reader.pages) == res["pages"] == 11
+    # summary, title, claims, forest, path table, scaling (tuned + theory), paired,
+    # 2 trajectory pages, methods, failures
+    assert len(reader.pages) == res["pages"] == 12
     text = [p.extract_text() for p in reader.pages]
+    summary, text = text[0], text[1:]
+    assert "Summary" in summary and "Verdicts on the hard instances" in summary
+    hard = res["claims"][(res["claims"]["character"] == "hard")]
+    for _, r in hard.iterrows():  # every hard-instance verdict is on the summary page
+        assert f"{r['exponent']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]" in summary
+    assert "Crossover" in summary and "theory mode:" in summary and "tuned mode:" in summary
     assert "dprates report" in text[0] and "small" in text[0] and "error 18" in text[0]
     disp = claims_display(res["claims"])
     assert len(disp) == 8  # 2 algorithms x 2 problems x 2 modes (tree_spider cells all failed)
