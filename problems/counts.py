@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from problems.streams import StreamBase, parse_seed
+from problems.streams import StreamBase, parse_budget, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
 BLOCK_LEVELS = 29
@@ -192,17 +192,13 @@ class CountsStream(StreamBase):
                  budget: int | None = None, *, block_levels: int = BLOCK_LEVELS,
                  blocks_per_super: int = BLOCKS_PER_SUPER, leaf_levels: int = LEAF_LEVELS) -> None:
         entropy, spawn_key = parse_seed(seed)
-        if budget is not None and (
-            isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
-        ):
-            raise ValueError(f"budget={budget!r} is invalid: must be None or an integer >= 1")
+        self.budget = parse_budget(budget)
         if not (isinstance(block_levels, int) and 1 <= block_levels <= BLOCK_LEVELS):
             raise ValueError(f"block_levels={block_levels!r} is invalid: must be an integer in "
                              f"[1, {BLOCK_LEVELS}] (numpy's hypergeometric needs counts < 1e9)")
         if not (isinstance(blocks_per_super, int) and blocks_per_super >= 1):
             raise ValueError(f"blocks_per_super={blocks_per_super!r} is invalid: must be an integer >= 1")
         self.layout = layout
-        self.budget = float("inf") if budget is None else int(budget)
         self.used = 0
         if not (isinstance(leaf_levels, int) and leaf_levels >= 0):
             raise ValueError(f"leaf_levels={leaf_levels!r} is invalid: must be an integer >= 0")

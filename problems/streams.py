@@ -55,6 +55,15 @@ def parse_seed(seed: int | np.random.SeedSequence) -> tuple[object, tuple[int, .
     raise ValueError(f"seed={seed!r} is invalid: must be an integer >= 0 or a SeedSequence")
 
 
+def parse_budget(budget: int | None) -> float:
+    """A stream's budget: None (unbudgeted: inf) or an integer >= 1."""
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
+    ):
+        raise ValueError(f"budget={budget!r} is invalid: must be None or an integer >= 1")
+    return float("inf") if budget is None else int(budget)
+
+
 class DataStream(StreamBase):
     """Records of a problem generated lazily from `seed` (an int or a SeedSequence)."""
 
@@ -65,12 +74,8 @@ class DataStream(StreamBase):
         budget: int | None = None,
     ) -> None:
         self._entropy, self._spawn_key = parse_seed(seed)
-        if budget is not None and (
-            isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
-        ):
-            raise ValueError(f"budget={budget!r} is invalid: must be None or an integer >= 1")
         self._draw = draw
-        self.budget = float("inf") if budget is None else int(budget)
+        self.budget = parse_budget(budget)
         self.used = 0
         self._chunk_index = -1
         self._chunk: np.ndarray | None = None
