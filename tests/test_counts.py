@@ -286,6 +286,7 @@ EQUIV = {
     "hard_valley": ({"d": 5}, 10**6, 0.3),
     "logistic": ({"d": 5, "n_atoms": 300}, 10**6, 0.05),
     "mean_estimation": ({"d": 5}, 10**6, 0.05),
+    "logistic_breast_cancer": ({"d": 10}, 10**6, 0.05),  # needs scikit-learn (test extras)
 }
 
 
@@ -295,6 +296,8 @@ EQUIV = {
 @pytest.mark.parametrize("name", list(EQUIV))
 def test_counts_run_equals_record_run_on_materialized_records(name, alg, eps):
     params, budget, target = EQUIV[name]
+    if name == "logistic_breast_cancer":
+        pytest.importorskip("sklearn")
     prob = problems.get_problem(name, **params)
     seed = np.random.SeedSequence([4, 0])
 
