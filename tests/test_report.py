@@ -207,10 +207,10 @@ def test_multi_store_report_with_csv_and_figures(store: Path, tmp_path: Path):
     csv, figs = tmp_path / "claims.csv", tmp_path / "figs"
     res = write_report([store, other], tmp_path / "both.pdf", n_boot=200, csv=csv, figures=figs)
     text = [p.extract_text() for p in PdfReader(tmp_path / "both.pdf").pages]
-    assert "small" in text[0] and "other" in text[1]
+    assert "Summary" in text[0] and "small" in text[1] and "other" in text[2]
     table = pd.read_csv(csv)
     assert {"algorithm", "problem", "character", "view", "mode", "predicted", "exponent",
-            "ci_low", "ci_high", "verdict", "spec"} <= set(table.columns)
+            "ci_low", "ci_high", "verdict", "rules_predicted", "spec"} <= set(table.columns)
     assert set(table["spec"]) == {"small", "other"} and len(table) == len(res["claims"]) == 16
     assert set(table["character"]) == {"hard", "benign"}
     assert sorted(p.name for p in figs.iterdir()) == ["forest_sample_complexity.png", "sc.png"]
