@@ -60,18 +60,20 @@ class StoreData:
         return cls(spec=spec, cells=load(path), path=path)
 
 
-def at_defaults(row_params: dict, knobs: list) -> bool:
-    """True when every knob from the spec's grid sits at its theory default (all 1, ...)."""
+def at_defaults(row_params: dict, knobs: list, algorithm: str | None = None) -> bool:
+    """True when every knob from the spec's grid sits at its theory default (all 1, ...; the
+    algorithm's own defaults where it has them, e.g. reset_drift_on_escape)."""
+    defaults = {**KNOB_DEFAULTS, **(get_algorithm(algorithm).knob_defaults if algorithm else {})}
     for k in knobs or []:
-        if k in KNOB_DEFAULTS and row_params.get(k) != KNOB_DEFAULTS[k]:
+        if k in defaults and row_params.get(k) != defaults[k]:
             return False
     return True
 
 
 def theory_mask(df: pd.DataFrame) -> np.ndarray:
     """Rows whose knobs all sit at their theory defaults (a boolean array, also when empty)."""
-    return np.array([at_defaults(p or {}, kn) for p, kn in zip(df["params"], df["knobs"], strict=True)],
-                    dtype=bool)
+    return np.array([at_defaults(p or {}, kn, a) for p, kn, a in
+                     zip(df["params"], df["knobs"], df["algorithm"], strict=True)], dtype=bool)
 
 
 def _combo_label(params: dict, knobs: list) -> str:

@@ -55,3 +55,12 @@ def test_gaussian_rules_slope_and_the_non_fits():
     b = [rules(c, None, 10, Privacy(0.1, 1e-6, "theory"), target_alpha=a,
                **KNOB_DEFAULTS)["theory_budget"] for a in ALPHAS]
     assert got == pytest.approx(np.polyfit(np.log(ALPHAS), np.log(b), 1)[0], rel=1e-9)
+
+
+def test_theory_mode_uses_each_algorithm_s_own_knob_defaults():
+    from analysis.claims import at_defaults
+
+    knobs = ["reset_drift_on_escape"]
+    assert at_defaults({"reset_drift_on_escape": False}, knobs, "gaussian_spider")
+    assert not at_defaults({"reset_drift_on_escape": True}, knobs, "gaussian_spider")
+    assert at_defaults({"reset_drift_on_escape": True}, knobs, "adaptive_tree_spider")
