@@ -432,28 +432,30 @@ def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                       & (claims["spec"] == data.spec.name)]
         hard = sorted(rows[rows["character"] == "hard"]["problem"].unique())[:1]
         sub = pts[pts["problem"].isin(hard)]
+        hard_fits = rows[rows["problem"].isin(hard)]
         if mode == "tuned":  # the envelope's chosen knob setting, as on the scaling pages
-            sub = _chosen_rows(sub, rows[rows["problem"].isin(hard)])
-        plots.scaling_plot(ax, sub, rows[rows["problem"].isin(hard)], x=fit.x, y=fit.y,
-                           window=fit.window, title=f"{', '.join(hard)}: samples to reach alpha "
+            sub = _chosen_rows(sub, hard_fits)
+        plots.scaling_plot(ax, sub, hard_fits, x=fit.x, y=fit.y, window=fit.window,
+                           title=f"{', '.join(hard)}: samples to reach alpha "
                            f"({data.spec.name}, {fit.name}, {mode} mode)")
-        for part in paired:
-            for p in part:
-                res = p["result"]
-                if p["fit"] == fit.name and p["group"].get("problem") in hard and \
-                        math.isfinite(res.crossover):
-                    names = f"{p['a']} / {p['b']}"
-                    cross_text = (f"Crossover ({names}, paired, theory mode): the two need the same "
-                                  f"samples at alpha = {res.crossover:.3g} [95% CI "
-                                  f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
-                                  + ("inside the window." if res.crossover_where == "inside" else
-                                     f"an extrapolation {res.crossover_where} the window."))
-                    if fit.window[0] <= res.crossover <= fit.window[1]:
-                        ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
-                elif p["fit"] == fit.name and p["group"].get("problem") in hard and not cross_text:
-                    cross_text = (f"Crossover ({p['a']} / {p['b']}): none located (the paired "
-                                  f"difference's slope CI [{res.slope_ci_low:.2f}, "
-                                  f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
+        pairs = [p for part in paired for p in part
+                 if p["fit"] == fit.name and p["group"].get("problem") in hard]
+        located = [p for p in pairs if math.isfinite(p["result"].crossover)]
+        if located:
+            p = located[0]
+            res = p["result"]
+            cross_text = (f"Crossover ({p['a']} / {p['b']}, paired, theory mode): the two need the "
+                          f"same samples at alpha = {res.crossover:.3g} [95% CI "
+                          f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
+                          + ("inside the window." if res.crossover_where == "inside" else
+                             f"an extrapolation {res.crossover_where} the window."))
+            if fit.window[0] <= res.crossover <= fit.window[1]:
+                ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
+        elif pairs:
+            p, res = pairs[0], pairs[0]["result"]
+            cross_text = (f"Crossover ({p['a']} / {p['b']}): none located (the paired "
+                          f"difference's slope CI [{res.slope_ci_low:.2f}, "
+                          f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
     hard_rows = claims[(claims["character"] == "hard") & (claims["view"] == "sample_complexity")]
     lines = []
     def num(v: Any) -> str:
