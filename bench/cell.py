@@ -12,7 +12,7 @@ import numpy as np
 
 from algorithms import Privacy, get_algorithm
 from analysis.metrics import evaluate, target_monitor
-from problems import get_problem
+from problems import get_problem, instance_params
 from problems.base import DATA_MODES
 from problems.streams import DataStream
 
@@ -62,7 +62,8 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     problem's default (counts where it opts in).
     """
     cls = get_algorithm(algorithm)
-    prob = get_problem(problem, d=d, **(problem_params or {}))
+    prob = get_problem(problem, d=d, **instance_params(problem, problem_params,
+                                                       (params or {}).get("target_alpha")))
     data = prob.default_data_mode() if data is None else data
     if data not in DATA_MODES:
         raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")

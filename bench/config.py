@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cells import Cell, canonical_number
-from problems import data_modes
+from problems import data_modes, instance_params
 from problems.base import DATA_MODES
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
@@ -137,7 +137,8 @@ class SweepSpec:
                             self.grid["d"], budgets, targets, self.grid["eps"], self.grid["delta"],
                             range(self.repetitions)):
                         out.append(Cell.make(
-                            problem=prob["name"], problem_params=prob["params"],
+                            problem=prob["name"],
+                            problem_params=instance_params(prob["name"], prob["params"], ta),
                             algorithm=alg["name"], params=params, n=n, d=d, eps=eps, delta=delta,
                             rep=rep, calibration=self.calibration, base_seed=self.seed,
                             target_alpha=ta, knobs=tuple(knob_names),
@@ -268,11 +269,12 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         params = _param_table(f"problem[{i}].params", p.get("params"))
         if "d" in params:
             raise SpecError(f"problem[{i}].params.d is not allowed: set dimensions in grid.d")
-        for d in grid["d"]:
+        for d, ta in itertools.product(grid["d"], grid.get("target_alpha") or [None]):
             try:
-                problems.get_problem(pname, d=d, **params)
+                problems.get_problem(pname, d=d, **problems.instance_params(pname, params, ta))
             except (ValueError, TypeError) as exc:
-                raise SpecError(f"problem[{i}] ({pname}, d={d}): {exc}") from None
+                at = "" if ta is None else f", target_alpha={ta}"
+                raise SpecError(f"problem[{i}] ({pname}, d={d}{at}): {exc}") from None
         problem_list.append({"name": pname, "params": params})
 
     algs = raw["algorithm"]

@@ -6,12 +6,12 @@ from problems.base import Constants, Problem
 from problems.logistic import BreastCancerLogistic, SyntheticLogistic
 from problems.mean_estimation import MeanEstimation
 from problems.phase_retrieval import PhaseRetrieval
-from problems.separable import HardValley, StrictSaddle
+from problems.separable import HardRamp, HardValley, StrictSaddle
 from problems.streams import CHUNK, ArrayStream, DataStream, StreamExhausted, records_digest
 
 _REGISTRY: dict[str, type[Problem]] = {
     cls.name: cls
-    for cls in (StrictSaddle, HardValley, PhaseRetrieval, SyntheticLogistic,
+    for cls in (StrictSaddle, HardValley, HardRamp, PhaseRetrieval, SyntheticLogistic,
                 BreastCancerLogistic, MeanEstimation)
 }
 
@@ -39,6 +39,21 @@ def data_modes(name: str) -> tuple[str, ...]:
     return ("counts", "records") if _REGISTRY[name].counts_capable else ("records",)
 
 
+def instance_params(name: str, params: dict | None, target_alpha: float | None) -> dict:
+    """`params` with a per-target problem's instance parameter set to `target_alpha`.
+
+    Problems built per accuracy (`Problem.per_target_param`, e.g. hard_ramp's alpha) get the
+    cell's target unless `params` fixes the parameter; other problems' params are returned as
+    they are.
+    """
+    character(name)  # ValueError on an unknown name
+    out = dict(params or {})
+    key = _REGISTRY[name].per_target_param
+    if key is not None and key not in out and target_alpha is not None:
+        out[key] = float(target_alpha)
+    return out
+
+
 def get_problem(name: str, **params) -> Problem:
     """Build the problem `name` with keyword parameters (d, ...); ValueError on a bad name."""
     try:
@@ -54,4 +69,5 @@ def get_problem(name: str, **params) -> Problem:
 
 
 __all__ = ["CHUNK", "ArrayStream", "Constants", "DataStream", "Problem", "StreamExhausted",
-           "available", "data_modes", "describe", "get_problem", "records_digest"]
+           "available", "data_modes", "describe", "get_problem", "instance_params",
+           "records_digest"]

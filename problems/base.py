@@ -83,6 +83,9 @@ class Problem(ABC):
     #: "hard" (reaching alpha-stationarity takes ~alpha^-2 steps: the claims should bind),
     #: "benign" (short paths: faster than claimed is expected) or "calibration".
     character: str = "benign"
+    #: A parameter that makes one instance per accuracy (e.g. hard_ramp's "alpha"): sweeps set
+    #: it to each cell's target_alpha unless the spec fixes it. None: one instance for all.
+    per_target_param: str | None = None
 
     def __init__(self, d: int) -> None:
         self.d = check_positive_int("d", d)

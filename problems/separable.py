@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.optimize import brentq
 
 from problems.base import Constants, Problem, check_nonneg, check_positive
 from problems.finite_support import TwoPointCoordinates
@@ -115,6 +116,64 @@ class ValleyProfile(_Profile):
     def d2(self, u):
         v2 = (u / self.w) ** 2
         return ((v2 - 1.0) / (1.0 + v2) ** 2 + self.beta / (1.0 + v2) ** 1.5) / self.w**2
+
+
+def _log_cosh(x: np.ndarray) -> np.ndarray:
+    """log cosh x without overflow: |x| + log1p(exp(-2|x|)) - log 2."""
+    ax = np.abs(x)
+    return ax + np.log1p(np.exp(-2.0 * ax)) - math.log(2.0)
+
+
+def _sech2(z: np.ndarray) -> np.ndarray:
+    return 1.0 - np.tanh(z) ** 2
+
+
+class RampProfile(_Profile):
+    """phi(u) = a (exp(-u^2 / (2 w^2)) - 1) + r(u): a saddle bump, then a long ramp of slope s.
+
+    The ramp's derivative is the odd function
+        r'(u) = s (-tanh(u/w_r) + tanh((u - L)/w_e) + tanh((u + L)/w_e)),
+    which is -s sign(u) for w_r << |u| << L (a straight descent of slope s), rises to 0 at
+    |u| ~ L (the minimum, curvature ~ s/w_e) and is +s sign(u) beyond (F grows linearly, so it
+    is bounded below). Integrated with log cosh, r(0) = 0.
+    Bounds (w_r <= w_e is required): for u >= 0, tanh((u-L)/w_e) <= tanh(u/w_e) <= tanh(u/w_r),
+    so r' <= s, and r' > -2s; the bump's derivative peaks at u = w with a e^{-1/2}/w and has
+    the same sign as r' near 0, hence G_phi = a e^{-1/2}/w + 2s. The bump's second derivative
+    is at most a/w^2 (at 0) and |tanh'| <= 1, so M_phi = a/w^2 + s (1/w_r + 2/w_e). The bump's
+    third derivative a |3v - v^3| e^{-v^2/2} / w^3 peaks at v = sqrt(3 - sqrt 6) with
+    1.38062 a/w^3, and |tanh''| <= 4/(3 sqrt 3), so
+    rho_phi = 1.38063 a/w^3 + 0.76981 s (1/w_r^2 + 2/w_e^2). The drop phi(0) - inf phi is
+    computed: the minimum is the root of phi' near L, found by Brent's method at construction.
+    """
+
+    def __init__(self, a: float, w: float, s: float, L: float, w_r: float, w_e: float) -> None:
+        if w_r > w_e:
+            raise ValueError(f"ramp_width={w_r!r} is invalid: must be <= end_width={w_e!r}")
+        self.a, self.w, self.s, self.L, self.w_r, self.w_e = a, w, s, L, w_r, w_e
+        self.G = a * math.exp(-0.5) / w + 2.0 * s
+        self.M = a / w**2 + s * (1.0 / w_r + 2.0 / w_e)
+        self.rho = 1.38063 * a / w**3 + 0.76981 * s * (1.0 / w_r**2 + 2.0 / w_e**2)
+        self.u_min = float(brentq(lambda u: float(self.d1(np.float64(u))), L - 20 * w_e,
+                                  L + 20 * w_e, xtol=1e-13))
+        self.drop = -float(self.value(np.float64(self.u_min)))
+
+    def value(self, u):
+        s, L, w_r, w_e = self.s, self.L, self.w_r, self.w_e
+        ramp = s * (-w_r * _log_cosh(u / w_r) + w_e * _log_cosh((u - L) / w_e)
+                    + w_e * _log_cosh((u + L) / w_e) - 2.0 * w_e * _log_cosh(np.float64(L / w_e)))
+        return self.a * np.expm1(-0.5 * (u / self.w) ** 2) + ramp
+
+    def d1(self, u):
+        s, L, w_r, w_e = self.s, self.L, self.w_r, self.w_e
+        bump = -self.a * u / self.w**2 * np.exp(-0.5 * (u / self.w) ** 2)
+        return bump + s * (-np.tanh(u / w_r) + np.tanh((u - L) / w_e) + np.tanh((u + L) / w_e))
+
+    def d2(self, u):
+        s, L, w_r, w_e = self.s, self.L, self.w_r, self.w_e
+        v2 = (u / self.w) ** 2
+        bump = self.a / self.w**2 * (v2 - 1.0) * np.exp(-0.5 * v2)
+        return bump + s * (-_sech2(u / w_r) / w_r + _sech2((u - L) / w_e) / w_e
+                           + _sech2((u + L) / w_e) / w_e)
 
 
 class SeparableSaddle(TwoPointCoordinates, Problem):
@@ -297,4 +356,62 @@ class HardValley(SeparableSaddle):
         out = np.zeros((2, self.d))
         u = self.w * math.sqrt(1.0 / self.beta**2 - 1.0)
         out[:, 0] = [u, -u]
+        return out
+
+
+class HardRamp(SeparableSaddle):
+    """Hard instance built per accuracy: after the saddle, a ramp whose gradient is k alpha all the way.
+
+    The second hard family (the protocol's "per-alpha instance"). phi is `RampProfile`: the
+    saddle bump a (exp(-u^2/2w^2) - 1) and a ramp of slope s = k alpha / c and length
+    L = drop / s, so along the whole path from the saddle to the minimum at |u| ~ L the
+    population gradient is k alpha (k > 1: no point of the ramp is alpha-stationary), the loss
+    falls by `drop`, and gradient descent with step 1/M needs ~ L M / (k alpha) =
+    drop M / (k alpha)^2 steps (test: slope -2 across instances). Unlike `hard_valley`, whose
+    gradient decays like 1/u, every alpha sees the same geometry rescaled, with no
+    log(1/alpha) along the path (on the valley the Gaussian rule's drift grows like
+    log(1/alpha)). Because the instance depends on alpha, a sweep builds one per target: the
+    parameter named by `per_target_param` ("alpha") is set to the cell's target_alpha unless
+    the spec fixes it.
+    Defaults c = 1, a = 1, w = 0.5, k = 2, drop = 4, ramp_width = 0.5, end_width = 1,
+    mu = 0.5, noise = 0.5, tau = 0.5. At alpha = 0.03: lambda_min(hess F(x0)) = -4.1,
+    G = 2.3, M = 6.2, rho = 16.7, B0 = 5.0, alpha_SOSP(x0) = 1.0 (11x above the largest
+    accuracy we fit), L = 67.
+    """
+
+    name = "hard_ramp"
+    character = "hard"
+    description = "hard instance per target alpha: saddle, then a ramp of gradient k*alpha (alpha^-2 path)"
+    per_target_param = "alpha"
+
+    def __init__(self, d: int = 10, alpha: float = 0.03, k: float = 2.0, drop: float = 4.0,
+                 c: float = 1.0, a: float = 1.0, w: float = 0.5, ramp_width: float = 0.5,
+                 end_width: float = 1.0, mu: float = 0.5, noise: float = 0.5,
+                 tau: float = 0.5) -> None:
+        super().__init__(d, c, mu, noise, tau)
+        self.alpha = check_positive("alpha", alpha)
+        self.k = check_positive("k", k)
+        if self.k <= 1:
+            raise ValueError(f"k={k!r} is invalid: must be > 1 (the ramp's gradient is k*alpha)")
+        self.drop = check_positive("drop", drop)
+        self.a = check_positive("a", a)
+        self.w = check_positive("w", w)
+        self.ramp_width = check_positive("ramp_width", ramp_width)
+        self.end_width = check_positive("end_width", end_width)
+        slope = self.k * self.alpha / self.c
+        length = self.drop / slope
+        if length < 10 * (self.w + self.end_width):
+            raise ValueError(f"alpha={alpha!r} is invalid with drop={drop!r}, k={k!r}: the ramp "
+                             f"(length {length:.3g}) must be >= 10 (w + end_width)")
+        self.profile = RampProfile(self.a, self.w, slope, length, self.ramp_width, self.end_width)
+
+    def params(self):
+        return {**super().params(), "alpha": self.alpha, "k": self.k, "drop": self.drop,
+                "a": self.a, "w": self.w, "ramp_width": self.ramp_width,
+                "end_width": self.end_width}
+
+    def minima(self) -> np.ndarray:
+        """The two global minimizers x = (+-u_min, 0, ..., 0), u_min ~ L."""
+        out = np.zeros((2, self.d))
+        out[:, 0] = [self.profile.u_min, -self.profile.u_min]
         return out

@@ -7,6 +7,7 @@ import problems
 SMALL = {
     "strict_saddle": {"d": 5},
     "hard_valley": {"d": 5},
+    "hard_ramp": {"d": 5, "alpha": 0.05},
     "phase_retrieval": {"d": 5},
     "logistic": {"d": 5, "n_atoms": 300},
     "mean_estimation": {"d": 5},

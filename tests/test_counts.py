@@ -175,7 +175,7 @@ def test_counts_stream_budget_and_validation():
 
 
 # ------------------------------------------------------------------ problems' counts oracles
-COUNTS_PROBLEMS = ["strict_saddle", "hard_valley", "logistic", "mean_estimation"]
+COUNTS_PROBLEMS = ["strict_saddle", "hard_valley", "hard_ramp", "logistic", "mean_estimation"]
 
 
 def _support(prob) -> np.ndarray:

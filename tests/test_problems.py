@@ -73,7 +73,8 @@ def test_finite_support_population_is_the_exact_average_over_atoms(rng):
     np.testing.assert_allclose(prob.population_hessian(x), fd, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["strict_saddle", "hard_valley", "phase_retrieval", "mean_estimation"])
+@pytest.mark.parametrize("name", ["strict_saddle", "hard_valley", "hard_ramp", "phase_retrieval",
+                                  "mean_estimation"])
 def test_closed_form_population_matches_large_sample_average(name, rng):
     prob = make(name)
     x = random_point(prob, rng)
@@ -123,7 +124,7 @@ def test_constants_are_tight_enough_to_matter():
     assert np.abs(third).max() == pytest.approx(prof.rho, rel=0.01)
 
 
-@pytest.mark.parametrize("name", ["strict_saddle", "hard_valley", "phase_retrieval"])
+@pytest.mark.parametrize("name", ["strict_saddle", "hard_valley", "hard_ramp", "phase_retrieval"])
 def test_x0_is_a_strict_saddle(name):
     prob = make(name)
     assert np.linalg.norm(prob.population_grad(prob.x0)) < 1e-12
@@ -165,6 +166,72 @@ def test_hard_valley_needs_alpha_minus_two_steps_of_gradient_descent():
     assert slope == pytest.approx(-2.0, abs=0.1)
 
 
+@pytest.mark.parametrize("alpha", [0.009, 0.09])
+def test_ramp_profile_derivatives_and_constants_on_the_whole_path(alpha):
+    """Finite differences of value / d1 / d2 over [-1.5 L, 1.5 L]; the stated G, M, rho bound
+    the grid maxima and are tight (within 15%, 10%, 3%: the sums of sup norms peak apart)."""
+    prof = problems.get_problem("hard_ramp", d=2, alpha=alpha).profile
+    u = np.linspace(-1.5 * prof.L, 1.5 * prof.L, 600_001)
+    h = 1e-5
+    np.testing.assert_allclose((prof.value(u + h) - prof.value(u - h)) / (2 * h), prof.d1(u),
+                               atol=1e-7)
+    np.testing.assert_allclose((prof.d1(u + h) - prof.d1(u - h)) / (2 * h), prof.d2(u), atol=1e-6)
+    third = np.abs((prof.d2(u + h) - prof.d2(u - h)) / (2 * h)).max()
+    g, m = np.abs(prof.d1(u)).max(), np.abs(prof.d2(u)).max()
+    assert g <= prof.G and m <= prof.M and third <= prof.rho * (1 + 1e-6)
+    assert g >= prof.G * 0.85 and m >= prof.M * 0.9
+    assert third >= prof.rho * 0.97
+    # B0: the drop equals phi(0) minus the grid minimum, which sits at u_min = L.
+    assert prof.drop == pytest.approx(-prof.value(u).min(), rel=1e-9)
+    assert prof.u_min == pytest.approx(prof.L, rel=1e-9)
+
+
+@pytest.mark.parametrize("alpha", [0.009, 0.03, 0.09])
+def test_hard_ramp_gradient_is_k_alpha_along_the_whole_path(alpha):
+    """From past the saddle bump (u = 6w) to the end of the ramp the population gradient stays
+    within [k alpha (1 - 1e-3), k alpha + 1e-3]: no point on the path is alpha-stationary, and
+    the start saddle is >= 10x above alpha."""
+    prob = problems.get_problem("hard_ramp", d=4, alpha=alpha)
+    prof = prob.profile
+    u = np.linspace(6 * prob.w, prof.L - 5 * prob.end_width, 20_001)
+    grad = np.abs(prof.d1(u))
+    assert grad.min() >= prob.k * alpha * (1 - 1e-3)
+    assert grad.max() <= prob.k * alpha + 1e-3
+    assert sosp_alpha(prob, prob.x0)["alpha"] >= 10 * alpha
+    for xm in prob.minima():
+        a = sosp_alpha(prob, xm)
+        assert a["alpha"] < 1e-9 and a["lambda_min"] > 0
+    assert prob.constants.B0 == pytest.approx(prob.drop + prob.a, rel=0.05)
+
+
+def test_hard_ramp_needs_alpha_minus_two_steps_of_gradient_descent():
+    """One instance per alpha: gradient descent (step 1/M) from u = 0.5 needs ~drop M/(k alpha)^2
+    steps, slope -2 in alpha (the valley's -2 came from its 1/u tail; here from the ramp's length)."""
+    alphas = np.logspace(-2, -1, 5)
+    steps = []
+    for a in alphas:
+        prob = problems.get_problem("hard_ramp", d=3, tau=0.0, alpha=a)
+        eta = 1 / prob.constants.M
+        x = prob.x0.copy()
+        x[0] = 0.5
+        t = 0
+        while np.linalg.norm(prob.population_grad(x)) > a:
+            x = x - eta * prob.population_grad(x)
+            t += 1
+        steps.append(t)
+        predicted = prob.drop * prob.constants.M / (prob.k * a) ** 2
+        assert 0.5 * predicted <= t <= 1.5 * predicted
+    slope = np.polyfit(np.log(alphas), np.log(steps), 1)[0]
+    assert slope == pytest.approx(-2.0, abs=0.1)
+
+
+def test_per_target_problem_params_follow_the_target():
+    assert problems.instance_params("hard_ramp", {}, 0.02) == {"alpha": 0.02}
+    assert problems.instance_params("hard_ramp", {"alpha": 0.05}, 0.02) == {"alpha": 0.05}
+    assert problems.instance_params("hard_valley", {"w": 1.0}, 0.02) == {"w": 1.0}
+    assert problems.instance_params("hard_ramp", {}, None) == {}
+
+
 def test_breast_cancer_population():
     pytest.importorskip("sklearn")
     prob = problems.get_problem("logistic_breast_cancer", d=30)
@@ -181,6 +248,9 @@ def test_breast_cancer_population():
     ({"name": "nope", "d": 3}, "problem='nope'"),
     ({"name": "strict_saddle", "d": 3, "mu": -1.0}, "mu=-1.0"),
     ({"name": "hard_valley", "d": 3, "beta": 2.0}, "beta=2.0"),
+    ({"name": "hard_ramp", "d": 3, "k": 1.0}, "k=1.0"),
+    ({"name": "hard_ramp", "d": 3, "alpha": 0.5}, "alpha=0.5"),
+    ({"name": "hard_ramp", "d": 3, "ramp_width": 2.0}, "ramp_width=2.0"),
     ({"name": "logistic", "d": 3, "flip": 0.7}, "flip=0.7"),
     ({"name": "phase_retrieval", "d": 3, "signal": 5.0}, "signal=5.0"),
 ])

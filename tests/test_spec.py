@@ -166,6 +166,19 @@ def test_data_mode_defaults_to_counts_where_supported():
     assert {c.data for c in pr} == {"records"}
 
 
+def test_per_target_problem_gets_one_instance_per_target():
+    text = (_replace('"strict_saddle"', '"hard_ramp"')
+            .replace("n = [1000, 2000]", "target_alpha = [0.05, 0.02]\nbudget = 100000"))
+    cells = parse_spec(text).cells()
+    assert {(c.target_alpha, dict(c.problem_params)["alpha"]) for c in cells} == {(0.05, 0.05),
+                                                                                   (0.02, 0.02)}
+    fixed = text.replace('name = "hard_ramp"', 'name = "hard_ramp"\nparams = { alpha = 0.04 }')
+    assert {dict(c.problem_params)["alpha"] for c in parse_spec(fixed).cells()} == {0.04}
+    # A target the instance cannot be built for is refused before anything runs.
+    with pytest.raises(SpecError, match=r"hard_ramp, d=3, target_alpha=0.3\): alpha=0.3"):
+        parse_spec(text.replace("[0.05, 0.02]", "[0.3, 0.02]"))
+
+
 def test_cell_round_trip_and_run_params():
     c = Cell.make(problem="hard_valley", problem_params={"w": 0.5}, algorithm="tree_spider",
                   params={"alpha_mult": 2}, n=10, d=3, eps=math.inf, delta=1e-6, rep=1,
