@@ -96,8 +96,10 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
     df = df[np.isfinite(df["eps"])]
     df = df.assign(combo=[_combo_label(p or {}, kn) for p, kn in zip(df["params"], df["knobs"],
                                                                        strict=True)],
-                   problem_params=[json.dumps(p, sort_keys=True) for p in df["problem_params"]])
-    keep = ["key", "algorithm", "problem", "problem_params", "d", "n", "eps", "delta",
+                   problem_params=[json.dumps(_shared_params(pr, p), sort_keys=True)
+                                   for pr, p in zip(df["problem"], df["problem_params"], strict=True)],
+                   instance_params=[json.dumps(p or {}, sort_keys=True) for p in df["problem_params"]])
+    keep = ["key", "algorithm", "problem", "problem_params", "instance_params", "d", "n", "eps", "delta",
             "target_alpha", "rep", "combo", "left_saddle", "alpha_x0", "samples_used",
             "first_o1_batch", "n_steps"]
     if fit.view == "sample_complexity":
@@ -123,6 +125,15 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
         pts = df[keep].assign(alpha=df["alpha_best"], y=df[fit.y].astype(float))
     pts = pts.assign(x=rates.scale(pts, fit.x).to_numpy() if len(pts) else [])
     return pts.reset_index(drop=True)
+
+
+def _shared_params(problem: str, params: dict | None) -> dict:
+    """A cell's problem parameters without the per-target one (hard_ramp's alpha): instances
+    built per accuracy belong to one curve, so they group together."""
+    from problems import get_problem_class
+
+    key = get_problem_class(problem).per_target_param
+    return {k: v for k, v in (params or {}).items() if k != key}
 
 
 def group_columns(fit: FitSpec) -> list[str]:
@@ -168,7 +179,7 @@ def rules_prediction(sub: pd.DataFrame, fit: FitSpec, calibration: str) -> float
     xs, budgets = [], []
     for xv, g in sub.groupby("x"):
         r = g.iloc[0]
-        constants = get_problem(r["problem"], d=int(r["d"]), **json.loads(r["problem_params"])).constants
+        constants = get_problem(r["problem"], d=int(r["d"]), **json.loads(r["instance_params"])).constants
         privacy = Privacy(float(r["eps"]), float(r["delta"]), calibration)
         try:
             p = cls.theory_params(constants, None, int(r["d"]), privacy,

@@ -238,10 +238,13 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     failed = sum(1 for c in cells if stored.get(c.key) in FAILED)
     # Records: one gradient per sample; counts: samples are free, a step costs (at most T).
     limit = spec.limits.time or math.inf
-    cost = sum(min(limit, step_rate * _horizon(c) if c.data == "counts" else rate * (c.n or 0) * c.d)
-               for c in pending)
+    cost = {c.key: min(limit, step_rate * _horizon(c) if c.data == "counts" else rate * (c.n or 0) * c.d)
+            for c in pending}
+    # Longest expected first: with the long cells last, one worker can end a sweep alone.
+    # The order never changes results (each cell's seeds come from its key).
+    pending.sort(key=lambda c: -cost[c.key])
     return Plan(cells=cells, pending=pending, done=len(cells) - len(pending),
-                failed_to_retry=failed if retry_failed else 0, cost_seconds=cost,
+                failed_to_retry=failed if retry_failed else 0, cost_seconds=sum(cost.values()),
                 cost_basis=basis, status_counts=counts)
 
 

@@ -39,6 +39,12 @@ def data_modes(name: str) -> tuple[str, ...]:
     return ("counts", "records") if _REGISTRY[name].counts_capable else ("records",)
 
 
+def get_problem_class(name: str) -> type[Problem]:
+    """The registered class `name` (ValueError on an unknown name)."""
+    character(name)
+    return _REGISTRY[name]
+
+
 def instance_params(name: str, params: dict | None, target_alpha: float | None) -> dict:
     """`params` with a per-target problem's instance parameter set to `target_alpha`.
 
@@ -69,5 +75,5 @@ def get_problem(name: str, **params) -> Problem:
 
 
 __all__ = ["CHUNK", "ArrayStream", "Constants", "DataStream", "Problem", "StreamExhausted",
-           "available", "data_modes", "describe", "get_problem", "instance_params",
+           "available", "data_modes", "describe", "get_problem", "get_problem_class", "instance_params",
            "records_digest"]

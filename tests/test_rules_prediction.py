@@ -21,6 +21,7 @@ ALPHAS = [0.009, 0.015, 0.025, 0.04, 0.06, 0.09]
 
 def _sub(alg: str, eps: float = 0.1) -> pd.DataFrame:
     return pd.DataFrame({"algorithm": alg, "problem": "hard_valley", "problem_params": json.dumps({}),
+                         "instance_params": json.dumps({}),
                          "d": 10, "eps": eps, "delta": 1e-6, "x": ALPHAS, "alpha": ALPHAS})
 
 

@@ -334,3 +334,28 @@ def test_values_round_trip_exactly(tmp_path: Path):
     curve = load_curves(path, "samples_to_accuracy")[cell.key]
     assert np.array_equal(np.array(curve["samples"], dtype=float), direct["curve"]["samples"],
                           equal_nan=True)
+
+
+def test_pending_cells_run_longest_expected_first(tmp_path: Path):
+    """Counts cells are priced by their horizon T ~ alpha^-2 (smallest target first); records
+    cells by n d (largest budget first)."""
+    text = """
+name = "order"
+seed = 1
+repetitions = 1
+stop_at_target = true
+[grid]
+target_alpha = [0.09, 0.02, 0.05]
+budget = 1000000000
+d = [4]
+eps = [0.1]
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "adaptive_tree_spider"
+"""
+    plan = plan_sweep(parse_spec(text), tmp_path / "none.sqlite")
+    assert [c.target_alpha for c in plan.pending] == [0.02, 0.05, 0.09]
+    records = parse_spec(SPEC.replace("seed = ", 'data = "records"\nseed = ', 1))
+    ns = [c.n for c in plan_sweep(records, tmp_path / "none.sqlite").pending]
+    assert ns == sorted(ns, reverse=True) and len(set(ns)) > 1
