@@ -411,6 +411,29 @@ def _key_fit(data: StoreData, claims: pd.DataFrame) -> Any:
     return None
 
 
+def _hard_alpha_pairs(paired: list[list[dict]], claims: pd.DataFrame) -> list[dict]:
+    """Paired comparisons of sample complexity against alpha on the hard instances."""
+    hard = set(claims.loc[claims["character"] == "hard", "problem"])
+    return [p for part in paired for p in part
+            if p["view"] == "sample_complexity" and p["x"] == "alpha"
+            and p["group"].get("problem") in hard]
+
+
+def _crossover_line(p: dict) -> str:
+    """Where the paired difference's fit says the two algorithms need the same samples."""
+    res = p["result"]
+    where = ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{v}"
+                      for k, v in p["group"].items() if k in ("problem", "eps", "d"))
+    head = f"Crossover {p['a']} / {p['b']} ({where}; paired, theory mode): "
+    if not math.isfinite(res.crossover):
+        return head + (f"none located (the paired difference's slope CI [{res.slope_ci_low:.2f}, "
+                       f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
+    return head + (f"equal samples at alpha = {res.crossover:.3g} [95% CI "
+                   f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
+                   + ("inside the window." if res.crossover_where == "inside" else
+                      f"an extrapolation {res.crossover_where} the window."))
+
+
 def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                  paired: list[list[dict]]) -> None:
     """One page a reader can take away alone: the question, the key figure (n* against alpha
@@ -422,7 +445,6 @@ def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
     fig = plt.figure(figsize=A4)
     fig.text(0.07, 0.965, "Summary", fontsize=16, weight="bold", va="top")
     fig.text(0.07, 0.935, textwrap.fill(SUMMARY_QUESTION, 105), fontsize=7.5, va="top")
-    cross_text = ""
     if key is not None:
         data, fit = key
         ax = fig.add_axes([0.1, 0.5, 0.85, 0.33])
@@ -438,24 +460,14 @@ def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
         plots.scaling_plot(ax, sub, hard_fits, x=fit.x, y=fit.y, window=fit.window,
                            title=f"{', '.join(hard)}: samples to reach alpha "
                            f"({data.spec.name}, {fit.name}, {mode} mode)")
-        pairs = [p for part in paired for p in part
-                 if p["fit"] == fit.name and p["group"].get("problem") in hard]
-        located = [p for p in pairs if math.isfinite(p["result"].crossover)]
-        if located:
-            p = located[0]
+        for p in _hard_alpha_pairs(paired, claims):
             res = p["result"]
-            cross_text = (f"Crossover ({p['a']} / {p['b']}, paired, theory mode): the two need the "
-                          f"same samples at alpha = {res.crossover:.3g} [95% CI "
-                          f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
-                          + ("inside the window." if res.crossover_where == "inside" else
-                             f"an extrapolation {res.crossover_where} the window."))
-            if fit.window[0] <= res.crossover <= fit.window[1]:
+            if (p["fit"] == fit.name and p["group"].get("problem") in hard
+                    and math.isfinite(res.crossover)
+                    and fit.window[0] <= res.crossover <= fit.window[1]):
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
-        elif pairs:
-            p, res = pairs[0], pairs[0]["result"]
-            cross_text = (f"Crossover ({p['a']} / {p['b']}): none located (the paired "
-                          f"difference's slope CI [{res.slope_ci_low:.2f}, "
-                          f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
+    cross_text = "\n".join(textwrap.fill(_crossover_line(p), 110)
+                           for p in _hard_alpha_pairs(paired, claims))
     hard_rows = claims[(claims["character"] == "hard") & (claims["view"] == "sample_complexity")]
     lines = []
     def num(v: Any) -> str:
@@ -472,8 +484,10 @@ def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
         mr = hard_rows[hard_rows["mode"] == mode]
         if len(mr):
             modes.append(f"{mode} mode: " + "; ".join(
-                f"{a} {v}" for a, v in zip(mr["algorithm"], mr["verdict"], strict=True)))
-    body = "\n".join([textwrap.fill(cross_text, 110), "",
+                f"{a} on {pr}{'' if x == 'alpha' else f' (x = {x})'}: {v}"
+                for a, pr, x, v in zip(mr["algorithm"], mr["problem"], mr["x"], mr["verdict"],
+                                       strict=True)))
+    body = "\n".join([cross_text, "",
                        "Verdicts on the hard instances (sample complexity; slopes of log n*):",
                        f"{'algorithm':20s} {'problem':11s} {'':12s} {'mode':6s} {'x':5s} "
                        f"{'O~':>6s} {'rules':>6s} {'meas.':>6s} [95% CI]       verdict",
