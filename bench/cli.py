@@ -34,6 +34,17 @@ def parse_assignments(items: list[str] | None, flag: str) -> dict[str, Any]:
     return out
 
 
+def parse_count(text: str, flag: str) -> int:
+    """An integer >= 1 written as 200000, 2e5 or 2E5 (a float is accepted only if integral)."""
+    v = parse_value(text)
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{flag}={text!r} is invalid: must be a whole number >= 1 "
+                         "(e.g. 200000 or 2e5)")
+    return v
+
+
 def _positive_float(text: str) -> float:
     v = parse_value(text)
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
@@ -71,7 +82,9 @@ def _jsonable(obj: Any) -> Any:
         return [_jsonable(v) for v in obj.tolist()]
     if isinstance(obj, (np.floating, float)):
         f = float(obj)
-        return f if math.isfinite(f) else str(f)
+        if math.isnan(f):  # missing (e.g. samples_to_target of a censored run): JSON null
+            return None
+        return f if math.isfinite(f) else str(f)  # +-inf (eps of a non-private run): "inf"
     if isinstance(obj, np.integer):
         return int(obj)
     return obj
@@ -80,16 +93,24 @@ def _jsonable(obj: Any) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.cell import run_cell
 
-    res = run_cell(args.algorithm, args.problem, args.n, args.d, args.eps, delta=args.delta,
-                   seed=args.seed, params=parse_assignments(args.param, "--param"),
+    params = parse_assignments(args.param, "--param")
+    if args.target_alpha is not None:
+        if "target_alpha" in params:
+            raise ValueError(f"--target-alpha={args.target_alpha:g} is invalid together with "
+                             f"--param target_alpha={params['target_alpha']}: give one")
+        params["target_alpha"] = args.target_alpha
+    n = parse_count(args.n, "--n")
+    res = run_cell(args.algorithm, args.problem, n, args.d, args.eps, delta=args.delta,
+                   seed=args.seed, params=params,
                    problem_params=parse_assignments(args.problem_param, "--problem-param"),
-                   calibration=args.calibration, data=args.data)
+                   calibration=args.calibration, data=args.data,
+                   stop_at_target=args.stop_at_target)
     res.pop("trajectory")
     res.pop("problem_obj")
     if args.json:
         print(json.dumps(_jsonable(res)))
         return 0
-    print(f"{args.algorithm} on {args.problem} (d={args.d}, n={args.n}, eps={args.eps}, "
+    print(f"{args.algorithm} on {args.problem} (d={args.d}, n={n}, eps={args.eps}, "
           f"delta={args.delta}, seed={args.seed}, data={res['data']})")
     print("parameters used:")
     for k, v in res["params"].items():
@@ -396,6 +417,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+RUN_EPILOG = """\
+what the result means:
+  alpha_best        alpha_SOSP = max(||grad F||, max(0, -lambda_min(hess F))^2 / rho)
+                    of the best iterate (by the population oracle): the accuracy the sweeps
+                    and fits use. alpha_last: of the final iterate. alpha_selected: of the
+                    iterate with the smallest private gradient estimate (a choice the
+                    algorithm could make itself, without the population oracle).
+  samples_used      samples consumed; less than --n when the run ends at its own horizon
+                    (stop_reason T_reached: the rules' step count T = B0 M / gamma^2 was
+                    walked before the data ran out), data_exhausted, target_reached (with
+                    --stop-at-target), diverged or timeout.
+  samples_to_target samples consumed when alpha_SOSP first fell to --target-alpha
+                    (null if it never did: a censored run).
+  eps_eff           (parameters) the eps the rules budget each release with after composing
+                    the run's releases; eps_spent: the whole run's eps (at the given delta).
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dprates",
@@ -403,10 +442,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="registered problems and algorithms")
     p.set_defaults(func=cmd_list)
-    p = sub.add_parser("run", help="run one algorithm on one problem and print its metrics")
+    p = sub.add_parser("run", help="run one algorithm on one problem and print its metrics",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=RUN_EPILOG)
     p.add_argument("algorithm")
     p.add_argument("--problem", required=True)
-    p.add_argument("--n", type=int, required=True, help="sample budget")
+    p.add_argument("--n", required=True, help="sample budget (200000 or 2e5)")
+    p.add_argument("--target-alpha", type=_positive_float, default=None,
+                   help="configure the algorithm for this accuracy (its batch sizes, thresholds "
+                        "and horizon follow from it) and report samples_to_target")
+    p.add_argument("--stop-at-target", action="store_true",
+                   help="end the run when alpha_SOSP first falls to --target-alpha")
     p.add_argument("--d", type=int, required=True, help="dimension")
     p.add_argument("--eps", type=_positive_float, required=True, help="privacy eps (inf: non-private)")
     p.add_argument("--delta", type=float, default=1e-6)

@@ -31,7 +31,22 @@ def test_run_json_reports_parameters_and_metrics(capsys):
     assert res["metrics"]["stop_reason"] in ("T_reached", "data_exhausted")
 
 
+def test_run_takes_scientific_budgets_a_target_and_prints_null_for_missing(capsys):
+    """--n 2e5 is 200000; --target-alpha configures the run; a target it never reaches leaves
+    samples_to_target missing, printed as JSON null (not the string "nan")."""
+    code = main(["run", "adaptive_tree_spider", "--problem", "hard_valley", "--n", "2e4",
+                 "--d", "4", "--eps", "0.5", "--target-alpha", "1e-3", "--json"])
+    assert code == 0
+    out = capsys.readouterr().out
+    res = json.loads(out)
+    assert res["n"] == 20000 and res["params"]["alpha"] == pytest.approx(1e-3)
+    assert res["metrics"]["samples_to_target"] is None and '"nan"' not in out
+
+
 @pytest.mark.parametrize("argv", [
+    ["run", "gaussian_spider", "--problem", "strict_saddle", "--n", "2.5", "--d", "2", "--eps", "1"],
+    ["run", "gaussian_spider", "--problem", "strict_saddle", "--n", "10", "--d", "2", "--eps", "1",
+     "--target-alpha", "0.1", "--param", "target_alpha=0.2"],
     ["run", "nope", "--problem", "strict_saddle", "--n", "10", "--d", "2", "--eps", "1"],
     ["run", "gaussian_spider", "--problem", "nope", "--n", "10", "--d", "2", "--eps", "1"],
     ["run", "gaussian_spider", "--problem", "strict_saddle", "--n", "0", "--d", "2", "--eps", "1"],
