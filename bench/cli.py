@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -126,7 +128,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The quick sweep (bench/configs/quick.toml) through the runner into results/quick.sqlite."""
-    from pathlib import Path
 
     from bench.config import load_spec
     from bench.runner import run_sweep
@@ -359,13 +360,42 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{bound}{format_seconds(plan.cost_seconds / jobs)} of wall time on {jobs} jobs "
               f"({plan.cost_basis})")
         return 0
-    res = run_sweep(spec, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
-                    retry_failed=args.retry_failed, progress=not args.quiet,
-                    blas_threads=None if args.blas_threads == 0 else args.blas_threads)
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # SIGTERM ends like Ctrl-C: workers stopped, store consistent
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        res = run_sweep(spec, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
+                        retry_failed=args.retry_failed, progress=not args.quiet,
+                        blas_threads=None if args.blas_threads == 0 else args.blas_threads)
+    except KeyboardInterrupt:
+        from bench.store import load
+
+        stored = len(load(out)) if Path(out).is_file() else 0
+        print(f"\ninterrupted: {stored} of {len(spec.cells())} cells are stored in {out}; "
+              f"rerun `dprates sweep {args.spec}` to resume", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items())) or "nothing to run"
     print(f"{spec.name}: {res.ran} cells run ({counts}), {res.skipped} already stored, "
           f"{res.wall:.1f} s; store {res.store}")
     return 0
+
+
+def varying_columns(df) -> list[str]:
+    """The grid columns (and knob columns param_*) that take more than one value in `df`."""
+    cands = ["d", "n", "target_alpha", "eps", "delta", "data",
+             *sorted(c for c in df.columns if c.startswith("param_"))]
+    return [c for c in cands if c in df and df[c].nunique(dropna=False) > 1]
+
+
+def _cell_label(r, cols: list[str]) -> str:
+    def show(v: Any) -> str:
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    parts = [f"{c.removeprefix('param_')}={show(r[c])}" for c in cols]
+    return f"{r['algorithm']}/{r['problem']} " + " ".join([*parts, f"rep={r['rep']}"])
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -378,19 +408,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"{len(df)} cells" + ("" if args.all else " of the current spec"))
     for status, count in df["status"].value_counts().sort_index().items():
         print(f"  {status:9s} {count}")
+    cols = varying_columns(df)
+    if cols:
+        print("grid columns that vary: " + ", ".join(c.removeprefix("param_") for c in cols))
     ok = df[df["wall"].notna()].sort_values("wall", ascending=False).head(args.slowest)
     if len(ok):
         print(f"slowest {len(ok)} cells (wall s):")
         for _, r in ok.iterrows():
-            print(f"  {r['wall']:8.2f}  {r['algorithm']}/{r['problem']} d={r['d']} n={r['n']} "
-                  f"eps={r['eps']:g} rep={r['rep']} [{r['status']}]")
+            print(f"  {r['wall']:8.2f}  {_cell_label(r, cols)} [{r['status']}]")
     failed = df[df["status"].isin(["error", "timeout"])]
     if len(failed):
         print(f"failures ({len(failed)}):")
         for _, r in failed.iterrows():
             first = (r["error_message"] or "").strip().splitlines()
-            print(f"  {r['key'][:12]} {r['algorithm']}/{r['problem']} d={r['d']} n={r['n']} "
-                  f"eps={r['eps']:g} rep={r['rep']}: {r['error_type']}: {first[0] if first else ''}")
+            print(f"  {r['key'][:12]} {_cell_label(r, cols)}: {r['error_type']}: "
+                  f"{first[0] if first else ''}")
     return 0
 
 

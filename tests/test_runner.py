@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.cli import main
 from bench.config import parse_spec
 from bench.runner import plan_sweep, run_sweep
 from bench.store import METRIC_COLUMNS, SCHEMA_VERSION, Store, StoreError, load, load_curves
@@ -160,6 +161,18 @@ def test_determinism_jobs_and_backends_and_pairing(tmp_path: Path):
     assert (groups == 1).all()
     assert a.groupby(["problem", "d"])["data_digest"].nunique().min() == 2  # reps differ
     assert (a["data_digest"].str.len() == 16).all()
+
+
+def test_status_names_cells_by_the_grid_columns_that_vary(tmp_path: Path, capsys):
+    spec = parse_spec(SPEC)
+    store = tmp_path / "status.sqlite"
+    run_sweep(spec, store, backend="sequential", progress=False,
+              cell_fn=lambda cell, limit: {"metrics": {}, "params": {}, "curves": {},
+                                           "warnings": [], "timing": {}})
+    assert main(["status", str(store), "--slowest", "48"]) == 0
+    out = capsys.readouterr().out
+    assert "grid columns that vary: n, eps, alpha_mult" in out
+    assert "adaptive_tree_spider/hard_valley n=60000 eps=inf alpha_mult=2 rep=1" in out
 
 
 @pytest.mark.slow
@@ -359,3 +372,50 @@ name = "adaptive_tree_spider"
     records = parse_spec(SPEC.replace("seed = ", 'data = "records"\nseed = ', 1))
     ns = [c.n for c in plan_sweep(records, tmp_path / "none.sqlite").pending]
     assert ns == sorted(ns, reverse=True) and len(set(ns)) > 1
+
+
+INTERRUPT_SPEC = """
+name = "interrupt"
+seed = 1
+repetitions = 24
+data = "records"
+[grid]
+n = [200000]
+d = [10]
+eps = [0.5]
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "gaussian_spider"
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_sweep_says_what_is_stored_and_how_to_resume(tmp_path: Path, sig):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) and SIGTERM end a loky
+    sweep with exit code 130 and one line on stderr: no traceback, no leaked-semaphore
+    warning; the stored cells are complete and a rerun finishes the rest."""
+    spec_path = tmp_path / "interrupt.toml"
+    spec_path.write_text(INTERRUPT_SPEC)
+    store = tmp_path / "interrupt.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "sweep", str(spec_path), "--out",
+                             str(store), "--jobs", "2", "--quiet"], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        time.sleep(0.2)
+        try:
+            if store.is_file() and len(load(store)) >= 2:
+                break
+        except Exception:  # the store is being created
+            continue
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=120)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 130, err
+    assert len(lines) == 1 and "rerun `dprates sweep" in lines[0], err
+    stored = len(load(store))
+    assert f"{stored} of 24 cells are stored" in lines[0]
+    assert 2 <= stored < 24
+    assert main(["sweep", str(spec_path), "--out", str(store), "--jobs", "2", "--quiet"]) == 0
+    assert len(load(store)) == 24
