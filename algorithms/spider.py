@@ -69,7 +69,7 @@ from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from problems.base import Constants, Problem
 from problems.counts import CountsBatch, CountsStream, require_identity_clip
 
-#: Knobs for the constants that O~ hides; all default 1 (DESIGN.md Scientific protocol).
+#: Knobs for the constants that O~ hides; all default 1 (README, the protocol, items 3-4).
 KNOB_DEFAULTS: dict[str, Any] = {
     "alpha_mult": 1.0,  # multiplier on the target accuracy alpha (gamma)
     "budget_mult": 1.0,  # multiplier on the privacy budget the rules assume (eps_eff)

@@ -253,7 +253,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
 
 def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: Any,
               rng: np.random.Generator) -> dict[str, float]:
-    """The power law plus the non-private floor, y = a x^p + b n^{-1/3} (DESIGN.md protocol
+    """The power law plus the non-private floor, y = a x^p + b n^{-1/3} (README, the protocol,
     item 3), on the fit's points (tuned: the envelope's chosen knob setting) plus the eps = inf
     runs of the same algorithm and problem (their x is 0: they pin the floor b)."""
     pts = sub

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy.sparse.linalg import LinearOperator, eigsh
 
 from problems.base import Problem
@@ -154,3 +155,15 @@ def target_monitor(problem: Problem, target: float):
             return False
         return bool(sosp_alpha(problem, x)["alpha"] <= target)
     return reached
+
+
+def median_n_star(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Median samples-to-target per group with censored runs counted as +inf (not dropped).
+
+    `cells`: `bench.store.load` output (its `n_star` column). Columns: median_n_star (inf when
+    half or more of the group is censored), runs, censored.
+    """
+    done = cells[cells["target_alpha"].notna() & (cells["status"] == "ok")]
+    g = done.groupby(by, sort=True)
+    return pd.DataFrame({"median_n_star": g["n_star"].median(), "runs": g.size(),
+                         "censored": g["censored"].sum().astype(int)})

@@ -1,4 +1,4 @@
-"""Rate fits with bootstrap confidence intervals (DESIGN.md "Scientific protocol").
+"""Rate fits with bootstrap confidence intervals (README, the protocol, items 2, 3 and 7).
 
 Every fit is an ordinary least-squares slope in log-log space. Confidence intervals come from
 one stratified bootstrap of ours (`_resample_indices`): repetitions are resampled *within* each
@@ -299,7 +299,7 @@ def _envelope(cube: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class TwoTermFit:
-    """y = a x^p + b n^{-1/3} (DESIGN.md: the power law plus the non-private floor)."""
+    """y = a x^p + b n^{-1/3} (the power law plus the non-private floor; README, the protocol, item 3)."""
 
     p: float
     ci_low: float

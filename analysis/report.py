@@ -35,7 +35,7 @@ smallest alpha for which x is an alpha-second-order stationary point (seed 000, 
 computed from the problem's exact population gradient and Hessian. A run's running minimum over its
 stored iterates is its "best" output (the theorems' "at least one output").
 
-Two views (DESIGN.md, Scientific protocol). Sample complexity (primary): each cell configures an
+Two views (README, the protocol, items 2-3). Sample complexity (primary): each cell configures an
 algorithm for a target alpha and gives it a generous prefix-consistent stream; n* is the number of
 samples consumed when the running minimum first falls to <= the target. The claim alpha ~
 (sqrt(d)/(n eps))^p predicts log n* against log alpha with slope -1/p (-2 for p = 1/2, -7/3 for

@@ -1,7 +1,7 @@
 """A sweep cell: a frozen record of everything that determines a run, its key and its seeds.
 
 Key: a hash of the cell's canonical content (not its place in the grid), so editing a spec
-keeps every cell that did not change. Seeds are paired (DESIGN.md Scientific protocol item 5):
+keeps every cell that did not change. Seeds are paired (README, the protocol, item 5):
 the data stream's seed depends only on (base seed, problem, problem parameters, d, repetition),
 so every algorithm, knob value and budget sees the same prefix-consistent samples; the
 algorithm's randomness depends on the whole cell.

@@ -139,14 +139,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"Sweep {spec.name}: {len(spec.cells())} cells ({spec.description}) -> {out}")
     res = run_sweep(spec, out, jobs=args.jobs, progress=not args.quiet)
     print(f"{res.ran} cells run, {res.skipped} already stored, {res.wall:.1f} s")
-    df = load(out)
-    ok = df[df["status"] == "ok"]
-    print("\nMedian samples to reach the target alpha (n*, censored cells counted as missing):")
-    table = ok.pivot_table(index=["problem", "algorithm"], columns="target_alpha",
-                           values="samples_to_target", aggfunc="median")
+    from analysis.metrics import median_n_star
+
+    med = median_n_star(load(out), ["problem", "algorithm", "target_alpha"])
+    print("\nMedian samples to reach the target alpha (n*; a censored run, which never reached "
+          "its target, counts as n* = inf):")
+    table = med["median_n_star"].unstack("target_alpha")
     with __import__("pandas").option_context("display.width", 120, "display.float_format",
                                              "{:.3g}".format):
         print(table.sort_index(axis=1, ascending=False))
+    if med["censored"].sum():
+        print(f"censored runs: {int(med['censored'].sum())} of {int(med['runs'].sum())}")
     from analysis.report import write_report
 
     report = Path(args.report)

@@ -80,7 +80,7 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class FitSpec:
-    """A fit declared in the spec (DESIGN.md Scientific protocol: windows fixed before the run)."""
+    """A fit declared in the spec (README, the protocol, item 7: windows fixed before the run)."""
 
     name: str
     view: str

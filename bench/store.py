@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 SCHEMA_VERSION = 3
@@ -175,7 +176,11 @@ class Store:
 
 def load(path: str | Path, current: bool = True) -> pd.DataFrame:
     """The cells table as a DataFrame (JSON columns decoded; each algorithm parameter of the
-    cell also as a column `param_<name>`). `current`: only the cells of the spec last run."""
+    cell also as a column `param_<name>`). `current`: only the cells of the spec last run.
+
+    Sample-complexity cells have `samples_to_target` (NaN when censored: the run ended without
+    reaching its target), `censored` (bool) and `n_star` (samples_to_target with censored runs
+    as +inf: take medians of this column, see `analysis.metrics.median_n_star`)."""
     with Store(path, create=False) as st:
         query = "SELECT * FROM cells"
         if current:
@@ -189,6 +194,13 @@ def load(path: str | Path, current: bool = True) -> pd.DataFrame:
     for col in ("eps", "delta", "target_alpha"):
         df[col] = df[col].astype(float)
     df["left_saddle"] = df["left_saddle"].astype("boolean")
+    # Censoring has one representation: a finished sample-complexity run that never reached its
+    # target has samples_to_target NaN (the stored value) and censored True; n_star is the same
+    # number with censored runs as +inf, so a plain median counts them as "more than any budget"
+    # instead of silently dropping them (which biases medians down).
+    ok_target = (df["status"] == "ok") & df["target_alpha"].notna()
+    df["censored"] = ok_target & df["samples_to_target"].isna()
+    df["n_star"] = np.where(df["censored"], np.inf, df["samples_to_target"].astype(float))
     return df
 
 

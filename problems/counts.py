@@ -1,5 +1,5 @@
-"""Exact batch statistics: streams of record *counts* instead of records (DESIGN.md
-"Growing the suite", "Exact batch statistics").
+"""Exact batch statistics: streams of record *counts* instead of records (README, "Data
+modes: records and counts").
 
 Where every record takes finitely many values (independent two-point coordinates, or one of a
 finite set of atoms) and clipping is the identity, the mean of the per-sample gradients over

@@ -298,7 +298,7 @@ class StrictSaddle(SeparableSaddle):
     = -c omega^2 = -1, G = 3.52, M = 1.5, rho = 0.75, B0 = 8 and a saddle with
     alpha_SOSP(x0) = lambda_min^2 / rho = 1.33, far above the accuracies we measure. After the
     escape the minimum is well conditioned, so this problem is *benign*: it does not force the
-    alpha^{-2} path of the worst-case analysis (DESIGN.md Scientific protocol, item 1).
+    alpha^{-2} path of the worst-case analysis (README, the protocol, item 1).
     """
 
     name = "strict_saddle"

@@ -1,4 +1,4 @@
-"""Lazy, prefix-consistent data streams (DESIGN.md "Data flow"; Scientific protocol item 5).
+"""Lazy, prefix-consistent data streams (README: "Data modes" and the protocol, item 5).
 
 Records are generated in fixed chunks of `CHUNK` records; chunk k comes from its own child
 seed `SeedSequence(entropy, spawn_key=(*spawn_key, k))`. The first n records are therefore

@@ -95,3 +95,24 @@ def test_screen_finds_the_true_running_minimum():
     brute = np.minimum.accumulate([sosp_alpha(prob, x)["alpha"] for x in its])
     np.testing.assert_allclose(running_min_alpha(prob, its), brute, rtol=0, atol=0)
     assert math.isfinite(brute[-1])
+
+
+def test_censored_runs_count_as_infinite_in_medians():
+    """One representation of censoring: samples_to_target NaN, censored True, n_star +inf, so a
+    median over n_star counts a censored run as larger than any finite n*."""
+    import pandas as pd
+
+    from analysis.metrics import median_n_star
+
+    cells = pd.DataFrame({
+        "algorithm": ["a"] * 4 + ["b"] * 2, "target_alpha": [0.1] * 6,
+        "status": ["ok", "ok", "ok", "error", "ok", "ok"],
+        "samples_to_target": [10.0, 30.0, math.nan, math.nan, math.nan, math.nan]})
+    ok_target = (cells["status"] == "ok") & cells["target_alpha"].notna()
+    cells["censored"] = ok_target & cells["samples_to_target"].isna()
+    cells["n_star"] = np.where(cells["censored"], np.inf, cells["samples_to_target"])
+    med = median_n_star(cells, ["algorithm"])
+    # a: runs 10, 30, censored -> median 30 (dropping the censored run would give 20).
+    assert med.loc["a", "median_n_star"] == 30.0 and med.loc["a", "runs"] == 3
+    assert med.loc["a", "censored"] == 1
+    assert med.loc["b", "median_n_star"] == math.inf and med.loc["b", "censored"] == 2

@@ -214,3 +214,19 @@ def test_multi_store_report_with_csv_and_figures(store: Path, tmp_path: Path):
     assert set(table["spec"]) == {"small", "other"} and len(table) == len(res["claims"]) == 16
     assert set(table["character"]) == {"hard", "benign"}
     assert sorted(p.name for p in figs.iterdir()) == ["forest_sample_complexity.png", "sc.png"]
+
+
+def test_store_load_marks_censored_runs(store: Path):
+    """The columns a user's own analysis reads: censored (ok, target set, never reached) and
+    n_star (+inf for those), next to the stored samples_to_target (NaN for those)."""
+    import numpy as np
+
+    from bench.store import load
+
+    cells = load(store)
+    ok = (cells["status"] == "ok") & cells["target_alpha"].notna()
+    assert (cells["censored"] == (ok & cells["samples_to_target"].isna())).all()
+    assert np.isinf(cells.loc[cells["censored"], "n_star"]).all()
+    reached = ok & ~cells["censored"]
+    assert (cells.loc[reached, "n_star"] == cells.loc[reached, "samples_to_target"]).all()
+    assert cells["censored"].any()  # this small sweep has censored runs: the check bites
