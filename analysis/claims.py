@@ -240,7 +240,8 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         rules_verdict = rates.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
         if verdict.endswith("than claimed") and rules_verdict == "consistent":
             verdict = UP_TO_LOGS
-        row.update(fit=fit.name, view=fit.view, mode=mode, predicted=predicted,
+        row.update(fit=fit.name, where=", ".join(f"{k}={v}" for k, v in fit.where.items()),
+                   view=fit.view, mode=mode, predicted=predicted,
                    rules_predicted=rules, rules_verdict=rules_verdict,
                    character=problem_character(group["problem"]), spec=data.spec.name,
                    verdict=verdict,

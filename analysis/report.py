@@ -169,6 +169,8 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
     def f(v: Any, digits: int = 3) -> str:
         return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.{digits}g}"
     out = pd.DataFrame({
+        "fit": claims["fit"],
+        "where": claims["where"] if "where" in claims else "",
         "algorithm": claims["algorithm"], "problem": claims["problem"],
         "view": claims["view"].str.replace("sample_complexity", "samples"),
         "mode": claims["mode"], "x": claims["x"],
@@ -192,7 +194,9 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
     extra = [c for c in ("d", "eps", "n", "delta") if c in claims and claims[c].notna().any()
              and claims[c].nunique() > 1]
     for c in extra:
-        out.insert(2, c, [f(v) for v in claims[c]])
+        out.insert(4, c, [f(v) for v in claims[c]])
+    if not out["where"].astype(bool).any():
+        out = out.drop(columns="where")
     return out
 
 
@@ -207,8 +211,10 @@ def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
         for fl in claims.iloc[start:start + per_page]["flags"]:
             for part in filter(None, (fl or "").split("; ")):
                 counts[part] = counts.get(part, 0) + 1
-        text = ("views: samples = log n* vs log alpha (sample complexity); error = log alpha vs log x. "
-                "Predictions from each algorithm's claimed exponent; "
+        text = ("fit: the spec's [[fit]] name; where: its filter. views: samples = slope of log n* "
+                "against log x (x = alpha, eps or d: sample complexity); error = slope of log alpha "
+                "against log x (x = privacy = sqrt(d)/(n eps), n or eps).\nPredictions from each "
+                "algorithm's claimed exponent (O~) and its own rules (log factors included); "
                 "tree_spider claims none (ablation).")
         if counts:
             text += "\nflags (number of rows), see the methods page:\n" + "\n".join(
@@ -387,7 +393,7 @@ def failures_page(pdf: PdfPages, data: StoreData) -> None:
 
 
 CSV_COLUMNS = ["algorithm", "problem", "character", "view", "mode", "x", "predicted", "exponent",
-               "ci_low", "ci_high", "verdict", "rules_predicted", "rules_verdict", "fit", "spec",
+               "ci_low", "ci_high", "verdict", "rules_predicted", "rules_verdict", "fit", "where", "spec",
                "window", "n_design", "n_points",
                "n_censored", "dropped_design", "se_ols", "r2", "method", "two_term_p",
                "two_term_ci_low", "two_term_ci_high", "two_term_verdict", "median_steps",

@@ -230,3 +230,19 @@ def test_store_load_marks_censored_runs(store: Path):
     reached = ok & ~cells["censored"]
     assert (cells.loc[reached, "n_star"] == cells.loc[reached, "samples_to_target"]).all()
     assert cells["censored"].any()  # this small sweep has censored runs: the check bites
+
+
+def test_fit_tables_tell_declared_fits_apart():
+    """Two fits over d at two targets: the display (terminal and PDF) carries each row's fit
+    name and `where`, so the rows do not look alike."""
+    import pandas as pd
+
+    row = {"algorithm": "gaussian_spider", "problem": "hard_valley", "view": "sample_complexity",
+           "mode": "theory", "x": "d", "predicted": 0.5, "rules_predicted": 0.49, "exponent": 0.5,
+           "ci_low": 0.4, "ci_high": 0.6, "window": (5, 40), "verdict": "consistent", "flags": ""}
+    claims = pd.DataFrame([{**row, "fit": "d_at_0.03", "where": "target_alpha=0.03"},
+                           {**row, "fit": "d_at_0.05", "where": "target_alpha=0.05"}])
+    disp = claims_display(claims)
+    assert list(disp.columns[:2]) == ["fit", "where"]
+    assert disp["where"].tolist() == ["target_alpha=0.03", "target_alpha=0.05"]
+    assert "where" not in claims_display(claims.assign(where="")).columns
