@@ -183,6 +183,22 @@ def _print_claims(claims) -> None:
             print(f"  [{k}] {part}")
 
 
+def exploratory_groups(df, x: str, by: str | None) -> list[str]:
+    """The grouping of an exploratory fit: `by` (comma- or space-separated column names), or
+    algorithm, problem and every other grid column that varies (never pooled silently)."""
+    from analysis.claims import FOLDED
+
+    if by:
+        cols = [c for c in by.replace(",", " ").split() if c]
+        unknown = [c for c in cols if c not in df.columns]
+        if unknown:
+            allowed = ["algorithm", "problem", *varying_columns(df)]
+            raise ValueError(f"--by={by!r} is invalid: no column {', '.join(map(repr, unknown))} "
+                             f"(group by any of {', '.join(allowed)} or another stored column)")
+        return cols
+    return ["algorithm", "problem", *[c for c in varying_columns(df) if c not in FOLDED[x]]]
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """The declared fits (claims table), or one exploratory fit with --x and --metric."""
     from analysis import rates
@@ -199,10 +215,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
         window = tuple(args.window) if args.window else None
         if window and not 0 < window[0] < window[1]:
             raise ValueError(f"--window={list(window)} is invalid: must be LOW HIGH with 0 < LOW < HIGH")
-        table = rates.fit_exponent(df, args.x, args.metric, by=args.by.split(","), window=window,
+        by = exploratory_groups(df, args.x, args.by)
+        table = rates.fit_exponent(df, args.x, args.metric, by=by, window=window,
                                    n_boot=args.boot)
-        print(f"exploratory fit (not declared in the spec): log {args.metric} vs log {args.x}")
-        cols = [*args.by.split(","), "exponent", "ci_low", "ci_high", "se_ols", "r2", "n_points",
+        print(f"exploratory fit (not declared in the spec): log {args.metric} vs log {args.x}, "
+              f"one fit per {', '.join(by)}"
+              + ("" if args.by else " (every grid column that varies; --by to choose)"))
+        cols = [*by, "exponent", "ci_low", "ci_high", "se_ols", "r2", "n_points",
                 "n_design", "dropped_design"]
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     else:
@@ -530,7 +549,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--x", default=None, choices=["privacy", "n", "d", "eps", "alpha"],
                    help="exploratory fit: the x scale (with --metric)")
     p.add_argument("--metric", default=None, help="exploratory fit: the y column, e.g. alpha_best")
-    p.add_argument("--by", default="algorithm,problem", help="grouping columns (exploratory fit)")
+    p.add_argument("--by", default=None,
+                   help="grouping columns of an exploratory fit, e.g. 'algorithm,target_alpha' "
+                        "(default: algorithm, problem and every grid column that varies)")
     p.add_argument("--window", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"))
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--csv", default=None, help="also write the table to this CSV file")

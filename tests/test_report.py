@@ -246,3 +246,15 @@ def test_fit_tables_tell_declared_fits_apart():
     assert list(disp.columns[:2]) == ["fit", "where"]
     assert disp["where"].tolist() == ["target_alpha=0.03", "target_alpha=0.05"]
     assert "where" not in claims_display(claims.assign(where="")).columns
+
+
+def test_exploratory_fit_groups_by_what_varies_and_says_so(store: Path, capsys):
+    argv = ["fit", str(store), "--x", "alpha", "--metric", "samples_to_target", "--boot", "100"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "one fit per algorithm, problem, param_alpha_mult (every grid column that varies" in out
+    assert main([*argv, "--by", "algorithm problem"]) == 0  # spaces work like commas
+    assert "one fit per algorithm, problem\n" in capsys.readouterr().out
+    assert main([*argv, "--by", "algorithm,target"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no column 'target'" in err[0]
