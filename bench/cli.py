@@ -42,7 +42,7 @@ def parse_count(text: str, flag: str) -> int:
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         v = int(v)
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ValueError(f"{flag}={text!r} is invalid: must be a whole number >= 1 "
+        raise ValueError(f"{flag}={text} is invalid: must be a whole number >= 1 "
                          "(e.g. 200000 or 2e5)")
     return v
 

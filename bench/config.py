@@ -339,9 +339,11 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
             if k not in ("problem", "algorithm", "d", "eps", "delta", "n", "target_alpha"):
                 raise SpecError(f"fit[{i}].where.{k} is an unknown key: allowed are problem, "
                                 "algorithm, d, eps, delta, n, target_alpha")
-        fits.append(FitSpec(name=f["name"], view=f["view"], x=f["x"], y=y,
-                            window=(float(w[0]), float(w[1])), mode=mode,
-                            where={k: canonical_number(v) for k, v in where.items()}))
+        fit = FitSpec(name=f["name"], view=f["view"], x=f["x"], y=y,
+                      window=(float(w[0]), float(w[1])), mode=mode,
+                      where={k: canonical_number(v) for k, v in where.items()})
+        _check_fit_against_grid(i, fit, grid, problem_list, alg_list)
+        fits.append(fit)
 
     stop = raw.get("stop_at_target", False)
     if not isinstance(stop, bool):
@@ -360,6 +362,52 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
                      stop_at_target=stop, data=data)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return str(a) == str(b)
+    return math.isclose(float(a), float(b), rel_tol=1e-9) or float(a) == float(b)
+
+
+def _check_fit_against_grid(i: int, fit: FitSpec, grid: dict[str, Any], problem_list: list[dict],
+                            alg_list: list[dict]) -> None:
+    """Before any run: a fit's `where` names values the grid has, and its window holds at least
+    two of the design values of its x (in x's units), so it cannot silently fit nothing."""
+    names = {"problem": [p["name"] for p in problem_list],
+             "algorithm": [a["name"] for a in alg_list]}
+    axis = {**names, **{k: v for k, v in grid.items() if isinstance(v, list)}}
+    for k, v in fit.where.items():
+        values = axis.get(k)
+        if values is None:
+            raise SpecError(f"fit[{i}].where.{k} is invalid: the grid has no {k} axis")
+        if not any(_same(v, u) for u in values):
+            shown = ", ".join(str(u) for u in values)
+            raise SpecError(f"fit[{i}].where.{k}={v!r} is invalid: not in the grid ({k}: {shown})")
+    def pick(k: str) -> list[float]:
+        vals = [float(u) for u in grid.get(k) or []]
+        if k in fit.where:
+            vals = [u for u in vals if _same(u, fit.where[k])]
+        return [u for u in vals if math.isfinite(u)]
+
+    if fit.x == "alpha":
+        if "target_alpha" not in grid:
+            return  # budget cells: thresholds of the samples-to-accuracy curves, any window
+        design, unit = pick("target_alpha"), "target alpha"
+    elif fit.x == "privacy":
+        design = [math.sqrt(d) / (n * e) for d in pick("d") for n in pick("n") for e in pick("eps")]
+        unit = "sqrt(d)/(n eps)"
+    else:
+        design, unit = pick(fit.x), fit.x
+    if not design:
+        raise SpecError(f"fit[{i}] ({fit.name}) is invalid: the grid has no finite {unit} values "
+                        f"for x = {fit.x}")
+    lo, hi = fit.window
+    inside = {u for u in design if lo * (1 - 1e-9) <= u <= hi * (1 + 1e-9)}
+    if len(inside) < 2:
+        raise SpecError(f"fit[{i}].window=[{lo:g}, {hi:g}] is invalid: it holds {len(inside)} of the "
+                        f"design values of x = {fit.x} ({unit}: {min(design):.3g} to "
+                        f"{max(design):.3g} in this grid); a fit needs at least 2")
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -95,6 +95,22 @@ def test_bad_spec_one_line_exit_2_nothing_written(tmp_path: Path, capsys, text: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
 
 
+def test_fits_are_checked_against_the_grid_before_any_run():
+    """A where value the grid lacks, a window in the wrong units: one line each, at load."""
+    with pytest.raises(SpecError, match=r"fit\[0\].where.eps=0.3 is invalid: not in the grid "
+                                        r"\(eps: 0.5, inf\)"):
+        parse_spec(_replace('window = [0.001, 1]', 'window = [0.001, 1]\nwhere = { eps = 0.3 }'))
+    with pytest.raises(SpecError, match=r"where.target_alpha is invalid: the grid has no"):
+        parse_spec(_replace('window = [0.001, 1]',
+                            'window = [0.001, 1]\nwhere = { target_alpha = 0.1 }'))
+    # x = privacy is sqrt(d)/(n eps): 0.0017-0.0035 here; a window written in n's units fails.
+    with pytest.raises(SpecError, match=r"fit\[0\].window=\[1000, 2000\] is invalid: it holds 0 "
+                                        r"of the design values of x = privacy"):
+        parse_spec(_replace('window = [0.001, 1]', 'window = [1000, 2000]'))
+    with pytest.raises(SpecError, match="holds 1 of the design values of x = n"):
+        parse_spec(_replace('x = "privacy"\nwindow = [0.001, 1]', 'x = "n"\nwindow = [500, 1500]'))
+
+
 BAD_COMMANDS = [
     (["sweep", "{spec}", "--jobs", "0"], "--jobs=0"),
     (["sweep", "{spec}", "--backend", "dask"], "--scheduler"),
@@ -169,6 +185,7 @@ def test_data_mode_defaults_to_counts_where_supported():
 def test_per_target_problem_gets_one_instance_per_target():
     text = (_replace('"strict_saddle"', '"hard_ramp"')
             .replace("n = [1000, 2000]", "target_alpha = [0.05, 0.02]\nbudget = 100000"))
+    text = text[:text.index("[[fit]]")]
     cells = parse_spec(text).cells()
     assert {(c.target_alpha, dict(c.problem_params)["alpha"]) for c in cells} == {(0.05, 0.05),
                                                                                    (0.02, 0.02)}
