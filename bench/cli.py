@@ -353,13 +353,34 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def describe_cost(plan, jobs: int) -> str:
+    """The dry-run's cost line: the estimate, its spread and what it rests on."""
+    from bench.runner import format_seconds
+
+    est = plan.cost
+    if not plan.pending:
+        return "estimated cost: nothing to run"
+    wall = f"{format_seconds(est.mid / jobs)} of wall time on {jobs} jobs"
+    if est.learned and not est.bounded:
+        return (f"estimated cost: {format_seconds(est.mid)} of CPU (interquartile range "
+                f"{format_seconds(est.low)} to {format_seconds(est.high)}), about {wall} "
+                f"({plan.cost_basis})")
+    if est.learned:
+        return (f"estimated cost: {format_seconds(est.mid)} of CPU, about {wall}; {est.bounded} "
+                f"of {len(plan.pending)} cells priced at their upper bound (budget or horizon T: "
+                f"no stored cells of their algorithm and problem yet) ({plan.cost_basis})")
+    return (f"estimated cost: at most {format_seconds(est.mid)} of CPU, {wall} ({plan.cost_basis}; "
+            "target cells priced at their budget or horizon T; a rerun after some cells are "
+            "stored learns the real rates)")
+
+
 def _default_store(spec_name: str) -> str:
     return f"results/{spec_name}.sqlite"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.config import load_spec
-    from bench.runner import format_seconds, plan_sweep, run_sweep
+    from bench.runner import plan_sweep, run_sweep
 
     spec = load_spec(args.spec)
     out = args.out or _default_store(spec.name)
@@ -377,10 +398,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if plan.status_counts:
             print("  stored: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.status_counts.items())))
         jobs = args.jobs or __import__("bench.runner").runner.default_jobs()
-        bound = "at most " if spec.mode == "target" else ""
-        print(f"  estimated cost: {bound}{format_seconds(plan.cost_seconds)} of CPU, "
-              f"{bound}{format_seconds(plan.cost_seconds / jobs)} of wall time on {jobs} jobs "
-              f"({plan.cost_basis})")
+        print("  " + describe_cost(plan, jobs))
         return 0
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # SIGTERM ends like Ctrl-C: workers stopped, store consistent

@@ -28,16 +28,10 @@ from typing import Any
 
 from bench.cells import Cell
 from bench.config import Limits, SweepSpec
+from bench.cost import CostModel, Estimate
 from bench.store import FAILED, Store
 
 BACKENDS = ("loky", "dask", "sequential")
-#: Seconds per (sample x dimension) assumed by --dry-run before any timing is stored
-#: (measured: hard_valley / strict_saddle Spiders at d = 10, n = 1e6 take 0.1-1 s).
-DEFAULT_COST_PER_SAMPLE_DIM = 3e-8
-#: Counts mode: samples are free, steps cost (measured 0.1-1.3 ms at d = 10-100).
-DEFAULT_COST_PER_STEP = 5e-4
-
-
 def _horizon(cell: Cell) -> float:
     """The cell's horizon T from its algorithm's rules (the most steps it can run)."""
     from algorithms import Privacy, get_algorithm
@@ -202,33 +196,24 @@ class Plan:
     pending: list[Cell]
     done: int
     failed_to_retry: int
-    cost_seconds: float
+    cost: Estimate
     cost_basis: str
     status_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cost_seconds(self) -> float:
+        return self.cost.mid
 
 
 def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = False) -> Plan:
     """Cells of the spec, minus those in the store (unless failed and retry_failed)."""
     cells = spec.cells()
     stored: dict[str, str] = {}
-    rate, basis = DEFAULT_COST_PER_SAMPLE_DIM, "default rate (no stored timings yet)"
-    step_rate = DEFAULT_COST_PER_STEP
     path = Path(store_path)
     if path.is_file():
         with Store(path, create=False) as st:
             stored = st.statuses()
-            rows = st.conn.execute("SELECT wall, samples_used, d FROM cells WHERE status='ok' AND "
-                                   "samples_used > 0 AND data = 'records'").fetchall()
-            step_rows = st.conn.execute("SELECT wall, n_steps FROM cells WHERE status='ok' AND "
-                                        "n_steps > 0 AND data = 'counts'").fetchall()
-        if rows:
-            rates = sorted(w / (s * d) for w, s, d in rows)
-            rate = rates[len(rates) // 2]
-            basis = f"median of {len(rows)} stored cells"
-        if step_rows:
-            per_step = sorted(w / k for w, k in step_rows)
-            step_rate = per_step[len(per_step) // 2]
-            basis += f"; per step: median of {len(step_rows)} stored counts cells"
+    model = CostModel.from_store(path)
     keys = {c.key: c for c in cells}
     counts: dict[str, int] = {}
     for k in keys:
@@ -236,15 +221,19 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
             counts[stored[k]] = counts.get(stored[k], 0) + 1
     pending = [c for c in cells if c.key not in stored or (retry_failed and stored[c.key] in FAILED)]
     failed = sum(1 for c in cells if stored.get(c.key) in FAILED)
-    # Records: one gradient per sample; counts: samples are free, a step costs (at most T).
     limit = spec.limits.time or math.inf
-    cost = {c.key: min(limit, step_rate * _horizon(c) if c.data == "counts" else rate * (c.n or 0) * c.d)
-            for c in pending}
+    estimate, mid = Estimate(), {}
+    for c in pending:
+        vals, learned = model.cell(c, _horizon, limit)
+        estimate.add(vals, learned)
+        mid[c.key] = vals[1]
     # Longest expected first: with the long cells last, one worker can end a sweep alone.
     # The order never changes results (each cell's seeds come from its key).
-    pending.sort(key=lambda c: -cost[c.key])
+    pending.sort(key=lambda c: -mid[c.key])
+    basis = (f"learned from {model.stored} stored cells" if model.stored
+             else "default rates: no stored cells yet")
     return Plan(cells=cells, pending=pending, done=len(cells) - len(pending),
-                failed_to_retry=failed if retry_failed else 0, cost_seconds=sum(cost.values()),
+                failed_to_retry=failed if retry_failed else 0, cost=estimate,
                 cost_basis=basis, status_counts=counts)
 
 

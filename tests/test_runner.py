@@ -419,3 +419,47 @@ def test_interrupted_sweep_says_what_is_stored_and_how_to_resume(tmp_path: Path,
     assert 2 <= stored < 24
     assert main(["sweep", str(spec_path), "--out", str(store), "--jobs", "2", "--quiet"]) == 0
     assert len(load(store)) == 24
+
+
+def test_dry_run_cost_is_learned_per_algorithm_and_problem(tmp_path: Path, capsys):
+    """Stored cells teach the estimate: seconds per step and steps x alpha^2 per (algorithm,
+    problem, data, kind), quartiles for the spread; a new target is priced as factor/alpha^2."""
+    from bench.cost import CostModel
+
+    text = """
+name = "learn"
+seed = 3
+repetitions = 4
+stop_at_target = true
+[grid]
+target_alpha = [0.3, 0.2]
+budget = 100000000
+d = [3]
+eps = [1.0]
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "adaptive_tree_spider"
+"""
+    spec_path = tmp_path / "learn.toml"
+    spec_path.write_text(text)
+    store = tmp_path / "learn.sqlite"
+    assert main(["sweep", str(spec_path), "--out", str(store), "--dry-run"]) == 0
+    assert "at most" in capsys.readouterr().out  # nothing learned yet: an upper bound
+    run_sweep(parse_spec(text), store, backend="sequential", progress=False)
+    cells = load(store)
+    model = CostModel.from_store(store)
+    key = ("adaptive_tree_spider", "hard_valley", "counts", True)
+    rate = cells["wall"] / cells["n_steps"]
+    factor = cells["n_steps"] * cells["target_alpha"] ** 2
+    assert model.rates[key][1] == pytest.approx(float(np.median(rate)))
+    assert model.fractions[key][1] == pytest.approx(float(np.median(factor)))
+    new = parse_spec(text.replace("[0.3, 0.2]", "[0.3, 0.2, 0.1]"))
+    cell = next(c for c in new.cells() if c.target_alpha == 0.1)
+    (low, mid, high), learned = model.cell(cell, lambda c: 1e12)
+    assert learned and low <= mid <= high
+    assert mid == pytest.approx(model.rates[key][1] * model.fractions[key][1] / 0.1**2)
+    spec_path.write_text(text.replace("[0.3, 0.2]", "[0.3, 0.2, 0.1]"))
+    assert main(["sweep", str(spec_path), "--out", str(store), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "interquartile range" in out and "learned from 8 stored cells" in out

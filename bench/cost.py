@@ -1,0 +1,110 @@
+"""The dry-run's cost estimate, learned per (algorithm, problem, data mode) from stored cells.
+
+A record-mode cell costs about (seconds per sample x dimension) x samples used; a counts-mode
+cell (samples are free) about (seconds per step) x steps. Neither is known before the cell
+runs, so each is priced from a scale the cell does know, times a factor learned from the
+stored cells of the same algorithm, problem, data mode and kind:
+* fixed-budget cells: a fraction of the upper bound (the budget n; the rules' horizon T);
+* sample-complexity cells: a multiple of 1/alpha^2 (on the hard instances the path to an
+  alpha-stationary point has ~alpha^-2 steps, whatever the knobs do to the horizon T).
+Without stored cells the defaults below apply with the upper bound (budget or T): the
+estimate is then labelled "at most". The interquartile range of the stored cells' rates and
+factors gives the estimate's spread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.cells import Cell
+
+#: Seconds per (sample x dimension) before any timing is stored (measured: hard_valley /
+#: strict_saddle Spiders at d = 10, n = 1e6 take 0.1-1 s).
+DEFAULT_COST_PER_SAMPLE_DIM = 3e-8
+#: Counts mode: seconds per step (measured 0.1-1.3 ms at d = 10-100).
+DEFAULT_COST_PER_STEP = 5e-4
+QUANTILES = (0.25, 0.5, 0.75)
+
+
+@dataclass
+class Estimate:
+    low: float = 0.0
+    mid: float = 0.0
+    high: float = 0.0
+    bounded: int = 0   # cells priced at their upper bound (nothing learned for them)
+    learned: int = 0   # cells priced from stored cells of the same algorithm and problem
+
+    def add(self, values: tuple[float, float, float], learned: bool) -> None:
+        self.low += values[0]
+        self.mid += values[1]
+        self.high += values[2]
+        self.learned += learned
+        self.bounded += not learned
+
+
+@dataclass
+class CostModel:
+    """Per (algorithm, problem, data): quantiles of the rate (seconds per unit of work) and of
+    the fraction of the upper bound a cell used."""
+
+    rates: dict[tuple[str, str, str, bool], tuple[float, ...]] = field(default_factory=dict)
+    fractions: dict[tuple[str, str, str, bool], tuple[float, ...]] = field(default_factory=dict)
+    stored: int = 0
+
+    @classmethod
+    def from_store(cls, path: str | Path) -> CostModel:
+        from bench.store import Store
+
+        model = cls()
+        if not Path(path).is_file():
+            return model
+        with Store(path, create=False) as st:
+            rows = st.conn.execute(
+                "SELECT algorithm, problem, data, wall, samples_used, n, d, n_steps, target_alpha, "
+                "params_used "
+                "FROM cells WHERE status = 'ok' AND wall > 0").fetchall()
+        work: dict[tuple[str, str, str, bool], tuple[list[float], list[float]]] = {}
+        for alg, prob, data, wall, used, n, d, steps, target, params in rows:
+            has_target = target is not None
+            if data == "counts":
+                horizon = (json.loads(params) if params else {}).get("T")
+                if not steps or not horizon:
+                    continue
+                rate = wall / steps
+                frac = steps * target**2 if has_target else min(1.0, steps / float(horizon))
+            else:
+                if not used or not n:
+                    continue
+                rate = wall / (used * d)
+                frac = used * target**2 if has_target else min(1.0, used / n)
+            r, f = work.setdefault((alg, prob, data, has_target), ([], []))
+            r.append(rate)
+            f.append(frac)
+        for key, (r, f) in work.items():
+            model.rates[key] = tuple(float(np.quantile(r, q)) for q in QUANTILES)
+            model.fractions[key] = tuple(float(np.quantile(f, q)) for q in QUANTILES)
+            model.stored += len(r)
+        return model
+
+    def cell(self, cell: Cell, horizon: Callable[[Cell], float],
+             limit: float = math.inf) -> tuple[tuple[float, float, float], bool]:
+        """(low, mid, high) seconds for `cell` and whether they were learned."""
+        has_target = cell.target_alpha is not None
+        key = (cell.algorithm, cell.problem, cell.data, has_target)
+        bound = horizon(cell) if cell.data == "counts" else float((cell.n or 0) * cell.d)
+        if key in self.rates:
+            scale = bound
+            if has_target:  # steps (or samples) ~ factor / alpha^2, never above the bound
+                scale = (1.0 if cell.data == "counts" else cell.d) / cell.target_alpha**2
+            vals = tuple(min(limit, r * min(f * scale, bound))
+                         for r, f in zip(self.rates[key], self.fractions[key], strict=True))
+            return vals, True  # type: ignore[return-value]
+        default = DEFAULT_COST_PER_STEP if cell.data == "counts" else DEFAULT_COST_PER_SAMPLE_DIM
+        v = min(limit, default * bound)
+        return (v, v, v), False
