@@ -20,18 +20,45 @@ from __future__ import annotations
 import numpy as np
 
 
+def row_norms(rows: np.ndarray) -> np.ndarray:
+    """L2 norms of the rows, exact at every scale; NaN for rows with a non-finite entry.
+
+    sqrt(sum x^2) underflows to 0 for rows below ~1e-154 and overflows to inf above ~1e154;
+    those rows (and only those: the fast path costs one pass) are recomputed after dividing by
+    their largest absolute entry, so a guard never depends on the scale of the data.
+    """
+    sq = np.einsum("ij,ij->i", rows, rows)
+    risky = ~(sq > 1e-290) | ~(sq < 1e290)  # tiny, zero, huge, inf or NaN
+    norms = np.sqrt(sq)
+    if risky.any():
+        sub = rows[risky]
+        finite = np.isfinite(sub).all(axis=1)
+        peak = np.abs(np.where(np.isfinite(sub), sub, 0.0)).max(axis=1)
+        unit = np.divide(sub, peak[:, None], out=np.zeros_like(sub), where=peak[:, None] > 0)
+        exact = peak * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+        norms[risky] = np.where(finite, exact, np.nan)
+    return norms
+
+
 def clip_rows(rows: np.ndarray, bound: float | np.ndarray) -> np.ndarray:
     """Scale each row of `rows` (in place) to L2 norm at most `bound`; returns `rows`.
 
-    Enforces per-sample sensitivity whatever a problem's stated constants are. NaN rows
-    (a problem that overflowed) become zero so they cannot leak through the clip.
+    Enforces per-sample sensitivity whatever a problem's stated constants are, at every scale
+    of the data (`row_norms`). Rows with a NaN or infinite entry (a problem that overflowed)
+    become zero so they cannot leak through the clip.
     """
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    bad = ~np.isfinite(norms)
+    norms = row_norms(rows)
+    bad = np.isnan(norms)
     if bad.any():
         rows[bad] = 0.0
         norms[bad] = 0.0
-    scale = np.minimum(1.0, bound / np.maximum(norms, 1e-300))
+    over = norms > bound
+    scale = np.where(over, bound / np.where(over, norms, 1.0), 1.0)
+    tiny = scale < 1e-290  # a subnormal factor would lose the row's precision: two steps
+    if tiny.any():
+        b = np.broadcast_to(np.asarray(bound, float), norms.shape)[tiny]
+        rows[tiny] = rows[tiny] / norms[tiny, None] * b[:, None]
+        scale[tiny] = 1.0
     rows *= scale[:, None]
     return rows
 

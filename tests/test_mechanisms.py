@@ -1,9 +1,12 @@
 """Clipping and the tree mechanism (in the style of TensorFlow Privacy's tree tests)."""
 
+import math
 import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from algorithms.mechanisms import TreeMechanism, clip_rows
 
@@ -96,3 +99,34 @@ def test_bad_arguments():
         TreeMechanism(3, -1.0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="d=0"):
         TreeMechanism(0, 1.0, np.random.default_rng(0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), mag=st.integers(-300, 300), bmag=st.integers(-300, 300),
+       d=st.sampled_from([1, 3, 100, 10_000]))
+def test_clip_rows_is_exact_at_every_scale(seed, mag, bmag, d):
+    """Rows of magnitude 1e-300 to 1e300 and bounds of 1e-300 to 1e300 in dimensions up to 1e4:
+    against math.hypot (scaled, exact), every clipped row has norm <= bound, a row within the
+    bound is untouched and a longer one ends at the bound (sqrt(sum x^2) underflows at 1e-154
+    and overflows at 1e154, so the naive clip failed both ways)."""
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((3, d)) * 10.0**mag
+    bound = float(rng.uniform(0.5, 2.0) * 10.0**bmag)
+    before = [math.hypot(*r) for r in rows]
+    out = clip_rows(rows.copy(), bound)
+    for r0, r, n0 in zip(rows, out, before, strict=True):
+        n = math.hypot(*r)
+        assert n <= bound * (1 + 1e-14)
+        if n0 <= bound:
+            assert np.array_equal(r, r0)
+        else:
+            assert n == pytest.approx(bound, rel=1e-12)
+            np.testing.assert_allclose(r / n, r0 / n0, rtol=1e-12, atol=1e-15)  # same direction
+
+
+def test_clip_rows_zeroes_non_finite_rows():
+    rows = np.array([[np.nan, 1.0], [np.inf, 0.0], [1e200, 1e200], [3.0, 4.0]])
+    out = clip_rows(rows.copy(), 1.0)
+    assert np.array_equal(out[:2], np.zeros((2, 2)))
+    np.testing.assert_allclose(out[2], [2**-0.5, 2**-0.5], rtol=1e-15)  # 1e200 entries: clipped
+    np.testing.assert_allclose(out[3], [0.6, 0.8], rtol=1e-15)
