@@ -87,7 +87,11 @@ KNOB_DEFAULTS: dict[str, Any] = {
 
 #: Parameters any run can override directly (then no rule computes them).
 OVERRIDABLE = ("alpha", "b", "B", "kappa", "D", "eta", "T", "Gamma", "zeta",
-               "escape_threshold", "sigma", "target_alpha")
+               "escape_threshold", "sigma", "noise_multiplier", "target_alpha")
+#: The noise override each mechanism takes: the tree's node std `sigma`, the Gaussian
+#: releases' `noise_multiplier` (std per unit of sensitivity). Either must be at least what
+#: (eps, delta) needs; the other mechanism's key is refused, never silently ignored.
+NOISE_OVERRIDE = {"tree": "sigma", "gaussian": "noise_multiplier"}
 
 _CHOICES = {
     "escape_rule": ("noise_scaled", "literal"),
@@ -177,6 +181,11 @@ class Spider:
 
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         self.overrides = validate_overrides(self.name, overrides)
+        for mech, key in NOISE_OVERRIDE.items():
+            if mech != self.noise and key in self.overrides:
+                raise ValueError(f"parameter {key}={self.overrides[key]!r} is invalid for "
+                                 f"{self.name}: its noise is {self.noise!r}, whose override is "
+                                 f"{NOISE_OVERRIDE[self.noise]}")
         # Negative controls of the privacy verification only (algorithms.faults).
         self.planted_faults = check_faults(planted_faults)
 
@@ -352,6 +361,11 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
         s_leaf = math.nan  # per-release sensitivities instead (told with each release)
         cal = noise_calibration(privacy, 1.0, "gaussian", T_int, "epoch")
         mult = cal.multiplier
+        if "noise_multiplier" in alg.overrides:
+            if float(alg.overrides["noise_multiplier"]) < mult:
+                raise ValueError(f"parameter noise_multiplier={alg.overrides['noise_multiplier']!r} "
+                                 f"is invalid: must be >= {mult:.6g}, the noise (eps, delta) needs")
+            mult = float(alg.overrides["noise_multiplier"])
         mu = 1.0 / mult if mult > 0 else math.inf
         p.update(noise_multiplier=mult, calibration_floored=cal.floored)
         clip_o1 = math.inf if "no_clipping" in faults else G

@@ -303,3 +303,27 @@ def test_gaussian_spider_reaches_its_target_well_before_its_horizon():
             Privacy(0.1, 1e-6), np.random.default_rng(seed), monitor=target_monitor(prob, 0.05))
         assert traj.stop_reason == "target_reached", seed
         assert traj.n_steps <= 0.25 * traj.params["T"], (seed, traj.n_steps, traj.params["T"])
+
+
+@pytest.mark.parametrize("name", ["gaussian_spider", "tree_spider", "adaptive_tree_spider"])
+def test_noise_overrides_are_validated_alike_and_used(name):
+    """Every Spider takes the override of its own mechanism (the tree's node std sigma, the
+    Gaussian releases' noise_multiplier), refuses a value below what (eps, delta) needs and
+    refuses the other mechanism's key: nothing is accepted and silently ignored."""
+    prob = problems.get_problem("hard_valley", d=4)
+    privacy = Privacy(1.0, 1e-6)
+    cls = get_algorithm(name)
+    own, other = ("sigma", "noise_multiplier") if cls.noise == "tree" else ("noise_multiplier", "sigma")
+    with pytest.raises(ValueError, match=f"{other}=5 is invalid for {name}"):
+        cls(**{other: 5})
+    with pytest.raises(ValueError, match=f"{own}=1e-09 is invalid: must be >= "):
+        cls(**{own: 1e-9}).run(prob, prob.sample(50_000, np.random.default_rng(0)), privacy,
+                               np.random.default_rng(1))
+    base = cls().run(prob, prob.sample(50_000, np.random.default_rng(0)), privacy,
+                     np.random.default_rng(1))
+    needed = base.params[own]
+    louder = cls(**{own: 3 * needed}).run(prob, prob.sample(50_000, np.random.default_rng(0)),
+                                          privacy, np.random.default_rng(1))
+    assert louder.params[own] == pytest.approx(3 * needed)
+    # The first release (O1 at step 0, same batch) carries 3x the noise std.
+    assert louder.records["noise_std"][0] == pytest.approx(3 * base.records["noise_std"][0])
