@@ -75,10 +75,24 @@ def gdp_mu(eps: float, delta: float) -> float:
         hi *= 2
     lo = 0.0
     mu = brentq(lambda m: gdp_delta(m, eps) - delta, lo, hi, xtol=1e-14, rtol=1e-14)
-    # Step to the safe side of the root so the calibrated noise never overshoots delta.
-    while gdp_delta(mu, eps) > delta:
-        mu = math.nextafter(mu, 0.0)
+    # Step to the safe side of the root, judged in 50-digit arithmetic: the float formula
+    # (a difference of two close normal tails) is off by up to ~1e-11 relative at small eps
+    # and delta, so checking it against itself let mu overshoot delta.
+    step = 1e-15
+    while _gdp_delta_precise(mu, eps) > delta:
+        mu *= 1.0 - step
+        step *= 2.0
     return mu
+
+
+def _gdp_delta_precise(mu: float, eps: float) -> float:
+    """gdp_delta in 50-digit arithmetic (mpmath), rounded up to the next float."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        value = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+    return math.nextafter(float(value), math.inf)
 
 
 def gaussian_sigma(eps: float, delta: float, sensitivity: float = 1.0) -> float:

@@ -111,3 +111,21 @@ def test_bad_arguments(args, needle):
 def test_infinite_eps_means_no_noise():
     assert gaussian_sigma(math.inf, 1e-6) == 0.0
     assert calibrate(math.inf, 1e-6, 1.0, nodes=5).sigma == 0.0
+
+
+@pytest.mark.parametrize("eps", [1e-3, 1e-2, 0.1, 0.5, 1.0, 3.0, 10.0, 30.0, 100.0])
+def test_gdp_mu_never_overshoots_delta_at_80_digits(eps):
+    """Independent check in 80-digit arithmetic (mpmath) over eps 1e-3..100 and delta
+    1e-15..0.5: the returned mu spends at most delta, and at least delta (1 - 1e-9). The float
+    formula checked against itself overshot by up to 2.5e-11 relative (eps 0.01, delta 1e-15)."""
+    import mpmath
+
+    def delta_of(mu: float) -> mpmath.mpf:
+        with mpmath.workdps(80):
+            m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+            return mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+
+    for delta in (1e-15, 1e-10, 1e-6, 1e-3, 0.1, 0.5):
+        spent = delta_of(gdp_mu(eps, delta))
+        assert spent <= delta, (eps, delta, float(spent / delta - 1))
+        assert spent >= delta * (1 - 1e-9), (eps, delta, float(spent / delta - 1))
