@@ -104,6 +104,24 @@ def _data_modes(df: pd.DataFrame) -> dict[str, str]:
             for k, v in df.groupby("problem")["data"]}
 
 
+def _delta_lines(df: pd.DataFrame) -> list[str]:
+    """The delta convention and how it compares with the records a run consumed."""
+    ok = df[(df["status"] == "ok") & np.isfinite(df["eps"].astype(float))]
+    if not len(ok):
+        return []
+    used = ok["samples_used"].astype(float)
+    n_delta = (used * ok["delta"].astype(float)).max()
+    deltas = ", ".join(f"{v:g}" for v in sorted(ok["delta"].unique()))
+    lines = [f"delta       {deltas} per run (fixed, not a function of n); runs consumed up to "
+             f"{used.max():.3g} records, so n delta <= {n_delta:.3g}"]
+    if n_delta > 1:
+        lines.append("            n delta > 1: as a deployed guarantee this would be weak (the "
+                     "usual reading wants delta << 1/n);")
+        lines.append("            here delta is a parameter of the rules whose rates we measure "
+                     "(log(1/delta) enters the noise).")
+    return lines
+
+
 def title_page(pdf: PdfPages, data: StoreData) -> None:
     df = data.cells
     counts = df["status"].value_counts().sort_index()
@@ -132,6 +150,8 @@ def title_page(pdf: PdfPages, data: StoreData) -> None:
         "data mode:  " + ", ".join(f"{name} {mode}" for name, mode in _data_modes(df).items()),
         "algorithms: " + ", ".join(a["name"] + (f" grid {a['grid']}" if a["grid"] else "")
                                    for a in spec.algorithms),
+        "",
+        *_delta_lines(df),
         "",
         "declared fits (fixed before the run)",
         *[f"  {f.name}: {f.view}, x = {f.x}, y = {f.y}, window {f.window}, mode {f.mode}"
