@@ -37,7 +37,7 @@ bench: $(STAMP_TEST)
 	$(BIN)/python bench/perf_runner.py
 
 # The headline reproduction (README "Results"): four sweeps, resumable, then one report.
-REFERENCE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error
+REFERENCE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign
 reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
