@@ -52,30 +52,6 @@ class Recorder:
         self.events.append(info)
 
 
-#: Adversarial records of the separable problems, as (column, value) edits of a record row
-#: [a1, a2, g_1..g_d]: huge curvature factors of either sign and huge linear gradients.
-BIG = 1e6
-
-
-def adversaries(d: int) -> list[np.ndarray]:
-    """Replacement records that push per-sample gradients and differences to extremes."""
-    out = []
-    for col in (0, 1):
-        for sign in (1, -1):
-            r = np.zeros(d + 2)
-            r[col] = sign * BIG
-            out.append(r)
-    for j in range(min(d, 3)):
-        for sign in (1, -1):
-            r = np.zeros(d + 2)
-            r[2 + j] = sign * BIG
-            out.append(r)
-    both = np.full(d + 2, -BIG)
-    out.append(both)
-    out.append(-both)
-    return out
-
-
 @dataclass
 class SensitivityReport:
     """Layer 1 outcome. `max_ratio`: the largest leaf move / told sensitivity (<= 1 is private);
@@ -146,7 +122,7 @@ def sensitivity_check(algorithm: str, *, records: list[np.ndarray] | None = None
                       run: RecordedRun | None = None, **run_kw: Any) -> SensitivityReport:
     """Layer 1 for one run (see the module docstring); `run` reuses a recorded run."""
     run = run or record_run(algorithm, seed=seed, **run_kw)
-    return check_releases(run, records if records is not None else adversaries(run.d),
+    return check_releases(run, records if records is not None else run.problem.adversarial_records(),
                           positions=positions, max_releases=max_releases, seed=seed)
 
 

@@ -115,6 +115,28 @@ class Problem(ABC):
         n = check_positive_int("n", n)
         return self._draw(n, rng)
 
+    #: Magnitude of the adversarial records (privacy verification, layer 1).
+    ADVERSARY_SCALE = 1e6
+
+    def adversarial_records(self) -> np.ndarray:
+        """Replacement records, in this problem's record layout, that push per-sample gradients
+        and gradient differences to extremes: each of the first five columns at +-1e6 alone,
+        every column at +1e6 and at -1e6, and four dense random rows of that scale (fixed
+        seed). Any real record is one an adversary could insert, so clipping must hold for
+        these whether or not P can draw them; problems with a structured layout may add their
+        own (override and extend)."""
+        width = self._draw(1, np.random.default_rng(0)).shape[1]
+        big = self.ADVERSARY_SCALE
+        rows = []
+        for j in range(min(width, 5)):
+            for sign in (1.0, -1.0):
+                r = np.zeros(width)
+                r[j] = sign * big
+                rows.append(r)
+        rows += [np.full(width, big), np.full(width, -big)]
+        rows += list(big * np.random.default_rng(20261130).standard_normal((4, width)))
+        return np.array(rows)
+
     def stream(self, seed: int | np.random.SeedSequence, budget: int | None = None,
                data: str = "records") -> DataStream | CountsStream:
         """A lazy, prefix-consistent stream of i.i.d. records (`problems.streams`), or with
