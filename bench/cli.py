@@ -93,7 +93,7 @@ def _jsonable(obj: Any) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench.cell import run_cell
+    from bench.single_run import run_cell
 
     params = parse_assignments(args.param, "--param")
     if args.target_alpha is not None:

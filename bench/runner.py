@@ -81,7 +81,7 @@ def provenance() -> dict[str, str]:
 def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
     """The real work of a cell: run_cell (the code path of `dprates run`) plus the curves."""
     from analysis.metrics import trajectory_profile
-    from bench.cell import run_cell
+    from bench.single_run import run_cell
 
     res = run_cell(cell.algorithm, cell.problem, cell.n, cell.d, cell.eps, delta=cell.delta,
                    params=cell.run_params(), problem_params=dict(cell.problem_params),

@@ -226,7 +226,7 @@ def test_privacy_arguments():
 def test_stop_at_target_keeps_n_star(alg):
     """The benchmark's early stop ends a run at its first stored iterate with alpha_SOSP <=
     target: n* (and everything before it) equals the full run's."""
-    from bench.cell import run_cell
+    from bench.single_run import run_cell
 
     for seed, target in ((1, 0.3), (2, 0.15)):
         full = run_cell(alg, "hard_valley", 2_000_000, 6, 1.0, seed=seed, params={"target_alpha": target})

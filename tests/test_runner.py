@@ -317,7 +317,7 @@ def test_store_schema_version_and_foreign_files(tmp_path: Path):
 
 
 def test_every_metric_has_a_column(tmp_path: Path):
-    from bench.cell import run_cell
+    from bench.single_run import run_cell
 
     res = run_cell("adaptive_tree_spider", "strict_saddle", 5000, 3, 1.0, seed=1,
                    params={"target_alpha": 0.3})
