@@ -1,5 +1,5 @@
 """Run one cell (problem, algorithm, n, eps, delta, seed): the code path of `dprates run`
-and, later, of every sweep cell."""
+and of every sweep cell (`bench.runner.compute_cell`)."""
 
 from __future__ import annotations
 
