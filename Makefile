@@ -33,8 +33,6 @@ lint: $(STAMP_TEST)
 bench: $(STAMP_TEST)
 	$(BIN)/python -m pytest bench/benchmarks -p no:cacheprovider --benchmark-enable \
 	    --benchmark-autosave --benchmark-columns=median,iqr,rounds --benchmark-sort=name
-	$(BIN)/python bench/perf_spiders.py
-	$(BIN)/python bench/perf_runner.py
 
 # The headline reproduction (README "Results"): four sweeps, resumable, then one report.
 REFERENCE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign
