@@ -35,7 +35,7 @@ bench: $(STAMP_TEST)
 	    --benchmark-autosave --benchmark-columns=median,iqr,rounds --benchmark-sort=name
 
 # The headline reproduction (README "Results"): four sweeps, resumable, then one report.
-REFERENCE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign
+REFERENCE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta
 reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \

@@ -104,15 +104,17 @@ def _data_modes(df: pd.DataFrame) -> dict[str, str]:
             for k, v in df.groupby("problem")["data"]}
 
 
-def _delta_lines(df: pd.DataFrame) -> list[str]:
+def _delta_lines(df: pd.DataFrame, spec: Any) -> list[str]:
     """The delta convention and how it compares with the records a run consumed."""
     ok = df[(df["status"] == "ok") & np.isfinite(df["eps"].astype(float))]
     if not len(ok):
         return []
     used = ok["samples_used"].astype(float)
     n_delta = (used * ok["delta"].astype(float)).max()
-    deltas = ", ".join(f"{v:g}" for v in sorted(ok["delta"].unique()))
-    lines = [f"delta       {deltas} per run (fixed, not a function of n); runs consumed up to "
+    deltas = ", ".join(f"{v:.3g}" for v in sorted(ok["delta"].unique()))
+    rules = [e for e in spec.grid.get("delta", []) if isinstance(e, str)]
+    how = (f"rule {', '.join(rules)}: 1 / budget^p" if rules else "fixed, not a function of n")
+    lines = [f"delta       {deltas} per run ({how}); runs consumed up to "
              f"{used.max():.3g} records, so n delta <= {n_delta:.3g}"]
     if n_delta > 1:
         lines.append("            n delta > 1: as a deployed guarantee this would be weak (the "
@@ -151,7 +153,7 @@ def title_page(pdf: PdfPages, data: StoreData) -> None:
         "algorithms: " + ", ".join(a["name"] + (f" grid {a['grid']}" if a["grid"] else "")
                                    for a in spec.algorithms),
         "",
-        *_delta_lines(df),
+        *_delta_lines(df, spec),
         "",
         "declared fits (fixed before the run)",
         *[f"  {f.name}: {f.view}, x = {f.x}, y = {f.y}, window {f.window}, mode {f.mode}"

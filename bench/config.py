@@ -20,7 +20,8 @@ A spec (see bench/configs/quick.toml for a commented example):
     budget = 10000000              #     one sample cap for every cell (not both n and target_alpha)
     d = [10]
     eps = [0.1, 1.0, inf]          # > 0; inf is non-private
-    delta = [1e-6]                 # in (0, 1)
+    delta = [1e-6]                 # in (0, 1), or "1/n^p" (p > 0): 1 / budget^p per cell, the
+                                   # budget being the cell's n (or grid.budget), e.g. "1/n^1.1"
 
     [limits]                       # optional, per cell
     time = 120                     # seconds of wall time; the cell ends with status "timeout"
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,7 +141,8 @@ class SweepSpec:
                         out.append(Cell.make(
                             problem=prob["name"],
                             problem_params=instance_params(prob["name"], prob["params"], ta),
-                            algorithm=alg["name"], params=params, n=n, d=d, eps=eps, delta=delta,
+                            algorithm=alg["name"], params=params, n=n, d=d, eps=eps,
+                            delta=delta_for(delta, n),
                             rep=rep, calibration=self.calibration, base_seed=self.seed,
                             target_alpha=ta, knobs=tuple(knob_names),
                             stop_at_target=self.stop_at_target,
@@ -179,6 +182,28 @@ def _grid_list(key: str, v: Any) -> list:
     if len({repr(x) for x in v}) != len(v):
         raise _where(key, v, "must not repeat a value")
     return v
+
+
+DELTA_RULE = re.compile(r"^1/n(?:\^(\d+(?:\.\d+)?))?$")
+
+
+def _delta_entry(x: Any) -> float | str:
+    """A number in (0, 1), or a rule "1/n^p" (p > 0) kept as its canonical string."""
+    if _is_number(x) and 0 < float(x) < 1:
+        return float(x)
+    if isinstance(x, str):
+        m = DELTA_RULE.match(x.replace(" ", ""))
+        if m and (m.group(1) is None or float(m.group(1)) > 0):
+            return f"1/n^{float(m.group(1) or 1):g}"
+    raise SpecError(f"grid.delta contains {x!r}: every delta must be a number in (0, 1) or a "
+                    'rule "1/n^p" with p > 0 (1 / budget^p per cell)')
+
+
+def delta_for(entry: float | str, budget: int | None) -> float:
+    """The delta of a cell: the number itself, or 1 / budget^p for a rule "1/n^p"."""
+    if isinstance(entry, str):
+        return float(budget) ** -float(entry.split("^")[1])
+    return float(entry)
 
 
 def _number_list(key: str, v: Any, check, allowed: str) -> list:
@@ -233,8 +258,7 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
     grid["d"] = [_int_like("grid.d", x, 1) for x in _grid_list("grid.d", g["d"])]
     grid["eps"] = [float(x) for x in _number_list("grid.eps", g["eps"], lambda x: x > 0,
                                                   "every eps must be a number > 0 (inf: non-private)")]
-    grid["delta"] = [float(x) for x in _number_list("grid.delta", g.get("delta", [1e-6]),
-                                                    lambda x: 0 < x < 1, "every delta must be in (0, 1)")]
+    grid["delta"] = [_delta_entry(x) for x in _grid_list("grid.delta", g.get("delta", [1e-6]))]
     if ("n" in g) == ("target_alpha" in g):
         raise SpecError("grid needs exactly one of n (fixed budgets) or target_alpha (with budget)")
     if "n" in g:
@@ -248,6 +272,12 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         if "budget" not in g:
             raise SpecError("grid.budget is missing: target_alpha sweeps need a sample cap")
         grid["budget"] = _int_like("grid.budget", g["budget"], 1)
+
+    for entry in grid["delta"]:
+        for b in grid.get("n") or [grid["budget"]]:
+            if isinstance(entry, str) and not 0 < delta_for(entry, b) < 1:
+                raise SpecError(f"grid.delta={entry!r} is invalid with budget {b}: 1/{b}^p must "
+                                "be in (0, 1)")
 
     lim = raw.get("limits", {})
     _check_keys(lim, LIMIT_KEYS, "limits")

@@ -95,6 +95,22 @@ def test_bad_spec_one_line_exit_2_nothing_written(tmp_path: Path, capsys, text: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
 
 
+def test_delta_may_be_a_rule_of_the_budget():
+    """delta = "1/n^1.1" gives each cell 1 / budget^1.1 (its n, or grid.budget), next to fixed
+    values; bad rules are one line at load."""
+    spec = parse_spec(_replace("eps = [0.5, inf]", 'eps = [0.5, inf]\ndelta = [1e-6, "1/n^1.1"]'))
+    got = {(c.n, c.delta) for c in spec.cells()}
+    assert got == {(1000, 1e-6), (2000, 1e-6), (1000, 1000**-1.1), (2000, 2000**-1.1)}
+    assert spec.grid["delta"] == [1e-6, "1/n^1.1"]
+    target = parse_spec(_replace("n = [1000, 2000]", "target_alpha = [0.1]\nbudget = 100000")
+                        .replace("eps = [0.5, inf]", 'eps = [0.5]\ndelta = ["1/n"]')
+                        .split("[[fit]]")[0])
+    assert {c.delta for c in target.cells()} == {1e-5}
+    for bad in ('"1/n^-2"', '"n^2"', "2.0"):
+        with pytest.raises(SpecError, match="grid.delta contains"):
+            parse_spec(_replace("eps = [0.5, inf]", f"eps = [0.5, inf]\ndelta = [{bad}]"))
+
+
 def test_fits_are_checked_against_the_grid_before_any_run():
     """A where value the grid lacks, a window in the wrong units: one line each, at load."""
     with pytest.raises(SpecError, match=r"fit\[0\].where.eps=0.3 is invalid: not in the grid "
