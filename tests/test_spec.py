@@ -107,7 +107,7 @@ def test_delta_may_be_a_rule_of_the_budget():
                         .split("[[fit]]")[0])
     assert {c.delta for c in target.cells()} == {1e-5}
     for bad in ('"1/n^-2"', '"n^2"', "2.0"):
-        with pytest.raises(SpecError, match="grid.delta contains"):
+        with pytest.raises(SpecError, match=r"grid\.delta contains"):
             parse_spec(_replace("eps = [0.5, inf]", f"eps = [0.5, inf]\ndelta = [{bad}]"))
 
 
