@@ -65,3 +65,28 @@ def test_theory_mode_uses_each_algorithm_s_own_knob_defaults():
     assert at_defaults({"reset_drift_on_escape": False}, knobs, "gaussian_spider")
     assert not at_defaults({"reset_drift_on_escape": True}, knobs, "gaussian_spider")
     assert at_defaults({"reset_drift_on_escape": True}, knobs, "adaptive_tree_spider")
+
+
+def test_rules_slope_of_a_per_target_instance_uses_each_targets_instance():
+    """hard_ramp is built per alpha: the rules' budget at each target must come from that
+    target's instance (its own B0, M, rho), not from the default one. Reference: the budgets
+    computed here from get_problem("hard_ramp", alpha=a) for each a."""
+    from problems import instance_params
+
+    sub = pd.DataFrame({"algorithm": "gaussian_spider", "problem": "hard_ramp",
+                        "problem_params": json.dumps({}),
+                        "instance_params": [json.dumps(instance_params("hard_ramp", {}, a))
+                                            for a in ALPHAS],
+                        "d": 10, "eps": 0.1, "delta": 1e-6, "x": ALPHAS, "alpha": ALPHAS})
+    got = rules_prediction(sub, FIT, "theory")
+    rules = get_algorithm("gaussian_spider").theory_params
+    per_target = [rules(get_problem("hard_ramp", d=10, alpha=a).constants, None, 10,
+                        Privacy(0.1, 1e-6, "theory"), target_alpha=a,
+                        **KNOB_DEFAULTS)["theory_budget"] for a in ALPHAS]
+    one = [rules(get_problem("hard_ramp", d=10).constants, None, 10,
+                 Privacy(0.1, 1e-6, "theory"), target_alpha=a, **KNOB_DEFAULTS)["theory_budget"]
+           for a in ALPHAS]
+    want = np.polyfit(np.log(ALPHAS), np.log(per_target), 1)[0]
+    wrong = np.polyfit(np.log(ALPHAS), np.log(one), 1)[0]
+    assert got == pytest.approx(want, rel=1e-9)
+    assert abs(want - wrong) > 0.01  # the instances differ enough for the check to bite
