@@ -439,6 +439,22 @@ def _key_fit(data: StoreData, claims: pd.DataFrame) -> Any:
     return None
 
 
+def _key_panels(datas: list[StoreData], claims: pd.DataFrame) -> list[tuple[Any, Any, str]]:
+    """(store, fit, problem) of the key figure's panels: the first sample-complexity fit over
+    alpha of each hard problem, at most two problems (one panel each), in store order."""
+    out: list[tuple[Any, Any, str]] = []
+    for data in datas:
+        fit = _key_fit(data, claims)
+        if fit is None:
+            continue
+        rows = claims[(claims["fit"] == fit.name) & (claims["spec"] == data.spec.name)
+                      & (claims["character"] == "hard")]
+        for problem in sorted(rows["problem"].unique()):
+            if problem not in {p for _, _, p in out} and len(out) < 2:
+                out.append((data, fit, problem))
+    return out
+
+
 def _hard_alpha_pairs(paired: list[list[dict]], claims: pd.DataFrame) -> list[dict]:
     """Paired comparisons of sample complexity against alpha on the hard instances."""
     hard = set(claims.loc[claims["character"] == "hard", "problem"])
@@ -465,32 +481,32 @@ def _crossover_line(p: dict) -> str:
 def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                  paired: list[list[dict]]) -> None:
     """One page a reader can take away alone: the question, the key figure (n* against alpha
-    for both algorithms on the hard instance, with the crossover), the verdict table, and what
-    theory and tuned mode each say."""
+    for both algorithms on up to two hard instances, with the crossover where it falls inside
+    the window), the verdict table, and what theory and tuned mode each say."""
     if not len(claims):
         return
-    key = next(((d, f) for d in datas if (f := _key_fit(d, claims)) is not None), None)
+    panels = _key_panels(datas, claims)
     fig = plt.figure(figsize=A4)
     fig.text(0.07, 0.965, "Summary", fontsize=16, weight="bold", va="top")
     fig.text(0.07, 0.935, textwrap.fill(SUMMARY_QUESTION, 105), fontsize=7.5, va="top")
-    if key is not None:
-        data, fit = key
-        ax = fig.add_axes([0.1, 0.5, 0.85, 0.33])
+    width = 0.85 / max(1, len(panels)) - (0.04 if len(panels) > 1 else 0.0)
+    for k, (data, fit, problem) in enumerate(panels):
+        ax = fig.add_axes([0.1 + k * (width + 0.08), 0.5, width, 0.33])
         mode = fit.mode
         pts = fit_points_table(data, fit, mode)
         rows = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)
-                      & (claims["spec"] == data.spec.name)]
-        hard = sorted(rows[rows["character"] == "hard"]["problem"].unique())[:1]
-        sub = pts[pts["problem"].isin(hard)]
-        hard_fits = rows[rows["problem"].isin(hard)]
+                      & (claims["spec"] == data.spec.name) & (claims["problem"] == problem)]
+        sub = pts[pts["problem"] == problem]
         if mode == "tuned":  # the envelope's chosen knob setting, as on the scaling pages
-            sub = _chosen_rows(sub, hard_fits)
-        plots.scaling_plot(ax, sub, hard_fits, x=fit.x, y=fit.y, window=fit.window,
-                           title=f"{', '.join(hard)}: samples to reach alpha "
-                           f"({data.spec.name}, {fit.name}, {mode} mode)")
+            sub = _chosen_rows(sub, rows)
+        plots.scaling_plot(ax, sub, rows, x=fit.x, y=fit.y, window=fit.window,
+                           title=f"{problem}: samples to reach alpha\n"
+                           f"({data.spec.name}, {mode} mode)")
+        if len(panels) > 1:
+            ax.legend(fontsize=5.5, loc="upper right")
         for p in _hard_alpha_pairs(paired, claims):
             res = p["result"]
-            if (p["fit"] == fit.name and p["group"].get("problem") in hard
+            if (p["fit"] == fit.name and p["group"].get("problem") == problem
                     and math.isfinite(res.crossover)
                     and fit.window[0] <= res.crossover <= fit.window[1]):
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
