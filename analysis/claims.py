@@ -356,8 +356,8 @@ def path_table(data: StoreData) -> pd.DataFrame:
         n_star = g["samples_to_target"]
         rows.append({
             "problem": prob, "algorithm": alg, "d": int(d), "eps": eps, "target_alpha": ta,
-            "runs": len(g), "censored": int(n_star.isna().sum()),
-            "n_star": float(np.median(n_star.fillna(math.inf))),  # censored = inf
+            "runs": len(g), "censored": int(g["censored"].sum()),
+            "n_star": float(g["n_star"].median()),  # the store's n_star: censored = inf
             "first_o1_batch": float(g["first_o1_batch"].median()),
             "n_star_over_b": float((n_star / g["first_o1_batch"]).median()),
             "theory_budget": float(first["theory_budget"]),

@@ -52,9 +52,8 @@ def instance_params(name: str, params: dict | None, target_alpha: float | None) 
     cell's target unless `params` fixes the parameter; other problems' params are returned as
     they are.
     """
-    character(name)  # ValueError on an unknown name
     out = dict(params or {})
-    key = _REGISTRY[name].per_target_param
+    key = get_problem_class(name).per_target_param
     if key is not None and key not in out and target_alpha is not None:
         out[key] = float(target_alpha)
     return out
