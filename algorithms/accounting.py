@@ -22,6 +22,7 @@ node values (one per level) by at most s each: in GDP terms mu = s sqrt(nodes) /
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -65,6 +66,7 @@ def gdp_eps(mu: float, delta: float) -> float:
     return brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12)
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of two floats; a run calibrates several times
 def gdp_mu(eps: float, delta: float) -> float:
     """The largest mu such that mu-GDP is (eps, delta)-DP (root of gdp_delta(mu, eps) = delta)."""
     _check_eps_delta(eps, delta)

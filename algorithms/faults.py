@@ -13,6 +13,8 @@ FAULTS: dict[str, str] = {
     "o2_wrong_step": "O2 sensitivity computed from x_{t-1} - x_{t-2} (not x_t - x_{t-1}) and "
                      "trusted without an enforcing clip",
     "tree_depth_1": "tree noise calibrated for depth 1 (one node per record)",
+    "tree_one_leaf": "global-scope tree noise calibrated for depth nodes, forgetting the second "
+                     "leaf (the next O1 restart) that a record moves",
     "reuse_sample": "each batch re-uses the last record of the previous batch",
 }
 

@@ -344,6 +344,8 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
         cal = noise_calibration(privacy, s_leaf, "tree", T_int, p["tree_scope"])
         if "tree_depth_1" in faults:  # planted fault: one node per record
             cal = calibrate(privacy.eps, privacy.delta, s_leaf, nodes=1, method=privacy.calibration)
+        if "tree_one_leaf" in faults:  # planted fault: one leaf per record in global scope
+            cal = noise_calibration(privacy, s_leaf, "tree", T_int, "epoch")
         sigma = cal.sigma
         if "sigma" in alg.overrides:
             if float(alg.overrides["sigma"]) < sigma:

@@ -190,6 +190,7 @@ FAULT_TARGETS = {
     "no_clipping": ("gaussian_spider", "adaptive_tree_spider"),
     "o2_wrong_step": ("gaussian_spider", "adaptive_tree_spider"),
     "tree_depth_1": ("tree_spider", "adaptive_tree_spider"),
+    "tree_one_leaf": ("tree_spider", "adaptive_tree_spider"),
     "reuse_sample": ("gaussian_spider", "adaptive_tree_spider"),
 }
 
@@ -197,7 +198,10 @@ FAULT_TARGETS = {
 def fault_table(eps: float = 1.0, runs: int = 4000, seed: int = 0, n_jobs: int = 1,
                 faults: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """For each planted bug and target algorithm: which layer flags it, and the audit's eps_lb."""
+    from analysis.multi_release_audit import MULTI_RELEASE_ROWS, SCENARIOS, multi_release_audit
     from analysis.privacy_checks import noise_check, sensitivity_check
+
+    multi = {(SCENARIOS[sc].algorithm, f[0]): sc for sc, f in MULTI_RELEASE_ROWS if f}
 
     rows = []
     for fault in faults or tuple(FAULTS):
@@ -205,10 +209,17 @@ def fault_table(eps: float = 1.0, runs: int = 4000, seed: int = 0, n_jobs: int =
             s = sensitivity_check(alg, faults=(fault,), eps=eps, seed=seed)
             nz = noise_check(alg, faults=(fault,), eps=eps, runs=200, seed=seed)
             a = audit(alg, eps, runs=runs, faults=(fault,), seed=seed, n_jobs=n_jobs)
+            m = None
+            if (alg, fault) in multi:
+                m = multi_release_audit(multi[alg, fault], runs=runs, faults=(fault,), seed=seed,
+                                        n_jobs=n_jobs)
             layers = [name for name, hit in (("1 sensitivity", not s.ok), ("2 noise", not nz.ok),
-                                              ("3 audit", a.flagged)) if hit]
+                                              ("3 audit", a.flagged),
+                                              ("3 multi-release audit", m is not None and m.flagged))
+                      if hit]
             rows.append({"fault": fault, "algorithm": alg, "layer1": not s.ok,
                          "layer1_detail": "; ".join(s.violations), "layer2": not nz.ok,
                          "layer2_p": nz.p_calibrated, "eps_lb": a.eps_lb, "audit": a.flagged,
+                         "multi_release": None if m is None else m.flagged,
                          "caught_by": ", ".join(layers) or "NOT CAUGHT"})
     return rows

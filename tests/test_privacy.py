@@ -94,13 +94,15 @@ def test_layer1_on_every_problem_with_its_own_adversaries(alg, problem):
     ("no_clipping", "gaussian_spider"), ("no_clipping", "adaptive_tree_spider"),
     ("o2_wrong_step", "gaussian_spider"), ("o2_wrong_step", "adaptive_tree_spider"),
     ("tree_depth_1", "tree_spider"), ("tree_depth_1", "adaptive_tree_spider"),
+    ("tree_one_leaf", "tree_spider"),
     ("reuse_sample", "gaussian_spider"), ("reuse_sample", "tree_spider"),
 ])
 def test_layer1_flags_planted_bugs(fault, alg):
     rep = sensitivity_check(alg, faults=(fault,), seed=3)
     assert not rep.ok
     expected = {"no_clipping": "told sensitivity", "o2_wrong_step": "told sensitivity",
-                "tree_depth_1": "tree nodes changed", "reuse_sample": "more than one release"}[fault]
+                "tree_depth_1": "tree nodes changed", "tree_one_leaf": "tree nodes changed",
+                "reuse_sample": "more than one release"}[fault]
     assert any(expected in v for v in rep.violations), rep.violations
 
 
@@ -127,10 +129,12 @@ def test_released_noise_has_the_calibrated_distribution_and_the_test_has_power(a
 @pytest.mark.parametrize("fault,alg", [("noise_third", "gaussian_spider"),
                                        ("noise_third", "adaptive_tree_spider"),
                                        ("tree_depth_1", "tree_spider"),
-                                       ("tree_depth_1", "adaptive_tree_spider")])
+                                       ("tree_depth_1", "adaptive_tree_spider"),
+                                       ("tree_one_leaf", "tree_spider")])
 def test_layer2_flags_planted_bugs(fault, alg):
     rep = noise_check(alg, faults=(fault,), runs=200, seed=5)
-    assert not rep.ok and rep.variance_ratio < 0.2
+    # the node std shrinks by 3 (noise_third), sqrt(nodes) (depth 1) or sqrt(2) (one leaf)
+    assert not rep.ok and rep.variance_ratio < (0.6 if fault == "tree_one_leaf" else 0.2)
 
 
 # ---------------------------------------------------------------- layer 3: audit
@@ -164,3 +168,66 @@ def test_audit_flags_planted_noise_and_clipping_bugs():
     assert third.eps_flagged and third.mu_flagged, third
     noclip = audit("adaptive_tree_spider", 2.0, runs=3000, faults=("no_clipping",), seed=11, n_jobs=2)
     assert noclip.eps_flagged and noclip.eps_lb > 5, noclip
+
+
+# ---------------------------------------------------------------- layer 3: several releases
+def test_tree_prefix_covariance_by_hand():
+    """T = 4: [1,1] = node (0,0); [1,2] = (1,0); [1,3] = (1,0) + (0,2); [1,4] = (2,0)."""
+    from analysis.multi_release_audit import tree_prefix_cov
+
+    expected = np.array([[1, 0, 0, 0], [0, 1, 1, 0], [0, 1, 2, 0], [0, 0, 0, 1]], dtype=float)
+    np.testing.assert_array_equal(tree_prefix_cov(4), expected)
+    # A canary entering leaf 1 and leaving at leaf 3 shifts releases 1 and 2; the optimal test
+    # sees node (0,0) +1, node (1,0) +1 and, through release 3 - release 2, node (0,2) -1:
+    # three unit shifts, mu^2 = 3.
+    m = np.array([1.0, 1.0, 0.0, 0.0])
+    assert m @ np.linalg.solve(expected, m) == pytest.approx(3.0, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_multi_release_audit_of_a_tree_restart_in_global_scope():
+    """A canary in the O1 batch of the restart at step 9 shifts releases 9..16 by its leaf move
+    and the restart at 17 removes it; the optimal test sees sqrt(8) node shifts out of the
+    accountant's 2 x depth = 12 (T = 32, depth 6), and the held-out linear test measures it."""
+    from analysis.multi_release_audit import multi_release_audit
+
+    r = multi_release_audit("tree_restart", eps=8.0, runs=4000, seed=3, n_jobs=2)
+    window = r.shift_profile[8:16]
+    outside = np.concatenate([r.shift_profile[:8], r.shift_profile[16:]])
+    assert np.all(np.abs(window + 1) < 0.12), r.shift_profile  # moved by -told (the canary)
+    assert abs(outside.mean()) < 0.08, r.shift_profile
+    assert r.mu_exact == pytest.approx(math.sqrt(8 / 12) * r.mu_accountant, rel=1e-9)
+    assert r.mu_low <= r.mu_exact <= r.mu_high, r  # the audit measures what the tree releases
+    assert not r.flagged, r
+
+
+@pytest.mark.slow
+def test_multi_release_audit_catches_a_tree_that_miscounts_its_nodes():
+    """Told depth nodes in global scope (the second leaf forgotten): the sequence's mu is
+    sqrt(8/6) of the claim; told one node: sqrt(8) of it."""
+    from analysis.multi_release_audit import multi_release_audit
+
+    one_leaf = multi_release_audit("tree_restart", eps=8.0, runs=4000, faults=("tree_one_leaf",),
+                                   seed=3, n_jobs=2)
+    assert one_leaf.mu_exact == pytest.approx(math.sqrt(8 / 6) * one_leaf.mu_accountant, rel=1e-9)
+    assert one_leaf.mu_low <= one_leaf.mu_exact <= one_leaf.mu_high, one_leaf
+    assert one_leaf.flagged, one_leaf
+    depth1 = multi_release_audit("tree_restart", eps=8.0, runs=1000, faults=("tree_depth_1",),
+                                 seed=3, n_jobs=2)
+    assert depth1.flagged and depth1.mu_empirical > 2.5 * depth1.mu_accountant, depth1
+
+
+@pytest.mark.slow
+def test_multi_release_audit_of_a_gaussian_epoch():
+    """One O1 and seven O2 releases, the canary in the O1 batch: every later release carries
+    its shift (the epoch's estimate accumulates), yet the composed mu is the O1 release's,
+    which is the accountant's (this instance is tight); a third of the noise triples it."""
+    from analysis.multi_release_audit import multi_release_audit
+
+    r = multi_release_audit("gaussian_epoch", eps=8.0, runs=4000, seed=3, n_jobs=2)
+    assert np.all(np.abs(r.shift_profile + 1) < 0.05), r.shift_profile
+    assert r.mu_exact == pytest.approx(r.mu_accountant, rel=0.03)  # measured noise sd
+    assert r.mu_low <= r.mu_accountant <= r.mu_high and not r.flagged, r
+    third = multi_release_audit("gaussian_epoch", eps=8.0, runs=1000, faults=("noise_third",),
+                                seed=3, n_jobs=2)
+    assert third.flagged and third.mu_empirical > 2.5 * third.mu_accountant, third
