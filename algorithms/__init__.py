@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim
+from algorithms.first_order import DPGD, DPSGD, FirstOrderAlgorithm, NoisySGD
 from algorithms.sosp_spiders import AdaptiveTreeSpider, GaussianSpider, TreeSpider
 from algorithms.spider import Spider
 
-_REGISTRY: dict[str, type[Spider]] = {
-    cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider)
+#: Every algorithm honours `cls(**overrides).run(problem, data, privacy, rng, *, time_limit,
+#: probe, monitor) -> Trajectory` and declares `claims` (`algorithms.claims`).
+_REGISTRY: dict[str, Any] = {
+    cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider, DPGD, DPSGD, NoisySGD)
 }
 
 
@@ -16,7 +22,12 @@ def available() -> list[str]:
     return list(_REGISTRY)
 
 
-def get_algorithm(name: str) -> type[Spider]:
+def all_claims() -> list[Claim]:
+    """Every claim of every registered algorithm, in registry order."""
+    return [c for name in _REGISTRY for c in _REGISTRY[name].claims]
+
+
+def get_algorithm(name: str) -> Any:
     """The algorithm class `name`; instantiate with parameter overrides, then `.run(...)`."""
     try:
         return _REGISTRY[name]
@@ -26,4 +37,5 @@ def get_algorithm(name: str) -> type[Spider]:
         ) from None
 
 
-__all__ = ["Privacy", "Spider", "Trajectory", "available", "get_algorithm"]
+__all__ = ["FirstOrderAlgorithm", "Privacy", "Spider", "Trajectory", "all_claims", "available",
+           "get_algorithm"]

@@ -165,3 +165,64 @@ def calibrate(eps: float, delta: float, sensitivity: float, *, nodes: int = 1,
 def spent_eps(mu: float, delta: float) -> float:
     """eps spent at `delta` by a mechanism that is mu-GDP (inf for a non-private run)."""
     return math.inf if math.isinf(mu) else gdp_eps(mu, delta)
+
+
+def composed_gaussian_multiplier(eps: float, delta: float, releases: int) -> float:
+    """Noise multiplier z (std per unit of L2 sensitivity) for `releases` adaptively composed
+    Gaussian releases that together are (eps, delta)-DP: each is 1/z-GDP and GDP composes
+    exactly (mu^2 adds), so z = sqrt(releases) / gdp_mu(eps, delta)."""
+    if not (isinstance(releases, int) and releases >= 1):
+        raise ValueError(f"releases={releases!r} is invalid: must be an integer >= 1")
+    return math.sqrt(releases) / gdp_mu(eps, delta)
+
+
+def _replace_one():
+    import dp_accounting
+
+    return dp_accounting.NeighboringRelation.REPLACE_ONE
+
+
+def poisson_gaussian_eps(z: float, q: float, steps: int, delta: float,
+                         discretization: float = 1e-4) -> float:
+    """eps of `steps` compositions of the Poisson-subsampled (rate q) Gaussian mechanism whose
+    noise std is z C on a sum of per-record vectors clipped to C, replace-one neighbours
+    (the sum moves by up to 2C), from dp-accounting's privacy loss distribution (PLD, a
+    pessimistic discretization: an upper bound on the true eps)."""
+    import dp_accounting
+    from dp_accounting import pld
+
+    acc = pld.PLDAccountant(neighboring_relation=_replace_one(),
+                            value_discretization_interval=discretization)
+    event = dp_accounting.GaussianDpEvent(z)
+    if q < 1:
+        event = dp_accounting.PoissonSampledDpEvent(q, event)
+    acc.compose(event, steps)
+    return float(acc.get_epsilon(delta))
+
+
+@functools.lru_cache(maxsize=1024)
+def poisson_gaussian_multiplier(eps: float, delta: float, q: float, steps: int) -> float:
+    """The smallest noise multiplier z (to 1e-3 relative) whose `steps`-fold Poisson-subsampled
+    Gaussian (see `poisson_gaussian_eps`) is (eps, delta)-DP, by dp-accounting's PLD. q = 1 is
+    the full-batch case, exact in closed form: the sum moves by 2C, so each release is
+    2/z-GDP and z = 2 sqrt(steps) / gdp_mu(eps, delta)."""
+    _check_eps_delta(eps, delta)
+    if not 0 < q <= 1:
+        raise ValueError(f"q={q!r} is invalid: must be a sampling rate in (0, 1]")
+    if not (isinstance(steps, int) and steps >= 1):
+        raise ValueError(f"steps={steps!r} is invalid: must be an integer >= 1")
+    if q == 1:
+        return 2 * math.sqrt(steps) / gdp_mu(eps, delta)
+    import dp_accounting
+    from dp_accounting import pld
+
+    # The full-batch multiplier scaled by q bounds the answer from below for small q
+    # (amplification cannot beat subsampling's q sqrt(T) / z central limit), so start there.
+    guess = max(1e-2, 2 * q * math.sqrt(steps) / gdp_mu(eps, delta))
+    z = dp_accounting.calibrate_dp_mechanism(
+        lambda: pld.PLDAccountant(neighboring_relation=_replace_one(),
+                                  value_discretization_interval=1e-3),
+        lambda z: dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), steps),
+        eps, delta, dp_accounting.LowerEndpointAndGuess(guess / 4, guess), tol=1e-3 * guess)
+    return float(z)

@@ -48,7 +48,8 @@ class Trajectory:
     `samples_used`, `grad_evals` (per-sample gradient evaluations), `stop_reason`,
     `privacy_spent` (eps, delta, mu), `params` (every parameter used), `n_steps`.
     Storage rule: every `keep_every`-th iterate, plus each iterate whose private estimate
-    norm is a new running minimum, plus the last one.
+    norm is a new running minimum, plus the last one. `sample`: the run's finite data set
+    (empirical-risk algorithms only), so the metrics can evaluate grad F_S exactly.
     """
 
     iterates: np.ndarray
@@ -63,6 +64,8 @@ class Trajectory:
     params: dict
     n_steps: int
     warnings: list[str] = field(default_factory=list)
+    #: The finite sample S an empirical-risk algorithm optimized (metrics: ||grad F_S||).
+    sample: np.ndarray | None = None
 
     @property
     def last(self) -> np.ndarray:

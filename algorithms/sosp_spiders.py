@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from scipy.optimize import brentq, minimize_scalar
 
 from algorithms.base import Privacy
+from algorithms.claims import Claim, term
 from algorithms.mechanisms import TreeMechanism
 from algorithms.spider import Spider, effective_eps, escape_params, noise_calibration
 from problems.base import Constants
@@ -163,6 +164,10 @@ class GaussianSpider(Spider):
     knob_defaults: ClassVar[dict[str, Any]] = {"reset_drift_on_escape": False}  # drift: since last O1
     claimed_exponent = 3 / 7
     claimed_rate = "n^-1/3 + (sqrt(d)/(n eps))^(3/7)"
+    claims = (Claim("gaussian_spider", "population", "alpha_sosp",
+                    (term("n^-1/3", n=-1 / 3), term("(sqrt(d)/(n eps))^(3/7)", privacy=3 / 7)),
+                    "Ganesh et al. 2023, arXiv 2302.09699", "Theorem 3.12 (via seed 000 Sec. 1.2)",
+                    "rules reconstructed; the rate is disputed by Tao et al. 2025"),)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -233,6 +238,10 @@ class AdaptiveTreeSpider(Spider):
     noise, batch_rule, drift_rule, bounded_step = "tree", "adaptive", "estimate_norms", False
     claimed_exponent = 1 / 2
     claimed_rate = "n^-1/3 + (sqrt(d)/(n eps))^(1/2)"
+    claims = (Claim("adaptive_tree_spider", "population", "alpha_sosp",
+                    (term("n^-1/3", n=-1 / 3), term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2)),
+                    "Adaptive Batch Size for Privately Finding SOSPs, arXiv 2410.07502",
+                    "Theorem 3.11"),)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,

@@ -64,6 +64,7 @@ import numpy as np
 
 from algorithms.accounting import Calibration, calibrate, gdp_mu, spent_eps
 from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim
 from algorithms.faults import check_faults
 from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from problems.base import Constants, Problem
@@ -176,6 +177,10 @@ class Spider:
     bounded_step = False
     claimed_exponent: float | None = None
     claimed_rate = ""
+    #: The rates the papers claim for this algorithm (`algorithms.claims`); () for none.
+    claims: ClassVar[tuple[Claim, ...]] = ()
+    #: Data modes the engine runs on (counts: exact batch statistics, `problems.counts`).
+    data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
     #: Knob defaults of this configuration that differ from KNOB_DEFAULTS.
     knob_defaults: ClassVar[dict[str, Any]] = {}
 

@@ -70,13 +70,60 @@ def samples_to_accuracy(samples_at: np.ndarray, running_min: np.ndarray,
     return out
 
 
-def evaluate(problem: Problem, traj, target: float | None = None) -> dict:
+#: Stored iterates at which grad F_S is evaluated (log-spaced, plus the last and the selected).
+EMP_EVAL_POINTS = 256
+
+
+def grad_norms(problem: Problem, iterates: np.ndarray) -> np.ndarray:
+    """||grad F(x)|| (population, closed form) at each iterate."""
+    return np.array([np.linalg.norm(problem.population_grad(x)) for x in iterates])
+
+
+def empirical_grad_norm(problem: Problem, x: np.ndarray, sample: np.ndarray,
+                        chunk: int = 65536) -> float:
+    """||grad F_S(x)||: the exact gradient of the empirical loss on `sample` (unclipped mean of
+    the per-sample gradients), in chunks so memory stays O(chunk d)."""
+    total = np.zeros(problem.d)
+    for i in range(0, len(sample), chunk):
+        total += problem.per_sample_grads(x, sample[i:i + chunk]).sum(axis=0)
+    return float(np.linalg.norm(total / len(sample)))
+
+
+def first_order_metrics(problem: Problem, traj, target: float | None, metric: str) -> dict:
+    """Population and empirical gradient norms of a run (the first-order claims' metrics):
+    pop_grad_best / _last over the stored iterates; with the run's sample (empirical
+    algorithms) emp_grad_best over up to EMP_EVAL_POINTS log-spaced stored iterates, _last and
+    _selected (smallest private estimate norm). For metric grad_norm / emp_grad_norm,
+    samples_to_target is the samples consumed when that metric first fell to <= target."""
+    its = traj.iterates
+    pop = grad_norms(problem, its)
+    pop_min = np.minimum.accumulate(pop)
+    out = {"pop_grad_best": float(pop_min[-1]), "pop_grad_last": float(pop[-1]),
+           "emp_grad_best": math.nan, "emp_grad_last": math.nan, "emp_grad_selected": math.nan}
+    run_min = pop_min
+    if traj.sample is not None:
+        sel = int(np.argmin(traj.est_norm_at))
+        idx = np.unique(np.concatenate([_thin(len(its), EMP_EVAL_POINTS), [sel, len(its) - 1]]))
+        emp = {int(i): empirical_grad_norm(problem, its[i], traj.sample) for i in idx}
+        out.update(emp_grad_best=min(emp.values()), emp_grad_last=emp[len(its) - 1],
+                   emp_grad_selected=emp[sel])
+        if metric == "emp_grad_norm":
+            run_min = np.full(len(its), np.nan)
+            run_min[idx] = list(emp.values())
+            run_min = np.fmin.accumulate(np.where(np.isnan(run_min), np.inf, run_min))
+    return {"metrics": out, "run_min": run_min}
+
+
+def evaluate(problem: Problem, traj, target: float | None = None,
+             metric: str = "alpha_sosp") -> dict:
     """Metrics of one run: alpha_SOSP (with its parts) at the best stored iterate (the theorems'
     "at least one output"), the last iterate, and the iterate with the smallest private
     estimate norm (a selection the algorithm could make itself); the samples-to-accuracy
     curve over `THRESHOLDS`; samples, steps and privacy spent; with `target` (the alpha a
     sample-complexity cell was configured for), `samples_to_target`, the samples consumed when
-    the running minimum first fell to <= target (NaN if it never did: a censored cell)."""
+    the running minimum of `metric` (the algorithm's claim metric: alpha_sosp, grad_norm or
+    emp_grad_norm) first fell to <= target (NaN if it never did: a censored cell); the curve
+    is over the same metric. The first-order metrics (`first_order_metrics`) are always added."""
     its = traj.iterates
     run_min = running_min_alpha(problem, its)
     best_alpha = float(run_min[-1])
@@ -101,6 +148,10 @@ def evaluate(problem: Problem, traj, target: float | None = None) -> dict:
         "n_o1": int((traj.records["oracle"] == 1).sum()),
         "n_escapes": int(traj.records["escape"].sum()),
     }
+    fo = first_order_metrics(problem, traj, target, metric)
+    out.update(fo["metrics"], target_metric=metric)
+    if metric != "alpha_sosp":
+        run_min = fo["run_min"]
     # n* at the run's own target (sample-complexity cells): NaN when never reached (censored).
     hit = np.flatnonzero(run_min <= target) if target is not None else np.array([], dtype=int)
     out["samples_to_target"] = float(traj.samples_at[hit[0]]) if hit.size else math.nan
@@ -147,9 +198,16 @@ def trajectory_profile(problem: Problem, traj, max_points: int = 120) -> dict:
     }
 
 
-def target_monitor(problem: Problem, target: float):
-    """A run monitor (see Spider.run) that is True once alpha_SOSP(x) <= target: ends a
-    sample-complexity run as soon as its n* is known (screened by the gradient norm)."""
+def target_monitor(problem: Problem, target: float, metric: str = "alpha_sosp"):
+    """A run monitor (see Spider.run) that is True once the metric at x is <= target
+    (alpha_SOSP, screened by the gradient norm, or ||grad F||): ends a sample-complexity run as
+    soon as its n* is known."""
+    if metric == "grad_norm":
+        return lambda x: bool(np.linalg.norm(problem.population_grad(x)) <= target)
+    if metric != "alpha_sosp":
+        raise ValueError(f"stop_at_target is invalid for metric {metric!r}: it supports "
+                         "alpha_sosp and grad_norm (population metrics)")
+
     def reached(x: np.ndarray) -> bool:
         if np.linalg.norm(problem.population_grad(x)) > target:
             return False

@@ -69,6 +69,27 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    """Every claim of every registered algorithm (claims as data, `algorithms.claims`)."""
+    import algorithms
+
+    rows = [c.as_row() for c in algorithms.all_claims()]
+    claimless = [a for a in algorithms.available() if not algorithms.get_algorithm(a).claims]
+    if args.csv:
+        import pandas as pd
+
+        pd.DataFrame(rows).to_csv(sys.stdout, index=False)
+        return 0
+    print(f"{len(rows)} claims of {len(algorithms.available())} registered algorithms "
+          "(privacy = sqrt(d)/(n eps); rates up to constants and logs):")
+    for r in rows:
+        print(f"  {r['algorithm']:22s} {r['setting']:10s} {r['metric']:13s} {r['rate']}")
+        print(f"  {'':22s} {r['paper']}, {r['where']}" + (f"; {r['note']}" if r["note"] else ""))
+    if claimless:
+        print(f"no claim (ablations, references): {', '.join(claimless)}")
+    return 0
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
@@ -527,6 +548,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dprates",
         description="Benchmark the convergence rates of differentially private non-convex optimizers.")
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("claims", help="every rate claim of every registered algorithm")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of the table")
+    p.set_defaults(func=cmd_claims)
     p = sub.add_parser("list", help="registered problems and algorithms")
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("run", help="run one algorithm on one problem and print its metrics",

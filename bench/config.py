@@ -116,9 +116,10 @@ class SweepSpec:
     stop_at_target: bool = False
     data: str | None = None  # None: each problem's default data mode
 
-    def data_mode(self, problem: str) -> str:
-        """The data mode of `problem`'s cells (validated in parse_spec)."""
-        return self.data or data_modes(problem)[0]
+    def data_mode(self, problem: str, algorithm: str) -> str:
+        """The data mode of the cells of (`problem`, `algorithm`): the spec's, or the first of
+        the problem's modes the algorithm runs on (validated in parse_spec)."""
+        return self.data or default_data_mode(problem, algorithm)
 
     @property
     def mode(self) -> str:
@@ -146,7 +147,7 @@ class SweepSpec:
                             rep=rep, calibration=self.calibration, base_seed=self.seed,
                             target_alpha=ta, knobs=tuple(knob_names),
                             stop_at_target=self.stop_at_target,
-                            data=self.data_mode(prob["name"])))
+                            data=self.data_mode(prob["name"], alg["name"])))
         return out
 
 
@@ -223,6 +224,14 @@ def _param_table(key: str, v: Any) -> dict[str, Any]:
         if not isinstance(x, (int, float, str, bool)):
             raise SpecError(f"{key}.{k}={x!r} is invalid: must be a number, string or boolean")
     return dict(v)
+
+
+def default_data_mode(problem: str, algorithm: str) -> str:
+    """The first of the problem's data modes (its default first) that the algorithm runs on."""
+    import algorithms
+
+    modes = [m for m in data_modes(problem) if m in algorithms.get_algorithm(algorithm).data_modes]
+    return modes[0] if modes else "records"
 
 
 def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
@@ -388,6 +397,11 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
             if data not in data_modes(prob["name"]):
                 raise SpecError(f"data={data!r} is invalid for problem {prob['name']!r}: it supports "
                                 f"{', '.join(data_modes(prob['name']))} only")
+        for alg in alg_list:
+            modes = algorithms.get_algorithm(alg["name"]).data_modes
+            if data not in modes:
+                raise SpecError(f"data={data!r} is invalid for algorithm {alg['name']!r}: it runs "
+                                f"on {', '.join(modes)} only")
     return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,

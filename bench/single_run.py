@@ -41,6 +41,11 @@ class DigestingStream(DataStream):
         return self._hash.hexdigest()[:16] if self._hashed else ""
 
 
+def claim_metric(cls: Any) -> str:
+    """The metric of an algorithm's first claim (alpha_sosp when it claims nothing)."""
+    return cls.claims[0].metric if cls.claims else "alpha_sosp"
+
+
 def cell_seeds(seed: int) -> tuple[np.random.SeedSequence, np.random.Generator]:
     """Data seed and algorithm Generator for a single run with integer `seed`."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -64,9 +69,13 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **instance_params(problem, problem_params,
                                                        (params or {}).get("target_alpha")))
-    data = prob.default_data_mode() if data is None else data
+    if data is None:
+        data = next(m for m in (prob.default_data_mode(), "records") if m in cls.data_modes)
     if data not in DATA_MODES:
         raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")
+    if data not in cls.data_modes:
+        raise ValueError(f"data={data!r} is invalid for {algorithm}: it runs on "
+                         f"{', '.join(cls.data_modes)} only")
     if data == "counts":
         prob.counts_layout()  # ValueError naming the problem if it has no counts mode
     privacy = Privacy(eps=eps, delta=delta, calibration=calibration)
@@ -87,10 +96,10 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
         if target is None:
             raise ValueError("stop_at_target=True is invalid without target_alpha: it ends a run "
                              "when alpha_SOSP first falls to the target")
-        monitor = target_monitor(prob, float(target))
+        monitor = target_monitor(prob, float(target), claim_metric(cls))
     traj = alg.run(prob, stream, privacy, rng, time_limit=time_limit, monitor=monitor)
     t1, c1 = time.perf_counter(), time.process_time()
-    ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"))
+    ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"), metric=claim_metric(cls))
     t2 = time.perf_counter()
     params_used = {k: v for k, v in traj.params.items()}
     return {

@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+#: Older versions this one reads after adding the columns they lack (additive changes only).
+MIGRATABLE = (3,)
 
 #: Cell fields (bench.cells.Cell), stored as columns.
 CELL_COLUMNS = {
@@ -43,6 +45,8 @@ METRIC_COLUMNS = {
     "lambda_min_selected": "REAL", "alpha_x0": "REAL", "left_saddle": "INTEGER",
     "samples_used": "INTEGER", "n_steps": "INTEGER", "stop_reason": "TEXT", "eps_spent": "REAL",
     "n_o1": "INTEGER", "n_escapes": "INTEGER", "samples_to_target": "REAL",
+    "target_metric": "TEXT", "pop_grad_best": "REAL", "pop_grad_last": "REAL",
+    "emp_grad_best": "REAL", "emp_grad_last": "REAL", "emp_grad_selected": "REAL",
 }
 RUN_COLUMNS = {
     "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",
@@ -98,6 +102,14 @@ class Store:
         if "schema_version" in tables:
             row = self.conn.execute("SELECT version FROM schema_version").fetchone()
             version = row[0] if row else None
+            if version in MIGRATABLE:
+                have = {r[1] for r in self.conn.execute("PRAGMA table_info(cells)")}
+                with self.conn:
+                    for name, typ in ALL_COLUMNS.items():
+                        if name not in have:
+                            self.conn.execute(f"ALTER TABLE cells ADD COLUMN {name} {typ}")
+                    self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+                version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
                 self.conn.close()
                 raise StoreError(f"store {str(self.path)!r} has schema version {version}; this dprates "

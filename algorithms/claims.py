@@ -1,0 +1,106 @@
+"""Claims as data: each algorithm declares the rates its paper claims for it.
+
+A claim names its setting (population risk F or the empirical risk F_S of the run's own
+sample), the metric it bounds at the output, the terms of the rate with their exponents in
+n, d, eps (the privacy term is written in the one variable the papers use,
+privacy = sqrt(d) / (n eps)), and the paper and theorem it comes from. `dprates claims` prints
+every claim of every registered algorithm; a report's claims table lists each with its measured
+exponent and verdict, or "not measured".
+
+Metrics (computed by `analysis.metrics` with exact oracles):
+* alpha_sosp: max(||grad F||, lambda_-(hess F)^2 / rho), the SOSP accuracy (seed 000, Def. 1.2);
+* grad_norm: ||grad F(x)||, population first-order stationarity;
+* emp_grad_norm: ||grad F_S(x)|| on the run's own sample S (empirical stationarity);
+* excess_risk: F(x) - min F.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SETTINGS = ("population", "empirical")
+METRICS = ("alpha_sosp", "grad_norm", "emp_grad_norm", "excess_risk")
+#: Variables a rate term can depend on; "privacy" is sqrt(d) / (n eps).
+VARIABLES = ("n", "d", "eps", "privacy", "rank")
+
+
+@dataclass(frozen=True)
+class RateTerm:
+    """One term of a claimed rate: prod over variables of var^exponent (constants and logs
+    hidden)."""
+
+    exponents: tuple[tuple[str, float], ...]
+    text: str
+
+    def __post_init__(self) -> None:
+        for var, _ in self.exponents:
+            if var not in VARIABLES:
+                raise ValueError(f"rate variable {var!r} is invalid: must be one of {VARIABLES}")
+
+    def exponent(self, var: str) -> float:
+        return dict(self.exponents).get(var, 0.0)
+
+
+def term(text: str, **exponents: float) -> RateTerm:
+    return RateTerm(tuple(sorted(exponents.items())), text)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A rate claim: metric(output) <= sum of terms, up to constants and logs, w.h.p."""
+
+    algorithm: str
+    setting: str
+    metric: str
+    terms: tuple[RateTerm, ...]
+    paper: str
+    where: str  # theorem / corollary / table row
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.setting not in SETTINGS:
+            raise ValueError(f"setting={self.setting!r} is invalid: must be one of {SETTINGS}")
+        if self.metric not in METRICS:
+            raise ValueError(f"metric={self.metric!r} is invalid: must be one of {METRICS}")
+        if not self.terms:
+            raise ValueError("terms=() is invalid: a claim has at least one rate term")
+
+    @property
+    def rate(self) -> str:
+        return " + ".join(t.text for t in self.terms)
+
+    @property
+    def privacy_exponent(self) -> float | None:
+        """p of the claim's privacy term (sqrt(d)/(n eps))^p, None if it has none."""
+        ps = [t.exponent("privacy") for t in self.terms if t.exponent("privacy")]
+        return ps[0] if ps else None
+
+    def predicted_slope(self, view: str, x: str) -> float | None:
+        """The log-log slope the claim predicts where its privacy term dominates.
+
+        view "error": log metric against log x (privacy -> p, n -> -p, eps -> -p, d -> p/2);
+        view "sample_complexity": log n* against log x, from inverting metric = target
+        (alpha -> -1/p, eps -> -1, d -> 1/2). None when the claim has no privacy term or
+        predicts nothing for (view, x).
+        """
+        p = self.privacy_exponent
+        if p is None:
+            return None
+        table = {
+            ("error", "privacy"): p, ("error", "n"): -p, ("error", "eps"): -p,
+            ("error", "d"): p / 2,
+            ("sample_complexity", "alpha"): -1 / p, ("sample_complexity", "eps"): -1.0,
+            ("sample_complexity", "d"): 0.5,
+        }
+        return table.get((view, x))
+
+    def as_row(self) -> dict[str, str]:
+        return {"algorithm": self.algorithm, "setting": self.setting, "metric": self.metric,
+                "rate": self.rate, "paper": self.paper, "where": self.where, "note": self.note}
+
+
+def validate_claims(name: str, claims: tuple[Claim, ...]) -> None:
+    """Every claim of an algorithm names it (a copy-paste slip would file a claim elsewhere)."""
+    for c in claims:
+        if c.algorithm != name:
+            raise ValueError(f"claim of {c.algorithm!r} is declared on algorithm {name!r}")

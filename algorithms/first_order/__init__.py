@@ -1,0 +1,7 @@
+"""First-order private optimizers (population and empirical stationary points) and the
+baselines people use; one contract with the Spider engine (`FirstOrderAlgorithm.run`)."""
+
+from algorithms.first_order.base import FirstOrderAlgorithm
+from algorithms.first_order.noisy_gd import DPGD, DPSGD, NoisySGD
+
+__all__ = ["DPGD", "DPSGD", "FirstOrderAlgorithm", "NoisySGD"]

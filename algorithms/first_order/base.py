@@ -1,0 +1,176 @@
+"""The shared frame of the first-order private optimizers: parameters, the run contract,
+the trajectory they return.
+
+Every algorithm here honours the suite's contract
+`cls(**overrides).run(problem, data, privacy, rng, *, time_limit, probe, monitor) -> Trajectory`
+(the Spider engine's, `algorithms.spider`), so the runner, the store, the fits and the reports
+take them like the SOSP Spiders. Privacy is enforced the same way: per-sample gradients are
+clipped to C before they are averaged (`algorithms.mechanisms.clip_rows`), whatever the
+problem's stated constants, and the noise comes from `algorithms.accounting`.
+
+Settings: an *empirical* algorithm optimizes F_S on a finite sample S of n records that it may
+visit many times (it materializes the first n records of the stream, so n must be finite); a
+*population* algorithm reads each record once, in order.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim
+from algorithms.faults import check_faults
+from problems.base import Constants, Problem
+from problems.counts import CountsStream
+
+#: Parameters every first-order algorithm accepts as overrides, with their meaning.
+FIRST_ORDER_PARAMS: dict[str, str] = {
+    "T": "number of steps",
+    "eta": "step size",
+    "b": "batch size (expected batch size under Poisson sampling)",
+    "C": "clip threshold of per-sample gradients (default: the problem's G)",
+    "c_T": "multiplier on the theory horizon T (a constant the O~ hides)",
+    "c_b": "multiplier on the theory batch size b",
+    "eta_mult": "multiplier on the theory step size 1/M",
+    "noise_multiplier": "noise std per unit of clipped sensitivity; must be >= what (eps, delta) needs",
+    "target_alpha": "target of the cell's metric (sample-complexity cells)",
+    "max_iterate_floats": "memory cap of the stored iterates",
+}
+_INT_PARAMS = ("T", "b")
+
+
+class FirstOrderAlgorithm:
+    """Base class: subclasses set `name`, `setting`, `claims`, the keys of `params_used`
+    and implement `theory_params` and `_run`."""
+
+    name = "first_order"
+    description = ""
+    paper = ""
+    setting = "empirical"
+    #: Which of FIRST_ORDER_PARAMS this algorithm reads.
+    params_used: ClassVar[tuple[str, ...]] = ()
+    claims: ClassVar[tuple[Claim, ...]] = ()
+    claimed_exponent: float | None = None  # the Spider-era API (p of the first claim's privacy term)
+    claimed_rate = ""
+    knob_defaults: ClassVar[dict[str, Any]] = {}
+    noise = "gaussian"
+    data_modes: ClassVar[tuple[str, ...]] = ("records",)
+
+    def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
+        allowed = (*self.params_used, "target_alpha", "max_iterate_floats")
+        out = {}
+        for key, value in overrides.items():
+            if key not in allowed:
+                raise ValueError(f"parameter {key}={value!r} is invalid for {self.name}: "
+                                 f"allowed: {', '.join(allowed)}")
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be a number") from None
+            if not (v > 0 and math.isfinite(v)):
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be a finite number > 0")
+            if key in _INT_PARAMS and v != int(v):
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be an integer >= 1")
+            out[key] = value
+        self.overrides = out
+        self.planted_faults = check_faults(planted_faults)
+
+    @classmethod
+    def predicted_exponent(cls, view: str, x: str) -> float | None:
+        return cls.claims[0].predicted_slope(view, x) if cls.claims else None
+
+    def knobs(self) -> dict[str, Any]:
+        return {k: self.overrides[k] for k in ("c_T", "c_b", "eta_mult") if k in self.overrides}
+
+    @classmethod
+    def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
+                      **knobs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        knobs = {"c_T": 1.0, "c_b": 1.0, "eta_mult": 1.0, **self.knobs()}
+        p = self.theory_params(problem.constants, n, problem.d, privacy, **knobs)
+        for key in ("T", "eta", "b", "C"):
+            if key in self.overrides:
+                p[key] = float(self.overrides[key])
+        for key in _INT_PARAMS:
+            if key in p:
+                p[key] = max(1, math.ceil(p[key]))
+        p.update(knobs)
+        p["max_iterate_floats"] = float(self.overrides.get("max_iterate_floats", 4_000_000))
+        return p
+
+    def run(self, problem: Problem, data: Any, privacy: Privacy, rng: np.random.Generator, *,
+            time_limit: float | None = None, probe: Any = None, monitor: Any = None) -> Trajectory:
+        """Run on `data` (records or a record stream); randomness only from `rng`."""
+        stream = problem.as_stream(data)
+        if isinstance(stream, CountsStream):
+            raise ValueError(f"{self.name} runs on records, not a counts stream: pass "
+                             "data='records'")
+        n = None if math.isinf(stream.remaining) else int(stream.remaining)
+        if self.setting == "empirical" and n is None:
+            raise ValueError(f"n=None is invalid for {self.name}: an empirical-risk algorithm "
+                             "needs a finite sample (give n)")
+        p = self.resolve_params(problem, n, privacy)
+        deadline = time.perf_counter() + time_limit if time_limit else math.inf
+        return self._run(problem, stream, n, privacy, rng, p, deadline, probe, monitor)
+
+    def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
+             rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
+             monitor: Any) -> Trajectory:
+        raise NotImplementedError
+
+
+class TrajectoryBuilder:
+    """Collects iterates (thinned to a memory cap) and per-step records into a Trajectory."""
+
+    def __init__(self, x0: np.ndarray, steps_max: int, max_floats: float) -> None:
+        d = len(x0)
+        self.keep_every = max(1, math.ceil(min(steps_max, 10**9) * d / max_floats))
+        self.x, self.t, self.s = [x0.copy()], [0], [0]
+        self.est: list[float] = []
+        self.rec: dict[str, list] = {k: [] for k in ("batch", "noise_std", "est_norm", "samples")}
+        self.best_est = math.inf
+
+    def step(self, x: np.ndarray, t: int, samples: int, batch: int, noise_std: float,
+             est_norm: float) -> bool:
+        """Record step t (its released estimate norm and the iterate it made); True when the
+        iterate was stored (the monitor may then look at it)."""
+        self.rec["batch"].append(batch)
+        self.rec["noise_std"].append(noise_std)
+        self.rec["est_norm"].append(est_norm)
+        self.rec["samples"].append(samples)
+        self.est.append(est_norm)
+        if est_norm < self.best_est or t % self.keep_every == 0:
+            self.best_est = min(self.best_est, est_norm)
+            self.x.append(x.copy())
+            self.t.append(t)
+            self.s.append(samples)
+            return True
+        return False
+
+    def build(self, x: np.ndarray, t: int, samples: int, grad_evals: int, stop: str,
+              spent: dict, p: dict, sample: np.ndarray | None, warnings: list[str]) -> Trajectory:
+        if self.t[-1] != t:
+            self.x.append(x.copy())
+            self.t.append(t)
+            self.s.append(samples)
+        norms = np.array([*self.est, math.inf])
+        steps = len(self.rec["batch"])
+        records = {"oracle": np.ones(steps, dtype=np.int8),
+                   "batch": np.array(self.rec["batch"], dtype=np.int64),
+                   "noise_std": np.array(self.rec["noise_std"]),
+                   "est_norm": np.array(self.rec["est_norm"]),
+                   "drift": np.zeros(steps), "escape": np.zeros(steps, dtype=bool),
+                   "samples": np.array(self.rec["samples"], dtype=np.int64)}
+        p["keep_every"] = self.keep_every
+        return Trajectory(iterates=np.array(self.x), steps=np.array(self.t),
+                          samples_at=np.array(self.s, dtype=np.int64),
+                          est_norm_at=norms[np.array(self.t)], records=records,
+                          samples_used=samples, grad_evals=grad_evals, stop_reason=stop,
+                          privacy_spent=spent, params=p, n_steps=t, warnings=warnings,
+                          sample=sample)

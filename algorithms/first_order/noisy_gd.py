@@ -1,0 +1,248 @@
+"""The baselines people use: DP-GD, DP-SGD (empirical risk) and single-pass noisy SGD
+(population risk).
+
+All three step x <- x - eta (mean of per-sample gradients clipped to C + Gaussian noise);
+they differ in which records a step reads and so in how the noise is calibrated:
+
+* `dp_gd`: the whole sample S (n records) at every step. Each release has replace-one
+  sensitivity 2C/n; T releases of noise std z 2C/n compose to exactly sqrt(T)/z-GDP, so
+  z = sqrt(T) / mu(eps, delta) (`accounting.composed_gaussian_multiplier`).
+* `dp_sgd` (Abadi et al. 2016, *Deep Learning with Differential Privacy*, arXiv 1607.00133,
+  Algorithm 1): each step a Poisson subsample (rate q = b/n) of S; the sum of clipped gradients
+  plus N(0, (z C)^2 I), divided by the expected batch b. z comes from dp-accounting's privacy
+  loss distribution for T compositions of the Poisson-subsampled Gaussian
+  (`accounting.poisson_gaussian_multiplier`).
+* `noisy_sgd`: one pass; step t reads the next b records of the stream, so every record
+  enters one release and the run is DP by parallel composition: z = 1 / mu(eps, delta).
+
+Theory settings (constants exposed as knobs c_T, c_b, eta_mult; G, M, B0 the problem's
+stated Lipschitz, smoothness and initial-gap constants; mu = mu(eps, delta) the GDP budget).
+With eta = 1/M the descent lemma gives, for noise of variance s^2 per coordinate,
+  (1/T) sum_t ||grad F(x_t)||^2 <= 2 M B0 / T + E||noise||^2 (+ sampling variance),
+* DP-GD: s = sqrt(T) 2C / (n mu), so the bound 2 M B0 / T + 4 d C^2 T / (n mu)^2 is smallest at
+  T = c_T n mu sqrt(M B0 / 2) / (C sqrt(d)), where ||grad F_S|| ~ (sqrt(d) / (n eps))^{1/2}
+  (up to logs in delta), the rate Table 1 of Arora et al. 2023 cites from Wang et al. 2017.
+* DP-SGD: the same T; for small q the subsampled Gaussian is close to
+  q sqrt(T) / z-GDP, so its noise matches DP-GD's once the sampling variance C^2 / b is below
+  it: b = c_b n mu / sqrt(d) (at most n).
+* noisy SGD: T = floor(n / b) and s = 2C / (b mu), so the bound is
+  2 M B0 b / n + C^2 / b + 4 d C^2 / (b mu)^2; b = c_b max(C sqrt(n / (2 M B0)),
+  (2 n d C^2 / (M B0 mu^2))^{1/3}) balances the first term with each of the others and gives
+  ||grad F|| ~ n^{-1/4} + (sqrt(d) / (n eps))^{1/3}. That claim is our derivation (a standard
+  one-pass analysis); Table 1's earlier population rate (Zhou et al. 2020) is for another
+  algorithm and is not attached here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, poisson_gaussian_multiplier, spent_eps
+from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim, term
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
+from algorithms.mechanisms import clip_rows
+from problems.base import Constants, Problem
+
+_WANG = "Wang, Ye, Xu 2017 (arXiv 1802.05251), as cited by Arora et al. 2023 (arXiv 2206.00846)"
+
+
+def _budget_mu(privacy: Privacy) -> float:
+    return gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
+
+
+def dp_gd_horizon(constants: Constants, n: int, d: int, privacy: Privacy, c_T: float = 1.0) -> float:
+    """T = c_T n mu sqrt(M B0 / 2) / (C sqrt(d)) with C = G (module docstring)."""
+    mu = _budget_mu(privacy)
+    if not math.isfinite(mu):  # non-private: no noise to balance; a long run to near-zero gradient
+        return c_T * 100.0 * n
+    G, M, B0 = constants.G, constants.M, constants.B0
+    return max(1.0, c_T * n * mu * math.sqrt(M * B0 / 2) / (G * math.sqrt(d)))
+
+
+class _NoisyGradientMethod(FirstOrderAlgorithm):
+    params_used = ("T", "eta", "b", "C", "c_T", "c_b", "eta_mult", "noise_multiplier")
+    #: "full" (DP-GD), "poisson" (DP-SGD) or "stream" (one pass)
+    sampling = "full"
+
+    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
+        raise NotImplementedError
+
+    def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
+             rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
+             monitor: Any) -> Trajectory:
+        d = problem.d
+        T, eta, C = int(p["T"]), float(p["eta"]), float(p["C"])
+        b = int(p.get("b", n or 1))
+        z = self._multiplier(privacy, p, n) if privacy.private else 0.0
+        if "noise_multiplier" in self.overrides:
+            if float(self.overrides["noise_multiplier"]) < z:
+                raise ValueError(f"parameter noise_multiplier={self.overrides['noise_multiplier']!r} "
+                                 f"is invalid: must be >= {z:.6g}, the noise (eps, delta) needs")
+            z = float(self.overrides["noise_multiplier"])
+        if "noise_third" in self.planted_faults:
+            z_used = z / 3
+        else:
+            z_used = z
+        clip = math.inf if "no_clipping" in self.planted_faults else C
+        p.update(noise_multiplier=z, sampling=self.sampling)
+        sample = stream.take(n) if self.sampling != "stream" else None
+        x = np.array(problem.x0, dtype=float)
+        traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
+        used = n if sample is not None else 0
+        grad_evals, stop, t, warnings = 0, "T_reached", 0, []
+        while t < T:
+            if self.sampling == "full":
+                batch, denom = sample, n
+                sens = 2 * C / n
+                noise_std = z * sens
+            elif self.sampling == "poisson":
+                batch = sample[rng.random(n) < b / n]
+                denom = b
+                sens = 2 * C / b  # replace-one: the sum moves by up to 2C
+                noise_std = z * C / b  # std of the averaged noise N(0, (z C)^2) / b
+            else:
+                if stream.remaining < b:
+                    stop = "data_exhausted"
+                    break
+                batch, denom = stream.take(b), b
+                used += b
+                sens = 2 * C / b
+                noise_std = z * sens
+            grads = clip_rows(problem.per_sample_grads(x, batch), clip) if len(batch) else np.zeros((0, d))
+            grad_evals += len(batch)
+            released = grads.sum(axis=0) / denom
+            if z_used > 0:
+                released = released + (z_used / z) * noise_std * rng.standard_normal(d)
+            if probe is not None:
+                probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
+                              clip=C, leaf=grads.sum(axis=0) / denom, told=sens,
+                              noise_std=noise_std, nabla=released.copy(), released=released.copy(),
+                              restart=False, escape=False)
+            est_norm = float(np.linalg.norm(released))
+            x = x - eta * released
+            t += 1
+            if not np.all(np.isfinite(x)):
+                stop = "diverged"
+                break
+            if traj.step(x, t, used, len(batch), noise_std, est_norm) and monitor is not None \
+                    and monitor(x):
+                stop = "target_reached"
+                break
+            if time.perf_counter() > deadline:
+                stop = "timeout"
+                break
+        mu_spent = self._spent_mu(privacy, z, t, b, n)
+        spent = {"eps": spent_eps(mu_spent, privacy.delta) if privacy.private else math.inf,
+                 "delta": privacy.delta, "mu": mu_spent}
+        p["privacy_mu"] = mu_spent
+        return traj.build(x, t, used, grad_evals, stop, spent, p, sample, warnings)
+
+    def _spent_mu(self, privacy: Privacy, z: float, steps: int, b: int, n: int | None) -> float:
+        """GDP mu of the run as calibrated (the budget's mu; inf when non-private)."""
+        return _budget_mu(privacy)
+
+
+class DPGD(_NoisyGradientMethod):
+    """DP-GD: full-batch noisy gradient descent on the empirical risk F_S (module docstring).
+
+    Claim (Arora et al. 2023, Table 1, the previous empirical rate, from Wang et al. 2017):
+    ||grad F_S|| ~ (sqrt(d) / (n eps))^{1/2} at the best iterate.
+    """
+
+    name = "dp_gd"
+    description = "DP-GD: full-batch clipped gradients, Gaussian noise composed over T steps"
+    paper = _WANG
+    setting = "empirical"
+    sampling = "full"
+    params_used = ("T", "eta", "C", "c_T", "eta_mult", "noise_multiplier")
+    claimed_exponent = 1 / 2
+    claimed_rate = "(sqrt(d)/(n eps))^(1/2)"
+    claims = (Claim("dp_gd", "empirical", "emp_grad_norm",
+                    (term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2),), _WANG,
+                    "Arora et al. 2023 Table 1 (non-convex, empirical, previous)"),)
+
+    @classmethod
+    def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
+                      **knobs: Any) -> dict[str, Any]:
+        return {"T": dp_gd_horizon(constants, int(n), d, privacy, knobs["c_T"]),
+                "eta": knobs["eta_mult"] / constants.M, "C": constants.G, "b": int(n)}
+
+    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
+        return composed_gaussian_multiplier(privacy.eps, privacy.delta, int(p["T"]))
+
+
+class DPSGD(_NoisyGradientMethod):
+    """DP-SGD (Abadi et al. 2016, Algorithm 1) on the empirical risk F_S, Poisson sampling,
+    noise from dp-accounting's PLD accountant (module docstring). Same claim as DP-GD."""
+
+    name = "dp_sgd"
+    description = "DP-SGD: Poisson-subsampled clipped gradients, PLD-calibrated noise"
+    paper = "Abadi et al. 2016 (arXiv 1607.00133); rate: " + _WANG
+    setting = "empirical"
+    sampling = "poisson"
+    claimed_exponent = 1 / 2
+    claimed_rate = "(sqrt(d)/(n eps))^(1/2)"
+    claims = (Claim("dp_sgd", "empirical", "emp_grad_norm",
+                    (term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2),), _WANG,
+                    "Arora et al. 2023 Table 1 (non-convex, empirical, previous)"),)
+
+    @classmethod
+    def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
+                      **knobs: Any) -> dict[str, Any]:
+        n = int(n)
+        mu = _budget_mu(privacy)
+        b = n if not math.isfinite(mu) else knobs["c_b"] * n * mu / math.sqrt(d)
+        return {"T": dp_gd_horizon(constants, n, d, privacy, knobs["c_T"]),
+                "eta": knobs["eta_mult"] / constants.M, "C": constants.G,
+                "b": min(n, max(1.0, b))}
+
+    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
+        return poisson_gaussian_multiplier(privacy.eps, privacy.delta, min(1.0, p["b"] / n),
+                                           int(p["T"]))
+
+
+class NoisySGD(_NoisyGradientMethod):
+    """Single-pass noisy SGD on the population risk F (module docstring). Claim (our
+    derivation): ||grad F|| ~ n^{-1/4} + (sqrt(d) / (n eps))^{1/3}."""
+
+    name = "noisy_sgd"
+    description = "one-pass noisy SGD: fresh batches, parallel composition"
+    paper = "standard one-pass analysis (derived in algorithms/first_order/noisy_gd.py)"
+    setting = "population"
+    sampling = "stream"
+    params_used = ("eta", "b", "C", "c_b", "eta_mult", "noise_multiplier")
+    claimed_exponent = 1 / 3
+    claimed_rate = "n^-1/4 + (sqrt(d)/(n eps))^(1/3)"
+    claims = (Claim("noisy_sgd", "population", "grad_norm",
+                    (term("n^-1/4", n=-1 / 4), term("(sqrt(d)/(n eps))^(1/3)", privacy=1 / 3)),
+                    "derived here (descent lemma, one pass)", "module docstring",
+                    "baseline for tree_private_spider"),)
+
+    @classmethod
+    def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
+                      **knobs: Any) -> dict[str, Any]:
+        G, M, B0 = constants.G, constants.M, constants.B0
+        if n is None:
+            raise ValueError(f"n=None is invalid for {cls.name}: its batch rule needs the budget n")
+        mu = _budget_mu(privacy)
+        if B0 <= 0:  # started at a minimizer: nothing to descend, one full batch
+            b = float(n)
+        else:
+            b = G * math.sqrt(n / (2 * M * B0))
+            if math.isfinite(mu):
+                b = max(b, (2 * n * d * G**2 / (M * B0 * mu**2)) ** (1 / 3))
+        b = min(float(n), max(1.0, knobs["c_b"] * b))
+        return {"b": b, "eta": knobs["eta_mult"] / M, "C": G}
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        p = super().resolve_params(problem, n, privacy)
+        p["T"] = int(n) // int(p["b"])  # one pass: every record once
+        return p
+
+    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
+        return 1.0 / gdp_mu(privacy.eps, privacy.delta)

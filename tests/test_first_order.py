@@ -1,0 +1,193 @@
+"""The first-order baselines (DP-GD, DP-SGD, one-pass noisy SGD), their accounting and the
+claims declared as data; references are closed forms and dp-accounting, not our own output."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import algorithms
+from algorithms import Privacy, get_algorithm
+from algorithms.accounting import (
+    composed_gaussian_multiplier,
+    gdp_eps,
+    gdp_mu,
+    poisson_gaussian_eps,
+    poisson_gaussian_multiplier,
+)
+from algorithms.claims import Claim, term
+from analysis.metrics import empirical_grad_norm, evaluate
+from problems import get_problem
+
+
+# ---------------------------------------------------------------- accounting
+@pytest.mark.parametrize("T,z", [(1, 1.0), (100, 10.0), (1000, 30.0)])
+def test_pld_matches_the_exact_gdp_of_full_batch_composition(T, z):
+    """T full-batch Gaussian releases of noise z C on a sum that moves by 2C (replace-one) are
+    exactly (2 sqrt(T) / z)-GDP (hand computation: each is 2/z-GDP, mu^2 adds)."""
+    exact = gdp_eps(2 * math.sqrt(T) / z, 1e-6)
+    pld = poisson_gaussian_eps(z, 1.0, T, 1e-6)
+    assert exact <= pld <= exact * (1 + 1e-6)  # PLD is a pessimistic (upper) bound, and tight
+
+
+def test_full_batch_multiplier_is_the_closed_form():
+    mu = gdp_mu(1.0, 1e-6)
+    assert composed_gaussian_multiplier(1.0, 1e-6, 400) == pytest.approx(20 / mu, rel=1e-12)
+    assert poisson_gaussian_multiplier(1.0, 1e-6, 1.0, 400) == pytest.approx(40 / mu, rel=1e-12)
+
+
+@pytest.mark.parametrize("eps,q,T", [(1.0, 0.1, 300), (2.0, 0.01, 5000)])
+def test_poisson_multiplier_meets_its_budget_and_subsampling_amplifies(eps, q, T):
+    z = poisson_gaussian_multiplier(eps, 1e-6, q, T)
+    assert poisson_gaussian_eps(z, q, T, 1e-6) <= eps  # the calibrated z is private
+    assert poisson_gaussian_eps(0.95 * z, q, T, 1e-6) > eps  # and not needlessly large
+    full = poisson_gaussian_multiplier(eps, 1e-6, 1.0, T)
+    # Amplification: well below the full-batch z, near the central-limit q x full-batch z.
+    assert q * full * 0.8 < z < full
+    with pytest.raises(ValueError, match="q=0"):
+        poisson_gaussian_multiplier(eps, 1e-6, 0.0, T)
+
+
+# ---------------------------------------------------------------- the algorithms
+def _quadratic(d=3, spread=1.0):
+    return get_problem("mean_estimation", d=d, spread=spread, start_dist=1.0, radius=2.0)
+
+
+def test_non_private_dp_gd_reaches_the_empirical_minimizer_in_one_step():
+    """Mean estimation: F_S(x) = |x - mean(S)|^2 / 2, M = 1; with eta = 1/M and no clipping
+    active one step lands on mean(S), where grad F_S = 0 (closed form)."""
+    prob = _quadratic()
+    data = prob.sample(500, np.random.default_rng(0))
+    traj = get_algorithm("dp_gd")(T=3).run(prob, data, Privacy(math.inf), np.random.default_rng(1))
+    np.testing.assert_allclose(traj.iterates[1], data.mean(axis=0), atol=1e-12)
+    assert empirical_grad_norm(prob, traj.iterates[-1], data) < 1e-12
+    assert traj.sample is not None and len(traj.sample) == 500
+
+
+@pytest.mark.parametrize("alg", ["dp_gd", "dp_sgd", "noisy_sgd"])
+def test_released_noise_has_the_calibrated_std(alg):
+    """At the minimizer of a spread-0 quadratic every per-sample gradient is 0, so a release is
+    pure noise: its coordinates must be N(0, s^2) with s from the accountant (KS test)."""
+    prob = get_problem("mean_estimation", d=4, spread=0.0, start_dist=0.0, radius=2.0)
+    data = np.tile(prob.mean, (10_000, 1))
+    eps, delta, T = 1.0, 1e-6, 250
+    params = {"T": T, "eta": 1e-12} if alg != "noisy_sgd" else {"b": 40, "eta": 1e-12}
+    if alg == "dp_sgd":
+        params["b"] = 200
+    rec = _Recorder()
+    traj = get_algorithm(alg)(**params).run(prob, data, Privacy(eps, delta),
+                                            np.random.default_rng(2), probe=rec)
+    G = prob.constants.G
+    mu = gdp_mu(eps, delta)
+    expected = {"dp_gd": math.sqrt(T) / mu * 2 * G / 10_000,
+                "dp_sgd": poisson_gaussian_multiplier(eps, delta, 0.02, T) * G / 200,
+                "noisy_sgd": 2 * G / (40 * mu)}[alg]
+    noise = np.concatenate([e["released"] for e in rec.events])
+    assert traj.records["noise_std"][0] == pytest.approx(expected, rel=1e-9)
+    assert stats.kstest(noise / expected, "norm").pvalue > 1e-3
+    assert stats.kstest(noise / (1.5 * expected), "norm").pvalue < 1e-3  # the test has power
+
+
+class _Recorder:
+    def __init__(self):
+        self.events = []
+
+    def release(self, **info):
+        self.events.append(info)
+
+
+@pytest.mark.parametrize("alg", ["dp_gd", "dp_sgd", "noisy_sgd"])
+def test_one_replaced_record_moves_a_release_by_at_most_its_sensitivity(alg):
+    """Neighbouring data sets (one record replaced by one with a 1e6-long gradient), same
+    randomness: the pre-noise releases differ by at most the told 2C / batch (clipping)."""
+    prob = _quadratic(d=3)
+    data = prob.sample(1000, np.random.default_rng(4))
+    other = data.copy()
+    other[7] = 1e6
+    params = {"T": 5} if alg != "noisy_sgd" else {"b": 50}
+    if alg == "dp_sgd":
+        params["b"] = 500
+    runs = []
+    for ds in (data, other):
+        rec = _Recorder()
+        get_algorithm(alg)(**params).run(prob, ds, Privacy(1.0), np.random.default_rng(5), probe=rec)
+        runs.append(rec.events[0])
+    move = float(np.linalg.norm(runs[0]["leaf"] - runs[1]["leaf"]))
+    assert 0 < move <= runs[0]["told"] * (1 + 1e-12)
+    assert runs[0]["told"] == pytest.approx(2 * prob.constants.G / params.get("b", 1000))
+
+
+def test_dp_sgd_noise_matches_dp_gd_at_the_theory_batch():
+    """The theory batch b = n mu / sqrt(d) is where subsampling's noise on the averaged gradient
+    equals DP-GD's (module docstring): within 25% at n = 2e4, d = 5, eps = 1."""
+    prob = get_problem("logistic", d=5)
+    n, privacy = 20_000, Privacy(1.0)
+    gd = get_algorithm("dp_gd")().resolve_params(prob, n, privacy)
+    sgd = get_algorithm("dp_sgd")().resolve_params(prob, n, privacy)
+    assert sgd["T"] == gd["T"]
+    z_gd = composed_gaussian_multiplier(1.0, 1e-6, int(gd["T"]))
+    z_sgd = poisson_gaussian_multiplier(1.0, 1e-6, sgd["b"] / n, int(sgd["T"]))
+    assert z_sgd * gd["C"] / sgd["b"] == pytest.approx(z_gd * 2 * gd["C"] / n, rel=0.25)
+
+
+def test_dp_gd_gradient_norm_on_a_quadratic_follows_the_noise():
+    """eta = 1: x_T = mean(S) - xi_T, so ||grad F_S(x_T)|| = ||xi_T|| with ||xi||^2 / s^2 ~
+    chi^2_d (closed form); 200 runs against the chi^2 law."""
+    prob = _quadratic(d=3, spread=0.5)
+    data = prob.sample(400, np.random.default_rng(6))
+    vals, s = [], None
+    for r in range(200):
+        traj = get_algorithm("dp_gd")(T=4, eta=1.0).run(prob, data, Privacy(2.0),
+                                                         np.random.default_rng([7, r]))
+        ev = evaluate(prob, traj, metric="emp_grad_norm")["metrics"]
+        s = traj.records["noise_std"][0]
+        vals.append((ev["emp_grad_last"] / s) ** 2)
+    assert stats.kstest(vals, stats.chi2(3).cdf).pvalue > 1e-3
+
+
+def test_parameters_and_data_are_validated_before_work():
+    with pytest.raises(ValueError, match="parameter kappa=1 is invalid for dp_gd"):
+        get_algorithm("dp_gd")(kappa=1)
+    with pytest.raises(ValueError, match=r"parameter T=2\.5 is invalid"):
+        get_algorithm("dp_sgd")(T=2.5)
+    prob = _quadratic()
+    with pytest.raises(ValueError, match=r"noise_multiplier=0\.1 is invalid"):
+        get_algorithm("dp_gd")(noise_multiplier=0.1).run(
+            prob, prob.sample(100, np.random.default_rng(0)), Privacy(1.0), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="needs a finite sample"):
+        get_algorithm("dp_gd")().run(prob, prob.stream(0), Privacy(1.0), np.random.default_rng(0))
+
+
+# ---------------------------------------------------------------- claims as data
+def test_every_registered_algorithm_declares_valid_claims():
+    claims = algorithms.all_claims()
+    assert {c.algorithm for c in claims} | {"tree_spider"} == set(algorithms.available())
+    for c in claims:
+        cls = get_algorithm(c.algorithm)
+        assert c in cls.claims
+        assert c.metric in ("alpha_sosp", "grad_norm", "emp_grad_norm")
+        # the Spider-era exponent agrees with the declared privacy term
+        assert cls.claimed_exponent == pytest.approx(c.privacy_exponent)
+    adaptive = get_algorithm("adaptive_tree_spider").claims[0]
+    assert adaptive.predicted_slope("sample_complexity", "alpha") == pytest.approx(-2.0)
+    assert adaptive.predicted_slope("error", "d") == pytest.approx(0.25)
+
+
+def test_claims_reject_bad_declarations():
+    with pytest.raises(ValueError, match="metric='loss'"):
+        Claim("x", "population", "loss", (term("n^-1", n=-1),), "p", "t")
+    with pytest.raises(ValueError, match="rate variable 'm'"):
+        term("m", m=1.0)
+
+
+def test_dprates_claims_prints_every_claim(capsys):
+    from bench.cli import main
+
+    assert main(["claims"]) == 0
+    out = capsys.readouterr().out
+    for c in algorithms.all_claims():
+        assert c.rate in out and c.algorithm in out
+    assert "no claim (ablations, references): tree_spider" in out
