@@ -294,6 +294,12 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def claim_metric(algorithm: str) -> str:
+    """The metric of the algorithm's first claim (alpha_sosp when it claims nothing)."""
+    cls = get_algorithm(algorithm)
+    return cls.claims[0].metric if cls.claims else "alpha_sosp"
+
+
 def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> list[dict[str, Any]]:
     """Paired differences log y_A - log y_B (theory mode, same data seeds) for every declared fit
     and every pair of algorithms that claim a rate; prediction = difference of the exponents."""
@@ -308,11 +314,16 @@ def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
         by = [c for c in group_columns(fit) if c != "algorithm"]
         for i, a in enumerate(algs):
             for b in algs[i + 1:]:
+                if claim_metric(a) != claim_metric(b):  # claims about different metrics
+                    continue
                 pa = pts[pts["algorithm"] == a]
                 pb = pts[pts["algorithm"] == b]
                 on = [*by, "x", "rep"]
                 merged = pa.merge(pb, on=on, suffixes=("_a", "_b"))
                 for k, (key, sub) in enumerate(merged.groupby(by, dropna=False, sort=True)):
+                    both = np.isfinite(sub["y_a"].to_numpy(float)) & np.isfinite(sub["y_b"].to_numpy(float))
+                    if sub["x"][both].nunique() < 2:  # e.g. a metric one side does not compute
+                        continue
                     res = rates.paired_difference(sub["x"].to_numpy(), sub["rep"].to_numpy(),
                                                   sub["y_a"].to_numpy(), sub["y_b"].to_numpy(),
                                                   n_boot=n_boot, rng=np.random.default_rng([seed, k]))

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from algorithms import Privacy, get_algorithm
+from analysis.claims import claim_metric
 from analysis.metrics import evaluate, target_monitor
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
@@ -39,11 +40,6 @@ class DigestingStream(DataStream):
     @property
     def digest(self) -> str:
         return self._hash.hexdigest()[:16] if self._hashed else ""
-
-
-def claim_metric(cls: Any) -> str:
-    """The metric of an algorithm's first claim (alpha_sosp when it claims nothing)."""
-    return cls.claims[0].metric if cls.claims else "alpha_sosp"
 
 
 def cell_seeds(seed: int) -> tuple[np.random.SeedSequence, np.random.Generator]:
@@ -96,10 +92,10 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
         if target is None:
             raise ValueError("stop_at_target=True is invalid without target_alpha: it ends a run "
                              "when alpha_SOSP first falls to the target")
-        monitor = target_monitor(prob, float(target), claim_metric(cls))
+        monitor = target_monitor(prob, float(target), claim_metric(algorithm))
     traj = alg.run(prob, stream, privacy, rng, time_limit=time_limit, monitor=monitor)
     t1, c1 = time.perf_counter(), time.process_time()
-    ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"), metric=claim_metric(cls))
+    ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"), metric=claim_metric(algorithm))
     t2 = time.perf_counter()
     params_used = {k: v for k, v in traj.params.items()}
     return {
