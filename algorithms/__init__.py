@@ -6,14 +6,22 @@ from typing import Any
 
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
-from algorithms.first_order import DPGD, DPSGD, FirstOrderAlgorithm, NoisySGD
+from algorithms.first_order import (
+    DPGD,
+    DPSGD,
+    FirstOrderAlgorithm,
+    NoisySGD,
+    PrivateSpiderBoost,
+    TreePrivateSpider,
+)
 from algorithms.sosp_spiders import AdaptiveTreeSpider, GaussianSpider, TreeSpider
 from algorithms.spider import Spider
 
 #: Every algorithm honours `cls(**overrides).run(problem, data, privacy, rng, *, time_limit,
 #: probe, monitor) -> Trajectory` and declares `claims` (`algorithms.claims`).
 _REGISTRY: dict[str, Any] = {
-    cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider, DPGD, DPSGD, NoisySGD)
+    cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider, DPGD, DPSGD, NoisySGD,
+                TreePrivateSpider, PrivateSpiderBoost)
 }
 
 

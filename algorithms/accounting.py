@@ -226,3 +226,40 @@ def poisson_gaussian_multiplier(eps: float, delta: float, q: float, steps: int) 
             dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), steps),
         eps, delta, dp_accounting.LowerEndpointAndGuess(guess / 4, guess), tol=1e-3 * guess)
     return float(z)
+
+
+@functools.lru_cache(maxsize=256)
+def two_family_noise_scale(eps: float, delta: float, anchors: int, r1: float, steps: int,
+                           q2: float, r2: float) -> float:
+    """The smallest s (to 1e-3 relative) such that `anchors` full-batch Gaussian releases with
+    noise multiplier s r1 composed with `steps` Poisson-subsampled (rate q2) Gaussian releases
+    with multiplier s r2 are (eps, delta)-DP together (replace-one; dp-accounting's PLD).
+    Private SpiderBoost's two oracle families share one budget this way (its module docstring)."""
+    _check_eps_delta(eps, delta)
+    for name, v in (("anchors", anchors), ("steps", steps)):
+        if not (isinstance(v, int) and v >= 0):
+            raise ValueError(f"{name}={v!r} is invalid: must be an integer >= 0")
+    if not 0 < q2 <= 1:
+        raise ValueError(f"q2={q2!r} is invalid: must be a sampling rate in (0, 1]")
+    import dp_accounting
+    from dp_accounting import pld
+
+    def event(s: float):
+        parts = []
+        if anchors:
+            parts.append(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s * r1),
+                                                           anchors))
+        if steps:
+            g = dp_accounting.GaussianDpEvent(s * r2)
+            parts.append(dp_accounting.SelfComposedDpEvent(
+                g if q2 == 1 else dp_accounting.PoissonSampledDpEvent(q2, g), steps))
+        return dp_accounting.ComposedDpEvent(parts)
+
+    # Lower bound: the anchors alone need s r1 >= 2 sqrt(anchors) / mu (exact GDP).
+    guess = max(1e-2, 2 * math.sqrt(max(anchors, 1)) / (gdp_mu(eps, delta) * r1))
+    s = dp_accounting.calibrate_dp_mechanism(
+        lambda: pld.PLDAccountant(neighboring_relation=_replace_one(),
+                                  value_discretization_interval=1e-3),
+        event, eps, delta, dp_accounting.LowerEndpointAndGuess(guess * 0.5, guess),
+        tol=1e-3 * guess)
+    return float(s)

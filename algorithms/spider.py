@@ -179,6 +179,7 @@ class Spider:
     claimed_rate = ""
     #: The rates the papers claim for this algorithm (`algorithms.claims`); () for none.
     claims: ClassVar[tuple[Claim, ...]] = ()
+    family = "sosp_spider"
     #: Data modes the engine runs on (counts: exact batch statistics, `problems.counts`).
     data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
     #: Knob defaults of this configuration that differ from KNOB_DEFAULTS.

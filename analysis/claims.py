@@ -63,9 +63,14 @@ class StoreData:
 def at_defaults(row_params: dict, knobs: list, algorithm: str | None = None) -> bool:
     """True when every knob from the spec's grid sits at its theory default (all 1, ...; the
     algorithm's own defaults where it has them, e.g. reset_drift_on_escape)."""
-    defaults = {**KNOB_DEFAULTS, **(get_algorithm(algorithm).knob_defaults if algorithm else {})}
+    cls = get_algorithm(algorithm) if algorithm else None
+    defaults = {**KNOB_DEFAULTS, **(cls.knob_defaults if cls else {})}
+    strict = getattr(cls, "family", "") == "first_order"  # a grid over T, eta, b replaces a rule
     for k in knobs or []:
-        if k in defaults and row_params.get(k) != defaults[k]:
+        if k in defaults:
+            if row_params.get(k) != defaults[k]:
+                return False
+        elif strict:
             return False
     return True
 
@@ -176,6 +181,8 @@ def rules_prediction(sub: pd.DataFrame, fit: FitSpec, calibration: str) -> float
     if fit.view != "sample_complexity" or sub["x"].nunique() < 2:
         return math.nan
     cls = get_algorithm(sub["algorithm"].iloc[0])
+    if getattr(cls, "family", "") != "sosp_spider":  # only the Spiders' rules state a budget
+        return math.nan
     xs, budgets = [], []
     for xv, g in sub.groupby("x"):
         r = g.iloc[0]
@@ -348,6 +355,8 @@ def path_table(data: StoreData) -> pd.DataFrame:
 
     df = data.cells
     df = df[(df["status"] == "ok") & df["target_alpha"].notna()]
+    df = df[np.array([getattr(get_algorithm(a), "family", "") == "sosp_spider"
+                      for a in df["algorithm"]], dtype=bool)]
     df = df[theory_mask(df)]
     if df.empty:
         return pd.DataFrame()

@@ -153,7 +153,9 @@ class RampProfile(_Profile):
         self.G = a * math.exp(-0.5) / w + 2.0 * s
         self.M = a / w**2 + s * (1.0 / w_r + 2.0 / w_e)
         self.rho = 1.38063 * a / w**3 + 0.76981 * s * (1.0 / w_r**2 + 2.0 / w_e**2)
-        self.u_min = float(brentq(lambda u: float(self.d1(np.float64(u))), L - 20 * w_e,
+        # The minimum sits near L; the bracket must exclude the saddle at 0 (also a root of
+        # phi'), which L - 20 w_e reaches on short ramps (alpha >= 0.1 at the defaults).
+        self.u_min = float(brentq(lambda u: float(self.d1(np.float64(u))), max(L - 20 * w_e, L / 2),
                                   L + 20 * w_e, xtol=1e-13))
         self.drop = -float(self.value(np.float64(self.u_min)))
 
@@ -340,16 +342,27 @@ class HardValley(SeparableSaddle):
     description = "hard instance: saddle at 0, valley with gradient ~1/u (alpha^-2 path)"
 
     def __init__(self, d: int = 10, c: float = 1.0, w: float = 0.5, beta: float = 5e-5,
-                 mu: float = 0.5, noise: float = 0.5, tau: float = 0.5) -> None:
+                 mu: float = 0.5, noise: float = 0.5, tau: float = 0.5, start: float = 0.0) -> None:
         super().__init__(d, c, mu, noise, tau)
         self.w = check_positive("w", w)
         self.beta = check_positive("beta", beta)
         if self.beta >= 1:
             raise ValueError(f"beta={beta!r} is invalid: must be in (0, 1)")
+        self.start = check_nonneg("start", start)
         self.profile = ValleyProfile(self.w, self.beta)
 
     def params(self):
-        return {**super().params(), "w": self.w, "beta": self.beta}
+        return {**super().params(), "w": self.w, "beta": self.beta, "start": self.start}
+
+    @property
+    def x0(self) -> np.ndarray:
+        """(start, 0, ..., 0): the saddle by default; start > 0 puts x0 in the valley, where
+        ||grad F|| ~ c / u (the first-order claims' hard instance: reaching ||grad F|| <= alpha
+        means walking to u ~ c / alpha, ~alpha^-2 steps). F decreases along the valley, so B0
+        still bounds F(x0) - inf F."""
+        x = np.zeros(self.d)
+        x[0] = self.start
+        return x
 
     def minima(self) -> np.ndarray:
         """The two global minimizers x = (+-w sqrt(1/beta^2 - 1), 0, ..., 0)."""
@@ -376,7 +389,8 @@ class HardRamp(SeparableSaddle):
     Defaults c = 1, a = 1, w = 0.5, k = 2, drop = 4, ramp_width = 0.5, end_width = 1,
     mu = 0.5, noise = 0.5, tau = 0.5. At alpha = 0.03: lambda_min(hess F(x0)) = -4.1,
     G = 2.3, M = 6.2, rho = 16.7, B0 = 5.0, alpha_SOSP(x0) = 1.0 (11x above the largest
-    accuracy we fit), L = 67.
+    accuracy we fit), L = 67. `start` (default 0, the saddle) moves x0 along the ramp: the
+    first-order claims use start = 3 (= 6 w), where ||grad F(x0)|| = k alpha.
     """
 
     name = "hard_ramp"
@@ -387,9 +401,10 @@ class HardRamp(SeparableSaddle):
     def __init__(self, d: int = 10, alpha: float = 0.03, k: float = 2.0, drop: float = 4.0,
                  c: float = 1.0, a: float = 1.0, w: float = 0.5, ramp_width: float = 0.5,
                  end_width: float = 1.0, mu: float = 0.5, noise: float = 0.5,
-                 tau: float = 0.5) -> None:
+                 tau: float = 0.5, start: float = 0.0) -> None:
         super().__init__(d, c, mu, noise, tau)
         self.alpha = check_positive("alpha", alpha)
+        self.start = check_nonneg("start", start)
         self.k = check_positive("k", k)
         if self.k <= 1:
             raise ValueError(f"k={k!r} is invalid: must be > 1 (the ramp's gradient is k*alpha)")
@@ -403,12 +418,25 @@ class HardRamp(SeparableSaddle):
         if length < 10 * (self.w + self.end_width):
             raise ValueError(f"alpha={alpha!r} is invalid with drop={drop!r}, k={k!r}: the ramp "
                              f"(length {length:.3g}) must be >= 10 (w + end_width)")
+        if self.start > length / 2:
+            raise ValueError(f"start={start!r} is invalid: must be in [0, L/2 = {length / 2:.3g}] "
+                             "(on the first half of the ramp)")
         self.profile = RampProfile(self.a, self.w, slope, length, self.ramp_width, self.end_width)
 
     def params(self):
         return {**super().params(), "alpha": self.alpha, "k": self.k, "drop": self.drop,
                 "a": self.a, "w": self.w, "ramp_width": self.ramp_width,
-                "end_width": self.end_width}
+                "end_width": self.end_width, "start": self.start}
+
+    @property
+    def x0(self) -> np.ndarray:
+        """(start, 0, ..., 0): the saddle by default; start = 6 w puts x0 on the ramp, where
+        ||grad F|| = k alpha, the hard first-order instance (every point of the path is
+        (k alpha)-far from stationary, and the walk to the minimum is drop / (k alpha) long).
+        F decreases along the ramp, so B0 = c drop still bounds F(x0) - inf F."""
+        x = np.zeros(self.d)
+        x[0] = self.start
+        return x
 
     def minima(self) -> np.ndarray:
         """The two global minimizers x = (+-u_min, 0, ..., 0), u_min ~ L."""

@@ -238,3 +238,130 @@ mode = "theory"
     assert med[0.5] > med[8.0]
     assert main(["fit", str(store)]) == 0
     assert main(["report", str(store), "--output", str(tmp_path / "fo.pdf")]) == 0
+
+
+# ---------------------------------------------------------------- seed 001: Algorithms 1 and 2
+def test_tree_private_spider_rules_follow_theorem_3_2():
+    """b* = max{n^(2/3), sqrt(n) d^(1/4) / sqrt(eps)}, D the largest with D 2^(D+1) <= b*,
+    b = D 2^(D+1), T = floor(n / (b (D/2 + 1))), alpha = sqrt(2) G max{n^(-1/3),
+    (sqrt(d)/(n eps))^(1/2)}, beta = alpha min{1, sqrt(b) eps / sqrt(d)}: by hand at
+    n = 1e6, d = 10, eps = 1 (b* = 1e4 -> D = 9: 9 * 2^10 = 9216 <= 1e4 < 10 * 2^11)."""
+    from algorithms.first_order.tree_private_spider import tree_depth_for
+
+    assert [tree_depth_for(x) for x in (3, 8, 24, 47, 48, 9216, 9999, 20480)] == [1, 1, 2, 2, 3, 9, 9, 10]
+    prob = get_problem("hard_valley", d=10, start=1.0)
+    p = get_algorithm("tree_private_spider")().resolve_params(prob, 10**6, Privacy(1.0))
+    G, M = prob.constants.G, prob.constants.M
+    assert (p["D"], p["b"]) == (9, 9216)
+    assert p["T"] == math.floor(1e6 / (9216 * 5.5))
+    alpha = math.sqrt(2) * G * max(1e-2, math.sqrt(math.sqrt(10) / 1e6))
+    assert p["alpha"] == pytest.approx(alpha, rel=1e-12)
+    assert p["beta"] == pytest.approx(alpha * min(1, math.sqrt(9216) / math.sqrt(10)), rel=1e-12)
+    assert p["step_length"] == pytest.approx(p["beta"] / (2**4.5 * M), rel=1e-12)
+    assert p["c_tilde_literal"] > 1e4  # why the literal early return is useless (docstring)
+
+
+def test_tree_private_spider_reads_its_tree_and_enforces_each_release():
+    """One round of a depth-D tree (D = 3, b = 48): the root reads b records, then the leaves
+    in depth-first order, leaf k's right child sitting at depth j = D - (trailing zeros of k)
+    and reading b / 2^j: 6, 12, 6, 24, 6, 12, 6 (b (D/2 + 1) = 120 in all); every right
+    child's gradient-difference clip is M ||w_s - w_parent|| <= M 2^(D-j) step_length, so its
+    told sensitivity is at most 2 beta 2^(D/2) / b whatever j (Theorem 3.1); a record replaced
+    by an extreme one moves no release by more than it was told."""
+    prob = get_problem("hard_valley", d=4, start=1.0)
+    data = prob.sample(20_000, np.random.default_rng(0))
+    other = data.copy()
+    other[[0, 9000]] = prob.adversarial_records()[:2]
+    alg = get_algorithm("tree_private_spider")(stop_rule="none", T=1, D=3, b=48)
+    events = []
+    for ds in (data, other):
+        rec = _Recorder()
+        traj = alg.run(prob, ds, Privacy(1.0), np.random.default_rng(1), probe=rec)
+        events.append(rec.events)
+    p = traj.params
+    sizes = [len(e["batch"]) for e in events[0]]
+    assert sizes == [48, 6, 12, 6, 24, 6, 12, 6] and sum(sizes) == 48 * (3 / 2 + 1)
+    right = [e for e in events[0] if e["oracle"] == 2]
+    bound = 2 * p["beta"] * 2**1.5 / 48  # equality when the steps in between are collinear
+    for e in right:
+        assert 0.9 * bound <= e["told"] <= bound * (1 + 1e-12)
+    for e0, e1 in zip(*events, strict=True):
+        assert float(np.linalg.norm(e0["leaf"] - e1["leaf"])) <= e0["told"] * (1 + 1e-9)
+
+
+def test_private_spiderboost_rules_and_joint_calibration():
+    """Theorem B.3 by hand at n = 1e4, d = 10, eps = 1; the two oracle families' noise, composed
+    in one PLD accountant, meets (eps, delta) and a 5% smaller scale does not."""
+    from algorithms.first_order.private_spiderboost import abar
+
+    prob = get_problem("hard_valley", d=10, start=1.0)
+    G, M, B0 = prob.constants.G, prob.constants.M, prob.constants.B0
+    n, privacy = 10_000, Privacy(1.0)
+    a = math.sqrt(10 * math.log(1e6)) / 1e4
+    assert abar(n, 10, privacy) == pytest.approx(a, rel=1e-12)
+    p = get_algorithm("private_spiderboost")().resolve_params(prob, n, privacy)
+    T = max(((M * B0) ** 0.25 / (math.sqrt(G) * a)) ** (4 / 3), 1 / a)
+    assert p["T"] == math.ceil(T)
+    assert p["q"] == max(1, math.floor(1 / (T * a * a)))
+    assert p["eta"] == pytest.approx(1 / (2 * M))
+    b2 = max((G / (math.sqrt(B0 * M) * a)) ** (2 / 3), G ** (1 / 3) * n * a ** (2 / 3) / (M * B0) ** (1 / 6))
+    assert p["b"] == math.ceil(min(n, b2))
+    import dp_accounting
+    from dp_accounting import pld
+
+    from algorithms.accounting import two_family_noise_scale
+
+    Tn, q, b = 400, 20, 200
+    anchors, r1, r2 = 20, math.sqrt(Tn / q), max(1.0, b * math.sqrt(Tn) / n)
+    s = two_family_noise_scale(1.0, 1e-6, anchors, r1, Tn - anchors, b / n, r2)
+
+    def eps_of(scale):
+        acc = pld.PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+        acc.compose(dp_accounting.GaussianDpEvent(scale * r1), anchors)
+        acc.compose(dp_accounting.PoissonSampledDpEvent(b / n, dp_accounting.GaussianDpEvent(scale * r2)),
+                    Tn - anchors)
+        return acc.get_epsilon(1e-6)
+
+    assert eps_of(s) <= 1.0 < eps_of(0.95 * s)
+
+
+@pytest.mark.parametrize("alg", ["tree_private_spider", "private_spiderboost"])
+def test_seed001_noise_is_calibrated_and_a_planted_third_is_caught(alg):
+    """Every release minus its pre-noise value (the probe reports both) is N(0, s^2) with the
+    std s the run reports (KS); the planted noise_third fault releases a third of it and the
+    same test flags it."""
+    prob = get_problem("mean_estimation", d=4, spread=0.0, start_dist=0.0, radius=2.0)
+    data = np.tile(prob.mean, (200_000, 1))
+    params = ({"stop_rule": "none", "T": 20, "D": 3, "b": 48} if alg == "tree_private_spider"
+              else {"T": 200, "q": 10, "b": 100})
+    pvals = {}
+    for faults in ((), ("noise_third",)):
+        rec = _Recorder()
+        get_algorithm(alg)(planted_faults=faults, **params).run(prob, data, Privacy(1.0),
+                                                                np.random.default_rng(3), probe=rec)
+        z = np.concatenate([(e["released"] - e["leaf"]) / e["noise_std"] for e in rec.events
+                            if e["noise_std"] > 0])
+        assert len(z) >= 100
+        pvals[faults] = stats.kstest(z, "norm").pvalue
+    assert pvals[()] > 1e-3 and pvals[("noise_third",)] < 1e-6
+
+
+@pytest.mark.parametrize("alg", ["tree_private_spider", "private_spiderboost", "dp_gd"])
+def test_seed001_planted_missing_clip_is_caught(alg):
+    """no_clipping: an extreme record moves a release far beyond what it told."""
+    prob = get_problem("hard_valley", d=4, start=1.0)
+    data = prob.sample(20_000, np.random.default_rng(0))
+    other = data.copy()
+    other[0] = prob.adversarial_records()[0] * 1e6
+    params = ({"stop_rule": "none", "T": 1, "D": 3, "b": 48} if alg == "tree_private_spider"
+              else {"T": 3, "q": 2, "b": 19_999} if alg == "private_spiderboost" else {"T": 3})
+    moves = []
+    for faults in ((), ("no_clipping",)):
+        ev = []
+        for ds in (data, other):
+            rec = _Recorder()
+            get_algorithm(alg)(planted_faults=faults, **params).run(prob, ds, Privacy(1.0),
+                                                                    np.random.default_rng(1), probe=rec)
+            ev.append(rec.events[0])
+        moves.append(float(np.linalg.norm(ev[0]["leaf"] - ev[1]["leaf"])) / ev[0]["told"])
+    assert moves[0] <= 1 + 1e-9 and moves[1] > 10

@@ -380,7 +380,7 @@ seed = 1
 repetitions = 24
 data = "records"
 [grid]
-n = [200000]
+n = [600000]   # cells slow enough that the sweep is still running when signalled
 d = [10]
 eps = [0.5]
 [[problem]]

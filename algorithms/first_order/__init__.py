@@ -3,5 +3,8 @@ baselines people use; one contract with the Spider engine (`FirstOrderAlgorithm.
 
 from algorithms.first_order.base import FirstOrderAlgorithm
 from algorithms.first_order.noisy_gd import DPGD, DPSGD, NoisySGD
+from algorithms.first_order.private_spiderboost import PrivateSpiderBoost
+from algorithms.first_order.tree_private_spider import TreePrivateSpider
 
-__all__ = ["DPGD", "DPSGD", "FirstOrderAlgorithm", "NoisySGD"]
+__all__ = ["DPGD", "DPSGD", "FirstOrderAlgorithm", "NoisySGD", "PrivateSpiderBoost",
+           "TreePrivateSpider"]

@@ -56,8 +56,10 @@ class FirstOrderAlgorithm:
     claims: ClassVar[tuple[Claim, ...]] = ()
     claimed_exponent: float | None = None  # the Spider-era API (p of the first claim's privacy term)
     claimed_rate = ""
-    knob_defaults: ClassVar[dict[str, Any]] = {}
+    #: The constants the O~ hides, at their theory values (a grid over them is the tuned envelope).
+    knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "c_b": 1.0, "eta_mult": 1.0}
     noise = "gaussian"
+    family = "first_order"
     data_modes: ClassVar[tuple[str, ...]] = ("records",)
 
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:

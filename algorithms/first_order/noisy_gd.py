@@ -28,7 +28,9 @@ With eta = 1/M the descent lemma gives, for noise of variance s^2 per coordinate
 * noisy SGD: T = floor(n / b) and s = 2C / (b mu), so the bound is
   2 M B0 b / n + C^2 / b + 4 d C^2 / (b mu)^2; b = c_b max(C sqrt(n / (2 M B0)),
   (2 n d C^2 / (M B0 mu^2))^{1/3}) balances the first term with each of the others and gives
-  ||grad F|| ~ n^{-1/4} + (sqrt(d) / (n eps))^{1/3}. That claim is our derivation (a standard
+  ||grad F|| ~ n^{-1/4} + (sqrt(d) / (n eps))^{1/3}; for a target accuracy (sample-complexity
+  cells) the rules take the n at which that bound, with G as its constant, equals the target.
+  That claim is our derivation (a standard
   one-pass analysis); Table 1's earlier population rate (Zhou et al. 2020) is for another
   algorithm and is not attached here.
 """
@@ -240,8 +242,19 @@ class NoisySGD(_NoisyGradientMethod):
         return {"b": b, "eta": knobs["eta_mult"] / M, "C": G}
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
-        p = super().resolve_params(problem, n, privacy)
-        p["T"] = int(n) // int(p["b"])  # one pass: every record once
+        target = self.overrides.get("target_alpha")
+        if target is None:
+            p = super().resolve_params(problem, n, privacy)
+            p["T"] = int(n) // int(p["b"])  # one pass: every record once
+            return p
+        # Sample-complexity cells: the rules' n is where the claim reaches the target,
+        # n(alpha) = max{(G / alpha)^4, sqrt(d) (G / alpha)^3 / mu}; the pass then runs until
+        # the data budget ends (the monitor stops it at the target).
+        G, mu = problem.constants.G, _budget_mu(privacy)
+        r = G / float(target)
+        n_rule = max(r**4, math.sqrt(problem.d) * r**3 / mu if math.isfinite(mu) else 0.0)
+        p = super().resolve_params(problem, math.ceil(n_rule), privacy)
+        p.update(n_rule=n_rule, T=2**62)
         return p
 
     def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
