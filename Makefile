@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench reference clean
+.PHONY: demo test lint bench reference reference-seed001 clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,15 @@ bench: $(STAMP_TEST)
 	$(BIN)/python -m pytest bench/benchmarks -p no:cacheprovider --benchmark-enable \
 	    --benchmark-autosave --benchmark-columns=median,iqr,rounds --benchmark-sort=name
 
-# The headline reproduction (README "Results"): four sweeps, resumable, then one report.
-REFERENCE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta
+# The reference report (README "Results"): the SOSP headline's sweeps and seed 001's, each
+# resumable, then one report. `make reference-seed001` runs seed 001's section alone.
+HEADLINE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta
+SEED001_SPECS := seed001_empirical seed001_population
+REFERENCE_SPECS := $(HEADLINE_SPECS) $(SEED001_SPECS)
+reference-seed001: $(STAMP_DEMO)
+	for s in $(SEED001_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
+	$(BIN)/dprates report $(foreach s,$(SEED001_SPECS),results/$(s).sqlite) -o reports/seed001.pdf --print
+
 reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \

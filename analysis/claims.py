@@ -105,7 +105,7 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
                                    for pr, p in zip(df["problem"], df["problem_params"], strict=True)],
                    instance_params=[json.dumps(p or {}, sort_keys=True) for p in df["problem_params"]])
     keep = ["key", "algorithm", "problem", "problem_params", "instance_params", "d", "n", "eps", "delta",
-            "target_alpha", "rep", "combo", "left_saddle", "alpha_x0", "samples_used",
+            "target_alpha", "rep", "combo", "left_saddle", "alpha_x0", "grad_x0", "samples_used",
             "first_o1_batch", "n_steps"]
     if fit.view == "sample_complexity":
         target = df[df["target_alpha"].notna()]
@@ -228,12 +228,16 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         stuck = int((~sub["left_saddle"].astype(bool)).sum())
         if stuck:
             flags.append("ceiling: runs in the window never left the start saddle")
-        x0 = float(sub["alpha_x0"].min())
+        metric = fit_metric(fit, group["algorithm"])
+        first_order = metric != "alpha_sosp"
+        x0 = float(sub["grad_x0" if first_order else "alpha_x0"].min())
         # The largest alpha the fit involves: targets / thresholds (sample complexity) or the
         # achieved alpha (error view).
         top = float(sub["alpha"].max()) if fit.view == "sample_complexity" else float(sub["y"].max())
         if x0 < 10 * top:
-            flags.append("ceiling: the window reaches within 10x of the start saddle's alpha_SOSP")
+            flags.append("ceiling: the window reaches within 10x of the start's ||grad F||"
+                         if first_order else
+                         "ceiling: the window reaches within 10x of the start saddle's alpha_SOSP")
         if _floor_flag(data, sub, fit):
             flags.append("floor: a design point within 3x of its eps = inf median")
         if res.n_censored:
@@ -247,7 +251,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         rules_verdict = rates.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
         if verdict.endswith("than claimed") and rules_verdict == "consistent":
             verdict = UP_TO_LOGS
-        row.update(fit=fit.name, where=", ".join(f"{k}={v}" for k, v in fit.where.items()),
+        row.update(fit=fit.name, metric=metric, where=", ".join(f"{k}={v}" for k, v in fit.where.items()),
                    view=fit.view, mode=mode, predicted=predicted,
                    rules_predicted=rules, rules_verdict=rules_verdict,
                    character=problem_character(group["problem"]), spec=data.spec.name,
@@ -299,6 +303,46 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
             frames.append(run_fit(data, fit, mode, n_boot=n_boot, seed=seed))
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+#: The claim metric each stored column measures (error view).
+Y_METRIC = {"alpha_best": "alpha_sosp", "alpha_last": "alpha_sosp", "alpha_selected": "alpha_sosp",
+            "grad_norm_best": "grad_norm", "pop_grad_best": "grad_norm", "pop_grad_last": "grad_norm",
+            "emp_grad_best": "emp_grad_norm", "emp_grad_last": "emp_grad_norm",
+            "emp_grad_selected": "emp_grad_norm"}
+
+
+def fit_metric(fit: FitSpec, algorithm: str) -> str:
+    """The metric a fit measures: its y column's (error view) or, for samples-to-target, the
+    metric the algorithm's cells are targeted on (its first claim's)."""
+    if fit.view == "sample_complexity":
+        return claim_metric(algorithm)
+    return Y_METRIC.get(fit.y, "other")
+
+
+def declared_claims(claims: pd.DataFrame) -> pd.DataFrame:
+    """Every claim of every registered algorithm (claims as data) with what the fits measured
+    for it: one row per (claim, fit, mode, problem) that measures the claim's metric for its
+    algorithm, or one row marked "not measured"."""
+    from algorithms import all_claims
+
+    rows = []
+    for c in all_claims():
+        base = {"algorithm": c.algorithm, "setting": c.setting, "metric": c.metric,
+                "claimed": c.rate, "source": f"{c.paper}, {c.where}"}
+        hits = pd.DataFrame()
+        if len(claims) and "metric" in claims:
+            hits = claims[(claims["algorithm"] == c.algorithm) & (claims["metric"] == c.metric)]
+        if hits.empty:
+            rows.append({**base, "measured": "not measured"})
+            continue
+        for r in hits.itertuples():
+            ci = f"[{r.ci_low:.3g}, {r.ci_high:.3g}]" if np.isfinite(r.ci_low) else "[-, -]"
+            pred = r.predicted
+            pred = f"{pred:.3g}" if pred is not None and np.isfinite(pred) else "-"
+            rows.append({**base, "measured": f"{r.exponent:.3g} {ci} vs {pred}: "
+                         f"{r.verdict} ({r.fit}, {r.mode}, {r.problem})"})
+    return pd.DataFrame(rows)
 
 
 def claim_metric(algorithm: str) -> str:

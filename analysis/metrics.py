@@ -99,6 +99,7 @@ def first_order_metrics(problem: Problem, traj, target: float | None, metric: st
     pop = grad_norms(problem, its)
     pop_min = np.minimum.accumulate(pop)
     out = {"pop_grad_best": float(pop_min[-1]), "pop_grad_last": float(pop[-1]),
+           "grad_x0": float(np.linalg.norm(problem.population_grad(problem.x0))),
            "emp_grad_best": math.nan, "emp_grad_last": math.nan, "emp_grad_selected": math.nan}
     run_min = pop_min
     if traj.sample is not None:

@@ -22,7 +22,14 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis import plots, rates
-from analysis.claims import StoreData, claims_table, fit_points_table, paired_table, path_table
+from analysis.claims import (
+    StoreData,
+    claims_table,
+    declared_claims,
+    fit_points_table,
+    paired_table,
+    path_table,
+)
 from bench.store import load_curves
 from problems import character as problem_character
 
@@ -244,6 +251,20 @@ def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
         fig.text(0.04, 0.17, text, fontsize=7, va="top")
         pdf.savefig(fig)
         plt.close(fig)
+
+
+def declared_claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
+    """Every claim every registered algorithm declares, with its measurements or "not
+    measured" (claims as data: no claim goes missing because no spec fitted it)."""
+    table = declared_claims(claims)
+    lines = []
+    for (alg, setting, metric, rate, source), g in table.groupby(
+            ["algorithm", "setting", "metric", "claimed", "source"], sort=False):
+        lines.append(f"{alg}: {metric} ({setting}) ~ {rate}")
+        lines.append(textwrap.fill(source, 100, initial_indent="    ", subsequent_indent="    "))
+        for m in g["measured"]:
+            lines.append(textwrap.fill(m, 100, initial_indent="    - ", subsequent_indent="      "))
+    _text_page(pdf, "Every declared claim", "\n".join(lines), size=7)
 
 
 def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -> plt.Figure:
@@ -571,6 +592,7 @@ def write_report(stores: str | Path | list, out: str | Path, n_boot: int = rates
         if len(claims):
             claims_page(pdf, claims)
             forest_page(pdf, claims, figdir)
+        declared_claims_page(pdf, claims)
         path_page(pdf, [path_table(d) for d in datas])
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):
             if len(part):

@@ -47,6 +47,7 @@ METRIC_COLUMNS = {
     "n_o1": "INTEGER", "n_escapes": "INTEGER", "samples_to_target": "REAL",
     "target_metric": "TEXT", "pop_grad_best": "REAL", "pop_grad_last": "REAL",
     "emp_grad_best": "REAL", "emp_grad_last": "REAL", "emp_grad_selected": "REAL",
+    "grad_x0": "REAL",
 }
 RUN_COLUMNS = {
     "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",
@@ -102,13 +103,14 @@ class Store:
         if "schema_version" in tables:
             row = self.conn.execute("SELECT version FROM schema_version").fetchone()
             version = row[0] if row else None
-            if version in MIGRATABLE:
+            if version in (*MIGRATABLE, SCHEMA_VERSION):  # additive: add the columns it lacks
                 have = {r[1] for r in self.conn.execute("PRAGMA table_info(cells)")}
-                with self.conn:
-                    for name, typ in ALL_COLUMNS.items():
-                        if name not in have:
+                missing = [(k, t) for k, t in ALL_COLUMNS.items() if k not in have]
+                if missing or version != SCHEMA_VERSION:
+                    with self.conn:
+                        for name, typ in missing:
                             self.conn.execute(f"ALTER TABLE cells ADD COLUMN {name} {typ}")
-                    self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+                        self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
                 version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
                 self.conn.close()
