@@ -37,7 +37,7 @@ from scipy import stats
 
 from algorithms import Privacy, get_algorithm
 from algorithms.accounting import gdp_mu
-from algorithms.mechanisms import TreeMechanism
+from algorithms.mechanisms import TreeMechanism, clip_rows
 from algorithms.spider import o1_leaf, o2_leaf
 from problems import get_problem
 
@@ -132,8 +132,15 @@ def check_releases(run: RecordedRun, advs: list[np.ndarray], positions: int = 2,
     prob, traj, events, tree, scope, d = (run.problem, run.traj, run.events, run.tree, run.scope,
                                           run.d)
     report = SensitivityReport(releases=len(events), max_ratio=0.0)
-    # Single pass: the batches, in release order, are the data's records in order.
-    if run.data is not None and events:
+    # Single pass: the batches, in release order, are the data's records in order. A multi-pass
+    # algorithm (it keeps its sample) reads records again by design; what it may not do is
+    # release more often than its accountant composed.
+    multi_pass = getattr(traj, "sample", None) is not None
+    if multi_pass:
+        composed = int(traj.params.get("T", 0))
+        if len(events) > composed:
+            report.violations.append(f"{len(events)} releases, accountant composed {composed}")
+    elif run.data is not None and events:
         fed = np.concatenate([e["batch"] for e in events])
         expected = run.data[: len(fed)]
         report.reused = int(np.any(fed != expected, axis=1).sum()) if len(fed) <= len(run.data) \
@@ -148,11 +155,17 @@ def check_releases(run: RecordedRun, advs: list[np.ndarray], positions: int = 2,
     told_nodes = traj.params.get("tree_nodes", 0)
     for e in chosen:
         batch = e["batch"]
+        if not len(batch):  # an empty Poisson batch: nothing to replace
+            continue
         for pos in {0, int(pick.integers(len(batch)))} if positions > 1 else {0}:
             for adv in advs:
                 other = batch.copy()
                 other[pos] = adv
-                if e["oracle"] == 1:
+                if "denom" in e:  # first-order family: a clipped sum over its own divisor
+                    per = (prob.per_sample_grads(e["x"], other) if e["oracle"] == 1
+                           else prob.per_sample_grad_diffs(e["x"], e["x_prev"], other))
+                    new = clip_rows(per, e["clip"]).sum(axis=0) / e["denom"]
+                elif e["oracle"] == 1:
                     new = o1_leaf(prob, e["x"], other, e["clip"])
                 else:
                     new = o2_leaf(prob, e["x"], e["x_prev"], other, e["clip"])

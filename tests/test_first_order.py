@@ -365,3 +365,25 @@ def test_seed001_planted_missing_clip_is_caught(alg):
             ev.append(rec.events[0])
         moves.append(float(np.linalg.norm(ev[0]["leaf"] - ev[1]["leaf"])) / ev[0]["told"])
     assert moves[0] <= 1 + 1e-9 and moves[1] > 10
+
+
+def test_the_report_lists_every_declared_claim_measured_or_not():
+    """declared_claims: a claim with a matching fit row (same algorithm and metric) shows its
+    exponent and verdict; every other claim is there, marked "not measured"."""
+    import pandas as pd
+
+    from analysis.claims import declared_claims
+
+    fits = pd.DataFrame([{"algorithm": "dp_gd", "metric": "emp_grad_norm", "exponent": 0.48,
+                          "ci_low": 0.46, "ci_high": 0.50, "predicted": 0.5,
+                          "verdict": "consistent", "fit": "emp", "mode": "theory",
+                          "problem": "hard_valley"},
+                         {"algorithm": "dp_gd", "metric": "grad_norm", "exponent": 0.3,
+                          "ci_low": 0.2, "ci_high": 0.4, "predicted": 0.5, "verdict": "x",
+                          "fit": "pop", "mode": "theory", "problem": "hard_valley"}])
+    table = declared_claims(fits)
+    assert len(table[table["measured"] != "not measured"]) == 1
+    row = table[table["algorithm"] == "dp_gd"].iloc[0]
+    assert row["measured"] == "0.48 [0.46, 0.5] vs 0.5: consistent (emp, theory, hard_valley)"
+    assert set(table["algorithm"]) == {c.algorithm for c in algorithms.all_claims()}
+    assert (table[table["algorithm"] != "dp_gd"]["measured"] == "not measured").all()

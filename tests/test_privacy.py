@@ -90,6 +90,38 @@ def test_layer1_on_every_problem_with_its_own_adversaries(alg, problem):
     assert (0.05 if alg == "tree_spider" else 0.5) < rep.max_ratio <= 1 + 1e-9
 
 
+#: The first-order family, each on a short run (multi-pass runs keep every batch in memory).
+FO_PARAMS = {"dp_gd": {"T": 15}, "dp_sgd": {"T": 15, "b": 300}, "noisy_sgd": {"b": 100},
+             "tree_private_spider": {"T": 2, "D": 3, "b": 48, "stop_rule": "none"},
+             "private_spiderboost": {"T": 30, "q": 10, "b": 300}}
+
+
+def fo_run(alg: str, problem: str, faults: tuple[str, ...] = ()):
+    if problem == "logistic_breast_cancer":
+        pytest.importorskip("sklearn")
+    return record_run(alg, problem=problem, d=DIMS.get(problem, 4), n=3000, eps=1.0, seed=3,
+                      params=FO_PARAMS[alg], faults=faults)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", list(FO_PARAMS))
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_layer1_first_order_family_on_every_problem(alg, problem):
+    """The same replace-one check for the first-order family: every release within its told
+    sensitivity (the clipped sum over the release's own divisor, recomputed), single-pass
+    algorithms read each record once, multi-pass ones release no more often than their
+    accountant composed; and the check has teeth (some release moves > 30% of its bound)."""
+    rep = sensitivity_check(alg, run=fo_run(alg, problem), max_releases=200)
+    assert rep.ok, rep.violations
+    assert 0.3 < rep.max_ratio <= 1 + 1e-9, rep.max_ratio
+
+
+@pytest.mark.parametrize("alg", list(FO_PARAMS))
+def test_layer1_flags_a_missing_clip_in_the_first_order_family(alg):
+    rep = sensitivity_check(alg, run=fo_run(alg, "hard_valley", ("no_clipping",)))
+    assert not rep.ok and rep.max_ratio > 10, rep.violations
+
+
 @pytest.mark.parametrize("fault,alg", [
     ("no_clipping", "gaussian_spider"), ("no_clipping", "adaptive_tree_spider"),
     ("o2_wrong_step", "gaussian_spider"), ("o2_wrong_step", "adaptive_tree_spider"),
@@ -231,3 +263,22 @@ def test_multi_release_audit_of_a_gaussian_epoch():
     third = multi_release_audit("gaussian_epoch", eps=8.0, runs=1000, faults=("noise_third",),
                                 seed=3, n_jobs=2)
     assert third.flagged and third.mu_empirical > 2.5 * third.mu_accountant, third
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", list(FO_PARAMS))
+def test_audit_passes_for_the_first_order_family(alg):
+    """Layer 3 on the one-release audit instance: eps_lb <= eps; where the output is one
+    Gaussian shift the empirical mu's 95% interval holds the accountant's mu (tight)."""
+    from analysis.audit import NON_GAUSSIAN_OUTPUT
+
+    r = audit(alg, 1.0, runs=3000, seed=11, n_jobs=2)
+    assert not r.flagged and r.eps_lb <= 1.0, r
+    if alg not in NON_GAUSSIAN_OUTPUT:
+        assert r.mu_low <= r.mu_accountant <= r.mu_high + 0.05, r
+
+
+@pytest.mark.slow
+def test_audit_flags_a_third_of_dp_gd_noise():
+    r = audit("dp_gd", 2.0, runs=3000, faults=("noise_third",), seed=11, n_jobs=2)
+    assert r.eps_flagged and r.mu_flagged and r.mu_empirical > 2 * r.mu_accountant, r

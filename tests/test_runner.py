@@ -298,6 +298,26 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path: Path):
     assert con.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM cells").fetchone() == (48, 48)
 
 
+def test_a_version_3_store_gains_the_first_order_columns(tmp_path: Path):
+    """Version 4 only added columns: a version-3 store (the second-edition reference stores)
+    opens, gains them (empty) and keeps its rows."""
+    path = tmp_path / "v3.sqlite"
+    Store(path).close()
+    con = sqlite3.connect(path)
+    con.execute("INSERT INTO cells (key, algorithm, alpha_best) VALUES ('k', 'tree_spider', 0.5)")
+    for col in ("target_metric", "pop_grad_best", "grad_x0"):
+        con.execute(f"ALTER TABLE cells DROP COLUMN {col}")
+    con.execute("UPDATE schema_version SET version = 3")
+    con.commit()
+    con.close()
+    Store(path).close()
+    con = sqlite3.connect(path)
+    cols = {r[1] for r in con.execute("PRAGMA table_info(cells)")}
+    assert {"target_metric", "pop_grad_best", "grad_x0"} <= cols
+    assert con.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+    assert con.execute("SELECT alpha_best, grad_x0 FROM cells").fetchall() == [(0.5, None)]
+
+
 def test_store_schema_version_and_foreign_files(tmp_path: Path):
     path = tmp_path / "s.sqlite"
     Store(path).close()

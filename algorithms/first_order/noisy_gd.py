@@ -122,9 +122,9 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 released = released + (z_used / z) * noise_std * rng.standard_normal(d)
             if probe is not None:
                 probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
-                              clip=C, leaf=grads.sum(axis=0) / denom, told=sens,
+                              clip=clip, leaf=grads.sum(axis=0) / denom, told=sens,
                               noise_std=noise_std, nabla=released.copy(), released=released.copy(),
-                              restart=False, escape=False)
+                              restart=False, escape=False, denom=denom)
             est_norm = float(np.linalg.norm(released))
             x = x - eta * released
             t += 1

@@ -142,9 +142,10 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
                 est = est + noisy
             if probe is not None:
                 probe.release(t=t + 1, oracle=oracle, x=x.copy(), x_prev=x_prev.copy(),
-                              batch=sample if oracle == 1 else rows, clip=G if oracle == 1 else c2,
+                              batch=sample if oracle == 1 else rows, clip=clip,
                               leaf=leaf, told=sens, noise_std=noise_std, nabla=est.copy(),
-                              released=noisy.copy(), restart=oracle == 1, escape=False)
+                              released=noisy.copy(), restart=oracle == 1, escape=False,
+                              denom=n if oracle == 1 else b2)
             norm = float(np.linalg.norm(est))
             x_prev, x = x, x - eta * est
             t += 1

@@ -199,9 +199,9 @@ class TreePrivateSpider(FirstOrderAlgorithm):
             if probe is not None:
                 prev = x_par if x_par is not None else x_node
                 probe.release(t=t_step, oracle=oracle, x=x_node.copy(), x_prev=prev.copy(),
-                              batch=rows, clip=clip, leaf=leaf, told=sens, noise_std=sigma,
+                              batch=rows, clip=clip_used, leaf=leaf, told=sens, noise_std=sigma,
                               nabla=est.copy(), released=noisy.copy(), restart=base is None,
-                              escape=False)
+                              escape=False, denom=1.0 / scale)
             return est, sigma
 
         x = np.array(problem.x0, dtype=float)
