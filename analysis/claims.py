@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,28 +35,12 @@ import pandas as pd
 from algorithms import get_algorithm
 from algorithms.spider import KNOB_DEFAULTS
 from analysis import rates
-from bench.config import FitSpec, SweepSpec, parse_spec
-from bench.store import load, load_curves, load_meta
+from analysis.declarations import FitSpec, StoreData
 from problems import character as problem_character
 
 #: Which dimensions are folded into each x scale (the others split the fit into groups).
 FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"},
           "alpha": {"target_alpha"}}
-
-
-@dataclass
-class StoreData:
-    spec: SweepSpec
-    cells: pd.DataFrame
-    path: str
-
-    @classmethod
-    def open(cls, path: str) -> StoreData:
-        meta = load_meta(path)
-        if "spec_text" not in meta:
-            raise ValueError(f"store {path!r} has no spec recorded: run `dprates sweep` into it first")
-        spec = parse_spec(meta["spec_text"], source=meta.get("spec_source", path))
-        return cls(spec=spec, cells=load(path), path=path)
 
 
 def at_defaults(row_params: dict, knobs: list, algorithm: str | None = None) -> bool:
@@ -112,7 +95,7 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
         pts = target[keep].assign(alpha=target["target_alpha"], y=target["samples_to_target"])
         budget = df[df["target_alpha"].isna()]
         if len(budget):
-            curves = load_curves(data.path, "samples_to_accuracy", budget["key"])
+            curves = data.load_curves("samples_to_accuracy", budget["key"])
             extra = []
             for _, r in budget.iterrows():
                 c = curves.get(r["key"])

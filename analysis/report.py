@@ -30,7 +30,6 @@ from analysis.claims import (
     paired_table,
     path_table,
 )
-from bench.store import load_curves
 from problems import character as problem_character
 
 A4 = (8.27, 11.69)
@@ -401,7 +400,7 @@ def trajectory_pages(pdf: PdfPages, data: StoreData) -> None:
     cells = median_cells(data)
     if cells.empty:
         return
-    profiles = load_curves(data.path, "trajectory", cells["key"])
+    profiles = data.load_curves("trajectory", cells["key"])
     for prob, group in cells.groupby("problem"):
         k = len(group)
         fig, axes = plots.new_figure(11.0, 3.3 * k, nrows=k, ncols=2, squeeze=False)
@@ -567,16 +566,16 @@ def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
     plt.close(fig)
 
 
-def write_report(stores: str | Path | list, out: str | Path, n_boot: int = rates.N_BOOT,
+def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
                  csv: str | Path | None = None, figures: str | Path | None = None) -> dict[str, Any]:
-    """Write the PDF report of one or several stores to `out` (one claims table and forest plot
-    for all; scaling, paired, trajectory and failure pages per store). `csv`: also write the
-    claims table; `figures`: a directory for PNGs of each declared fit and the forest plot."""
+    """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`)
+    to `out` (one claims table and forest plot for all; scaling, paired, trajectory and failure
+    pages per store). `csv`: also write the claims table; `figures`: a directory for PNGs of
+    each declared fit and the forest plot."""
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
-    paths = [stores] if isinstance(stores, (str, Path)) else list(stores)
-    datas = [StoreData.open(str(p)) for p in paths]
+    datas = [stores] if isinstance(stores, StoreData) else list(stores)
     claims_parts = [claims_table(d, n_boot=n_boot) for d in datas]
     claims = pd.concat([c for c in claims_parts if len(c)], ignore_index=True) if any(
         len(c) for c in claims_parts) else pd.DataFrame()

@@ -172,9 +172,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if med["censored"].sum():
         print(f"censored runs: {int(med['censored'].sum())} of {int(med['runs'].sum())}")
     from analysis.report import write_report
+    from bench.store import open_store_data
 
     report = Path(args.report)
-    res = write_report(out, report)
+    res = write_report(open_store_data(out), report)
     print("\nDeclared fit (log n* against log target alpha; 95% bootstrap CIs):")
     _print_claims(res["claims"])
     print(f"\nwrote {report} ({res['pages']} pages). The demo is small (4 seeds, one eps, a window "
@@ -223,8 +224,8 @@ def exploratory_groups(df, x: str, by: str | None) -> list[str]:
 def cmd_fit(args: argparse.Namespace) -> int:
     """The declared fits (claims table), or one exploratory fit with --x and --metric."""
     from analysis import rates
-    from analysis.claims import StoreData, claims_table
-    from bench.store import load
+    from analysis.claims import claims_table
+    from bench.store import load, open_store_data
 
     if args.boot < 100:
         raise ValueError(f"--boot={args.boot} is invalid: must be >= 100")
@@ -246,7 +247,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 "n_design", "dropped_design"]
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     else:
-        table = claims_table(StoreData.open(args.store), n_boot=args.boot)
+        table = claims_table(open_store_data(args.store), n_boot=args.boot)
         _print_claims(table)
     if args.csv:
         out = table.drop(columns=[c for c in ("x_design", "y_design", "chosen") if c in table])
@@ -257,9 +258,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import write_report
+    from bench.store import open_store_data
 
-    res = write_report(args.store, args.output, n_boot=args.boot, csv=args.csv,
-                       figures=args.figures)
+    res = write_report([open_store_data(p) for p in args.store], args.output, n_boot=args.boot,
+                       csv=args.csv, figures=args.figures)
     print(f"wrote {res['path']} ({res['pages']} pages)" + (f", {args.csv}" if args.csv else "")
           + (f", figures in {args.figures}" if args.figures else ""))
     if args.print:
@@ -269,15 +271,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from analysis import plots
-    from analysis.claims import StoreData, claims_table, fit_points_table, paired_table
+    from analysis.claims import claims_table, fit_points_table, paired_table
     from analysis.report import _chosen_rows
-    from bench.store import load_curves
+    from bench.store import load_curves, open_store_data
 
     suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
     if f".{suffix}" not in plots.SAVE_FORMATS:
         raise ValueError(f"-o {args.output!r} is invalid: the extension must be one of "
                          f"{', '.join(plots.SAVE_FORMATS)}")
-    data = StoreData.open(args.store)
+    data = open_store_data(args.store)
     fits = {f.name: f for f in data.spec.fits}
     if args.fit and args.fit not in fits:
         raise ValueError(f"--fit={args.fit!r} is invalid: declared fits are {', '.join(fits) or 'none'}")

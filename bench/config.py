@@ -55,10 +55,11 @@ import itertools
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.declarations import FitSpec
 from bench.cells import Cell, canonical_number
 from problems import data_modes, instance_params
 from problems.base import DATA_MODES
@@ -78,19 +79,6 @@ CALIBRATIONS = ("tight", "theory")
 
 class SpecError(ValueError):
     """An invalid sweep spec (the message names the key, the value and what is allowed)."""
-
-
-@dataclass(frozen=True)
-class FitSpec:
-    """A fit declared in the spec (README, the protocol, item 7: windows fixed before the run)."""
-
-    name: str
-    view: str
-    x: str
-    y: str
-    window: tuple[float, float]
-    mode: str = "tuned"
-    where: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

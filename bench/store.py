@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.declarations import StoreData
+
 SCHEMA_VERSION = 4
 #: Older versions this one reads after adding the columns they lack (additive changes only).
 MIGRATABLE = (3,)
@@ -229,3 +231,17 @@ def load_curves(path: str | Path, kind: str, keys: Iterable[str] | None = None) 
 def load_meta(path: str | Path) -> dict[str, str]:
     with Store(path, create=False) as st:
         return st.meta()
+
+
+def open_store_data(path: str | Path) -> StoreData:
+    """A store as the analysis reads it: its spec (parsed again from the recorded text), its
+    cells and a curve loader."""
+    from bench.config import parse_spec
+
+    path = str(path)
+    meta = load_meta(path)
+    if "spec_text" not in meta:
+        raise ValueError(f"store {path!r} has no spec recorded: run `dprates sweep` into it first")
+    spec = parse_spec(meta["spec_text"], source=meta.get("spec_source", path))
+    return StoreData(spec=spec, cells=load(path), path=path,
+                     load_curves=lambda kind, keys=None: load_curves(path, kind, keys))

@@ -40,3 +40,19 @@ def test_no_file_points_outside_the_repository():
         text = path.read_text()
         for needle in OUTSIDE:
             assert needle not in text, f"{path.relative_to(ROOT)} mentions {needle}"
+
+
+def test_data_flows_one_way_from_bench_to_analysis():
+    """No module of `analysis` (nor of `algorithms` or `problems`) imports `bench`: bench reads
+    stores and specs and hands DataFrames and declarations down (`analysis.declarations`)."""
+    import ast
+
+    offenders = []
+    for package in ("analysis", "algorithms", "problems"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                              if n == "bench" or n.startswith("bench.")]
+    assert not offenders, offenders

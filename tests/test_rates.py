@@ -230,16 +230,17 @@ def test_end_to_end_mean_estimation_exponent_one(tmp_path: Path):
     """One O1 step with eta = 1 on 1/2|x - m|^2 with no sampling noise lands at m + noise: the
     error is the Gaussian mechanism's noise norm, proportional to sqrt(d)/(n eps) under the
     classic calibration sigma = sqrt(2 log(1.25/delta))/eps (calibration = "theory")."""
-    from analysis.claims import StoreData, run_fit
+    from analysis.claims import run_fit
     from bench.config import parse_spec
     from bench.runner import run_sweep
+    from bench.store import open_store_data
 
     res = {}
     for cal in ("theory", "tight"):
         spec = parse_spec(MEAN_SPEC.format(calibration=cal))
         store = tmp_path / f"{cal}.sqlite"
         run_sweep(spec, store, jobs=1, backend="sequential", progress=False)
-        data = StoreData.open(str(store))
+        data = open_store_data(store)
         res[cal] = run_fit(data, spec.fits[0], n_boot=1000).iloc[0]
     th = res["theory"]
     assert th["ci_low"] <= 1.0 <= th["ci_high"], th[["exponent", "ci_low", "ci_high"]]

@@ -10,12 +10,12 @@ import pytest
 matplotlib.use("Agg")
 
 from analysis import plots
-from analysis.claims import StoreData, claims_table, fit_points_table, paired_table
+from analysis.claims import claims_table, fit_points_table, paired_table
 from analysis.report import claims_display, write_report
 from bench.cli import main
 from bench.config import parse_spec
 from bench.runner import run_sweep
-from bench.store import load_curves
+from bench.store import load_curves, open_store_data
 
 SPEC = """
 name = "small"
@@ -60,11 +60,11 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     from pypdf import PdfReader
 
     out = tmp_path / "r.pdf"
-    res = write_report(store, out, n_boot=300)
+    res = write_report(open_store_data(store), out, n_boot=300)
     reader = PdfReader(out)
-    # summary, title, claims, forest, path table, scaling (tuned + theory), paired,
-    # 2 trajectory pages, methods, failures
-    assert len(reader.pages) == res["pages"] == 12
+    # summary, title, claims, forest, every declared claim, path table, scaling (tuned +
+    # theory), paired, 2 trajectory pages, methods, failures
+    assert len(reader.pages) == res["pages"] == 13
     text = [p.extract_text() for p in reader.pages]
     summary, text = text[0], text[1:]
     assert "Summary" in summary and "Verdicts on the hard instances" in summary
@@ -78,6 +78,9 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     for _, row in disp.iterrows():
         assert row["exponent"] in text[1] and row["CI"] in text[1] and row["verdict"] in text[1]
     assert "Exponents" in text[2]
+    declared = text.pop(3)
+    assert "Every declared claim" in declared and "not measured" in declared
+    assert "private_spiderboost: emp_grad_norm (empirical)" in declared
     assert "Path length" in text[3] and "first O1 b" in text[3]
     assert "tuned" in text[4] and "theory" in text[5] and "sc (sample complexity view" in text[4]
     assert "Paired" in text[6]
@@ -93,7 +96,7 @@ def test_path_table_against_the_cells(store: Path):
     from analysis.claims import path_table
     from bench.store import load
 
-    data = StoreData.open(str(store))
+    data = open_store_data(store)
     table = path_table(data)
     cells = load(store)
     cells = cells[(cells["status"] == "ok") & (cells["param_alpha_mult"] == 1)]
@@ -109,7 +112,7 @@ def test_path_table_against_the_cells(store: Path):
 
 
 def test_claims_table_content(store: Path):
-    data = StoreData.open(str(store))
+    data = open_store_data(store)
     claims = claims_table(data, n_boot=300)
     tuned = claims[claims["mode"] == "tuned"]
     assert set(tuned["method"]) == {"envelope-hd-median"}
@@ -122,7 +125,7 @@ def test_claims_table_content(store: Path):
 
 
 def test_scaling_plot_lines_and_labels(store: Path):
-    data = StoreData.open(str(store))
+    data = open_store_data(store)
     fit = data.spec.fits[0]
     claims = claims_table(data, n_boot=200)
     pts = fit_points_table(data, fit, "theory")
@@ -144,7 +147,7 @@ def test_scaling_plot_lines_and_labels(store: Path):
 
 
 def test_forest_paired_and_trajectory_plots(store: Path):
-    data = StoreData.open(str(store))
+    data = open_store_data(store)
     claims = claims_table(data, n_boot=200)
     _fig, ax = plots.new_figure()
     plots.forest_plot(ax, claims, "sample_complexity")
@@ -205,7 +208,8 @@ def test_multi_store_report_with_csv_and_figures(store: Path, tmp_path: Path):
         'name = "strict_saddle"', 'name = "logistic"').replace("seed = 2", "seed = 3"))
     run_sweep(spec, other, jobs=2, progress=False)
     csv, figs = tmp_path / "claims.csv", tmp_path / "figs"
-    res = write_report([store, other], tmp_path / "both.pdf", n_boot=200, csv=csv, figures=figs)
+    res = write_report([open_store_data(store), open_store_data(other)], tmp_path / "both.pdf",
+                       n_boot=200, csv=csv, figures=figs)
     text = [p.extract_text() for p in PdfReader(tmp_path / "both.pdf").pages]
     assert "Summary" in text[0] and "small" in text[1] and "other" in text[2]
     table = pd.read_csv(csv)

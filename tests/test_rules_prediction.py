@@ -13,7 +13,7 @@ import pytest
 from algorithms import Privacy, get_algorithm
 from algorithms.spider import KNOB_DEFAULTS, effective_eps
 from analysis.claims import rules_prediction
-from bench.config import FitSpec
+from analysis.declarations import FitSpec
 from problems import get_problem
 
 ALPHAS = [0.009, 0.015, 0.025, 0.04, 0.06, 0.09]
