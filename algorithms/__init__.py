@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim
+from algorithms.claims import Claim, validate_claims
 from algorithms.first_order import (
     DPGD,
     DPSGD,
@@ -30,6 +30,42 @@ def available() -> list[str]:
     return list(_REGISTRY)
 
 
+BUILTIN = frozenset(_REGISTRY)
+
+
+def register(cls: Any) -> Any:
+    """Add an outside algorithm to the registry (usable as a class decorator); it then runs
+    from specs, the CLI, sweeps, fits and reports like a built-in one. The class must subclass
+    `FirstOrderAlgorithm` (implementing `theory_params` or `resolve_params`, and `_run`) or
+    `Spider` (implementing `theory_params`), carry a new `name`, and declare its `claims`
+    (`algorithms.claims`, () for none). ValueError (naming the class and what is wrong)
+    otherwise."""
+    if not (isinstance(cls, type) and issubclass(cls, (FirstOrderAlgorithm, Spider))):
+        raise ValueError(f"algorithm class {getattr(cls, '__name__', cls)!r} is invalid: it must "
+                         "subclass algorithms.FirstOrderAlgorithm or algorithms.Spider")
+    name = getattr(cls, "name", "")
+    if not isinstance(name, str) or not name or name in ("first_order", "spider"):
+        raise ValueError(f"algorithm class {cls.__name__!r} is invalid: set a class attribute "
+                         "`name` (the name specs and the CLI use)")
+    if name in _REGISTRY and _REGISTRY[name] is not cls:
+        owner = "a built-in algorithm" if name in BUILTIN else "an algorithm already registered"
+        raise ValueError(f"algorithm name {name!r} (class {cls.__name__}) clashes with {owner}")
+    if issubclass(cls, FirstOrderAlgorithm):
+        missing = [m for m, base in (("_run", FirstOrderAlgorithm._run),) if getattr(cls, m) is base]
+        if (cls.theory_params.__func__ is FirstOrderAlgorithm.theory_params.__func__
+                and cls.resolve_params is FirstOrderAlgorithm.resolve_params):
+            missing.append("theory_params")
+    else:
+        missing = (["theory_params"] if cls.theory_params.__func__ is Spider.theory_params.__func__
+                   else [])
+    if missing:
+        raise ValueError(f"algorithm class {cls.__name__!r} ({name}) is invalid: it lacks "
+                         f"{', '.join(missing)}")
+    validate_claims(name, tuple(cls.claims))
+    _REGISTRY[name] = cls
+    return cls
+
+
 def all_claims() -> list[Claim]:
     """Every claim of every registered algorithm, in registry order."""
     return [c for name in _REGISTRY for c in _REGISTRY[name].claims]
@@ -46,4 +82,4 @@ def get_algorithm(name: str) -> Any:
 
 
 __all__ = ["FirstOrderAlgorithm", "Privacy", "Spider", "Trajectory", "all_claims", "available",
-           "get_algorithm"]
+           "get_algorithm", "register"]

@@ -550,6 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dprates",
         description="Benchmark the convergence rates of differentially private non-convex optimizers.")
     sub = parser.add_subparsers(dest="command", required=True)
+    # Every command resolves names, so every command takes --plugin (bench.plugins).
+    plugin_opt = argparse.ArgumentParser(add_help=False)
+    plugin_opt.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
+                            help="import an outside algorithm / problem module first (repeatable)")
+    _add_parser = sub.add_parser
+    sub.add_parser = lambda *a, **kw: _add_parser(*a, parents=[plugin_opt], **kw)  # type: ignore[method-assign]
     p = sub.add_parser("claims", help="every rate claim of every registered algorithm")
     p.add_argument("--csv", action="store_true", help="print CSV instead of the table")
     p.set_defaults(func=cmd_claims)
@@ -658,6 +664,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        from bench.plugins import load_entry_points, load_plugins
+
+        load_entry_points()
+        load_plugins(args.plugin)
         return args.func(args)
     except ValueError as exc:
         print(f"dprates: error: {exc}", file=sys.stderr)

@@ -65,7 +65,7 @@ from problems import data_modes, instance_params
 from problems.base import DATA_MODES
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
-            "problem", "algorithm", "fit", "stop_at_target", "data"}
+            "problem", "algorithm", "fit", "stop_at_target", "data", "plugins"}
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
 LIMIT_KEYS = {"time", "memory_mb"}
 PROBLEM_KEYS = {"name", "params"}
@@ -103,6 +103,7 @@ class SweepSpec:
     source: str = ""
     stop_at_target: bool = False
     data: str | None = None  # None: each problem's default data mode
+    plugins: tuple[str, ...] = ()  # resolved plugin entries (absolute paths or module names)
 
     def data_mode(self, problem: str, algorithm: str) -> str:
         """The data mode of the cells of (`problem`, `algorithm`): the spec's, or the first of
@@ -235,6 +236,17 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
     for req in ("name", "seed", "grid", "problem", "algorithm"):
         if req not in raw:
             raise SpecError(f"{req} is missing: a spec needs name, seed, grid, problem and algorithm")
+    # Plugins first: they register the names the rest of the spec may use.
+    plugins_raw = raw.get("plugins", [])
+    if not isinstance(plugins_raw, list) or not all(isinstance(e, str) for e in plugins_raw):
+        raise _where("plugins", plugins_raw, "must be a list of .py paths (relative to the spec) "
+                     "or module names")
+    from bench.plugins import load_plugins, resolve
+
+    src = Path(source)
+    base = src.resolve().parent if source and src.is_file() else None
+    plugins = tuple(resolve(e, base) for e in plugins_raw)
+    load_plugins(list(plugins))
     name = raw["name"]
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
         raise _where("name", name, "must be a non-empty string of letters, digits, '-', '_', '.'")
@@ -393,7 +405,7 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
     return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
-                     stop_at_target=stop, data=data)
+                     stop_at_target=stop, data=data, plugins=plugins)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -447,4 +459,6 @@ def load_spec(path: str | Path) -> SweepSpec:
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"spec path {str(p)!r} is invalid: no such file")
-    return parse_spec(p.read_text(encoding="utf-8"), source=str(p))
+    # The absolute path: a store records it, and plugins named relative to the spec must still
+    # resolve when the store is reopened from another directory.
+    return parse_spec(p.read_text(encoding="utf-8"), source=str(p.resolve()))

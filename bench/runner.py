@@ -143,13 +143,19 @@ def _limits(limits: Limits, in_child: bool) -> Iterator[None]:
 
 def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str],
                  parent_pid: int, blas_threads: int | None = 1,
-                 cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Run one cell in a worker and return its record; never raises for a cell's own failure."""
+                 cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None,
+                 plugins: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run one cell in a worker and return its record; never raises for a cell's own failure.
+    `plugins`: entries the worker imports first (once per process; see bench.plugins)."""
     cell = Cell.from_dict(cell_dict)
     rec: dict[str, Any] = {"key": cell.key, **cell.to_dict(), **prov,
                            "host": socket.gethostname(), "pid": os.getpid(), "started": now()}
     t0, c0 = time.perf_counter(), time.process_time()
     try:
+        if plugins:
+            from bench.plugins import load_plugins
+
+            load_plugins(list(plugins))
         from threadpoolctl import threadpool_limits
 
         blas = threadpool_limits(blas_threads) if blas_threads else contextlib.nullcontext()
@@ -269,7 +275,10 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
     n_jobs = jobs or default_jobs()
     t0 = time.perf_counter()
     plan = plan_sweep(spec, store_path, retry_failed)
-    prov = provenance()
+    from bench import plugins as plugin_registry
+
+    plugins = tuple(dict.fromkeys([*spec.plugins, *plugin_registry.loaded()]))
+    prov = {**provenance(), "plugins": plugin_registry.provenance()}
     counts: dict[str, int] = {}
     with Store(store_path) as store:
         store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now())
@@ -285,7 +294,8 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
             client = Client(scheduler, timeout=30)
         try:
             tasks = (joblib.delayed(execute_cell)(c.to_dict(), spec.limits, prov, os.getpid(),
-                                                  blas_threads, cell_fn) for c in plan.pending)
+                                                  blas_threads, cell_fn, plugins)
+                     for c in plan.pending)
             cfg: dict[str, Any] = {"backend": "loky" if backend == "loky" else backend}
             if backend == "loky":
                 cfg["n_jobs"] = n_jobs

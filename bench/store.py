@@ -57,6 +57,7 @@ RUN_COLUMNS = {
     "delta_spent": "REAL", "mu_spent": "REAL",
     "wall": "REAL", "cpu": "REAL", "run_wall": "REAL", "eval_wall": "REAL",
     "dprates_version": "TEXT", "git_commit": "TEXT", "python": "TEXT", "numpy": "TEXT",
+    "plugins": "TEXT",
     "host": "TEXT", "pid": "INTEGER", "started": "TEXT", "finished": "TEXT",
 }
 ALL_COLUMNS = {**CELL_COLUMNS, **METRIC_COLUMNS, **RUN_COLUMNS}

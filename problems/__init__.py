@@ -16,9 +16,37 @@ _REGISTRY: dict[str, type[Problem]] = {
 }
 
 
+BUILTIN = frozenset(_REGISTRY)
+
+
 def available() -> list[str]:
     """Names of the registered problems."""
     return list(_REGISTRY)
+
+
+def register(cls: type[Problem]) -> type[Problem]:
+    """Add an outside problem to the registry (usable as a class decorator). The class must
+    subclass `problems.Problem`, implement every abstract method (constants, x0, _draw, the
+    per-sample oracles and the exact population oracles) and carry a new `name`; ValueError
+    (naming the class and what is wrong) otherwise."""
+    if not (isinstance(cls, type) and issubclass(cls, Problem)):
+        raise ValueError(f"problem class {getattr(cls, '__name__', cls)!r} is invalid: it must "
+                         "subclass problems.Problem")
+    if not isinstance(cls.name, str) or not cls.name:
+        raise ValueError(f"problem class {cls.__name__!r} is invalid: set a class attribute "
+                         "`name` (the name specs and the CLI use)")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        owner = "a built-in problem" if cls.name in BUILTIN else "a problem already registered"
+        raise ValueError(f"problem name {cls.name!r} (class {cls.__name__}) clashes with {owner}")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise ValueError(f"problem class {cls.__name__!r} ({cls.name}) is invalid: it lacks "
+                         f"{', '.join(missing)}")
+    if cls.character not in ("hard", "benign", "calibration"):
+        raise ValueError(f"problem class {cls.__name__!r}: character={cls.character!r} is invalid: "
+                         "must be hard, benign or calibration")
+    _REGISTRY[cls.name] = cls
+    return cls
 
 
 def describe() -> dict[str, str]:
@@ -75,4 +103,4 @@ def get_problem(name: str, **params) -> Problem:
 
 __all__ = ["CHUNK", "ArrayStream", "Constants", "DataStream", "Problem", "StreamExhausted",
            "available", "data_modes", "describe", "get_problem", "get_problem_class", "instance_params",
-           "records_digest"]
+           "records_digest", "register"]

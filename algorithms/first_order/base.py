@@ -62,6 +62,14 @@ class FirstOrderAlgorithm:
     family = "first_order"
     data_modes: ClassVar[tuple[str, ...]] = ("records",)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The Spider-era exponent and rate text follow the first declared claim unless set."""
+        super().__init_subclass__(**kwargs)
+        if cls.claims and cls.__dict__.get("claimed_exponent") is None:
+            cls.claimed_exponent = cls.claims[0].privacy_exponent
+        if cls.claims and not cls.__dict__.get("claimed_rate"):
+            cls.claimed_rate = cls.claims[0].rate
+
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         allowed = (*self.params_used, "target_alpha", "max_iterate_floats")
         out = {}

@@ -1,0 +1,124 @@
+"""Plugins (bench.plugins): the README's example runs through sweep, fit and report on loky
+workers; bad plugins stop every command with one line and exit 2, before anything runs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_block(first_line: str) -> str:
+    """The fenced code block of README.md whose first line is `first_line`."""
+    text = (ROOT / "README.md").read_text()
+    for block in re.findall(r"```(?:python|toml)\n(.*?)```", text, flags=re.S):
+        if block.splitlines()[0].strip() == first_line:
+            return block
+    raise AssertionError(f"no README block starts with {first_line!r}")
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A fresh process (the registries start empty of plugins, as for a user)."""
+    return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=cwd, text=True,
+                          capture_output=True, timeout=600,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_the_readme_example_runs_through_sweep_fit_and_report(tmp_path: Path):
+    (tmp_path / "my_plugin.py").write_text(readme_block("# my_plugin.py"))
+    (tmp_path / "mine.toml").write_text(readme_block("# mine.toml (next to my_plugin.py)"))
+    store = tmp_path / "results" / "mine.sqlite"
+    sweep = run_cli("sweep", "mine.toml", "--out", str(store), "--jobs", "2", "--quiet", cwd=tmp_path)
+    assert sweep.returncode == 0, sweep.stderr
+    import json
+
+    from bench.store import load
+
+    df = load(store)
+    assert len(df) == 24 and set(df["status"]) == {"ok"}, df[["algorithm", "status", "error_message"]]
+    assert set(df["algorithm"]) == {"clipped_sgd", "noisy_sgd"} and set(df["problem"]) == {"box_quadratic"}
+    assert len(set(df["pid"])) >= 2  # the cells ran in the loky workers, which loaded the plugin
+    prov = json.loads(df["plugins"].iloc[0])
+    assert prov[0]["algorithms"] == ["clipped_sgd"] and prov[0]["problems"] == ["box_quadratic"]
+    assert prov[0]["version"].startswith("sha256:")
+    # the outside algorithm's claim is fitted and reported beside the built-in baseline
+    fit = run_cli("fit", str(store), cwd=tmp_path)
+    assert fit.returncode == 0, fit.stderr
+    assert re.search(r"grad_vs_privacy\s+clipped_sgd\s+box_quadratic", fit.stdout), fit.stdout
+    report = run_cli("report", str(store), "-o", str(tmp_path / "mine.pdf"), cwd=ROOT)
+    assert report.returncode == 0, report.stderr
+    from pypdf import PdfReader
+
+    text = " ".join(p.extract_text() for p in PdfReader(tmp_path / "mine.pdf").pages)
+    assert "clipped_sgd: grad_norm (population)" in text  # its declared claim, with its fit
+    claims = run_cli("claims", "--plugin", str(tmp_path / "my_plugin.py"), cwd=ROOT)
+    assert "clipped_sgd" in claims.stdout and "my notes, Claim 1" in claims.stdout
+
+
+BAD = {
+    "import": ("import numpy\nraise RuntimeError('boom')\n", "failed to import: RuntimeError: boom"),
+    "clash": (textwrap.dedent("""
+        import algorithms
+        from algorithms import DPGD
+
+        @algorithms.register
+        class Mine(DPGD):
+            name = "dp_gd"
+        """), "algorithm name 'dp_gd' (class Mine) clashes with a built-in algorithm"),
+    "missing": (textwrap.dedent("""
+        import numpy as np
+        import problems
+
+        @problems.register
+        class Half(problems.Problem):
+            name = "half"
+            constants = x0 = None
+            def _draw(self, n, rng): return np.zeros((n, 1))
+            def per_sample_losses(self, x, z): return z[:, 0]
+            def per_sample_grads(self, x, z): return z
+        """), "problem class 'Half' (half) is invalid: it lacks population_grad, "
+              "population_hessian, population_loss"),
+    "nothing": ("X = 1\n", "registered nothing"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_a_bad_plugin_stops_every_command_with_one_line(tmp_path: Path, case: str):
+    body, message = BAD[case]
+    (tmp_path / "bad.py").write_text(body)
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\nseed = 1\nplugins = ["bad.py"]\n[grid]\nn = [100]\nd = [2]\n'
+                    'eps = [1.0]\n[[problem]]\nname = "logistic"\n[[algorithm]]\nname = "dp_gd"\n')
+    store = tmp_path / "out.sqlite"
+    for args in (["sweep", str(spec), "--out", str(store)], ["list", "--plugin", "bad.py"],
+                 ["run", "dp_gd", "--problem", "logistic", "--n", "100", "--d", "2", "--eps", "1",
+                  "--plugin", "bad.py"]):
+        res = run_cli(*args, cwd=tmp_path)
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert res.returncode == 2, res.stderr
+        assert len(lines) == 1 and "plugin" in lines[0] and "bad.py" in lines[0], res.stderr
+        assert message in lines[0], lines[0]
+    assert not store.exists()  # nothing ran
+
+
+def test_register_validates_in_process():
+    import algorithms
+    import problems
+
+    with pytest.raises(ValueError, match=r"must subclass algorithms\.FirstOrderAlgorithm"):
+        algorithms.register(int)
+    with pytest.raises(ValueError, match=r"must subclass problems\.Problem"):
+        problems.register(dict)
+
+    class NoRun(algorithms.FirstOrderAlgorithm):
+        name = "no_run"
+
+    with pytest.raises(ValueError, match="lacks _run, theory_params"):
+        algorithms.register(NoRun)
+    assert "no_run" not in algorithms.available()
