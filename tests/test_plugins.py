@@ -122,3 +122,35 @@ def test_register_validates_in_process():
     with pytest.raises(ValueError, match="lacks _run, theory_params"):
         algorithms.register(NoRun)
     assert "no_run" not in algorithms.available()
+
+
+@pytest.mark.slow
+def test_dask_workers_import_the_plugin(tmp_path: Path):
+    """The same example on a Dask LocalCluster (worker processes that never saw the plugin)."""
+    pytest.importorskip("distributed")
+    (tmp_path / "my_plugin.py").write_text(readme_block("# my_plugin.py"))
+    spec = readme_block("# mine.toml (next to my_plugin.py)").replace("repetitions = 3",
+                                                                     "repetitions = 1")
+    (tmp_path / "mine.toml").write_text(spec)
+    script = textwrap.dedent(f"""
+        import os
+        import distributed
+        from bench.config import load_spec
+        from bench.runner import run_sweep
+        from bench.store import load
+
+        if __name__ == "__main__":
+            spec = load_spec({str(tmp_path / "mine.toml")!r})
+            with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                          dashboard_address=None) as cluster:
+                run_sweep(spec, {str(tmp_path / "d.sqlite")!r}, backend="dask",
+                          scheduler=cluster.scheduler_address, progress=False)
+            df = load({str(tmp_path / "d.sqlite")!r})
+            assert set(df["status"]) == {{"ok"}}, df["error_message"].tolist()
+            assert os.getpid() not in set(df["pid"])
+            print("cells", len(df))
+        """)
+    (tmp_path / "run.py").write_text(script)
+    res = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, text=True, capture_output=True,
+                         timeout=600, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0 and "cells 8" in res.stdout, res.stderr[-3000:]

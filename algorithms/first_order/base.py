@@ -27,19 +27,6 @@ from algorithms.faults import check_faults
 from problems.base import Constants, Problem
 from problems.counts import CountsStream
 
-#: Parameters every first-order algorithm accepts as overrides, with their meaning.
-FIRST_ORDER_PARAMS: dict[str, str] = {
-    "T": "number of steps",
-    "eta": "step size",
-    "b": "batch size (expected batch size under Poisson sampling)",
-    "C": "clip threshold of per-sample gradients (default: the problem's G)",
-    "c_T": "multiplier on the theory horizon T (a constant the O~ hides)",
-    "c_b": "multiplier on the theory batch size b",
-    "eta_mult": "multiplier on the theory step size 1/M",
-    "noise_multiplier": "noise std per unit of clipped sensitivity; must be >= what (eps, delta) needs",
-    "target_alpha": "target of the cell's metric (sample-complexity cells)",
-    "max_iterate_floats": "memory cap of the stored iterates",
-}
 _INT_PARAMS = ("T", "b")
 
 
@@ -51,7 +38,8 @@ class FirstOrderAlgorithm:
     description = ""
     paper = ""
     setting = "empirical"
-    #: Which of FIRST_ORDER_PARAMS this algorithm reads.
+    #: The overrides this algorithm accepts (besides target_alpha and max_iterate_floats): direct
+    #: values (T steps, eta step size, b batch, C clip) and the knobs c_* / *_mult (README).
     params_used: ClassVar[tuple[str, ...]] = ()
     claims: ClassVar[tuple[Claim, ...]] = ()
     claimed_exponent: float | None = None  # the Spider-era API (p of the first claim's privacy term)
