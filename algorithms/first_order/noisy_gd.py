@@ -22,6 +22,7 @@ With eta = 1/M the descent lemma gives, for noise of variance s^2 per coordinate
 * DP-GD: s = sqrt(T) 2C / (n mu), so the bound 2 M B0 / T + 4 d C^2 T / (n mu)^2 is smallest at
   T = c_T n mu sqrt(M B0 / 2) / (C sqrt(d)), where ||grad F_S|| ~ (sqrt(d) / (n eps))^{1/2}
   (up to logs in delta), the rate Table 1 of Arora et al. 2023 cites from Wang et al. 2017.
+  Non-private (eps = inf): T = c_T 2 M B0 n / G^2, where 2 M B0 / T equals G^2 / n.
 * DP-SGD: the same T; for small q the subsampled Gaussian is close to
   q sqrt(T) / z-GDP, so its noise matches DP-GD's once the sampling variance C^2 / b is below
   it: b = c_b n mu / sqrt(d) (at most n).
@@ -60,9 +61,9 @@ def _budget_mu(privacy: Privacy) -> float:
 def dp_gd_horizon(constants: Constants, n: int, d: int, privacy: Privacy, c_T: float = 1.0) -> float:
     """T = c_T n mu sqrt(M B0 / 2) / (C sqrt(d)) with C = G (module docstring)."""
     mu = _budget_mu(privacy)
-    if not math.isfinite(mu):  # non-private: no noise to balance; a long run to near-zero gradient
-        return c_T * 100.0 * n
     G, M, B0 = constants.G, constants.M, constants.B0
+    if not math.isfinite(mu):  # non-private: descend until 2 M B0 / T reaches G^2 / n, the
+        return max(1.0, c_T * 2 * M * B0 * n / G**2)  # sample's own statistical precision
     return max(1.0, c_T * n * mu * math.sqrt(M * B0 / 2) / (G * math.sqrt(d)))
 
 
