@@ -80,8 +80,8 @@ class Claim:
 
         view "error": log metric against log x (privacy -> p, n -> -p, eps -> -p, d -> p/2);
         view "sample_complexity": log n* against log x, from inverting metric = target
-        (alpha -> -1/p, eps -> -1, d -> 1/2). None when the claim has no privacy term or
-        predicts nothing for (view, x).
+        (alpha -> -1/p, eps -> -1, d -> 1/2). None when the claim has no privacy term;
+        ValueError for a (view, x) it predicts nothing for.
         """
         p = self.privacy_exponent
         if p is None:
@@ -92,7 +92,10 @@ class Claim:
             ("sample_complexity", "alpha"): -1 / p, ("sample_complexity", "eps"): -1.0,
             ("sample_complexity", "d"): 0.5,
         }
-        return table.get((view, x))
+        if (view, x) not in table:
+            raise ValueError(f"(view, x)=({view!r}, {x!r}) is invalid: the claim predicts "
+                             f"{', '.join(f'{v}/{k}' for v, k in table)}")
+        return table[(view, x)]
 
     def as_row(self) -> dict[str, str]:
         return {"algorithm": self.algorithm, "setting": self.setting, "metric": self.metric,

@@ -205,19 +205,7 @@ class Spider:
         (sqrt(d)/(n eps)) -> p, n -> -p, eps -> -p, d -> p/2. view "sample_complexity":
         log n* against log x, x = alpha -> -1/p, eps -> -1, d -> +1/2.
         """
-        p = cls.claimed_exponent
-        if p is None:
-            return None
-        table = {
-            ("error", "privacy"): p, ("error", "n"): -p, ("error", "eps"): -p,
-            ("error", "d"): p / 2,
-            ("sample_complexity", "alpha"): -1 / p, ("sample_complexity", "eps"): -1.0,
-            ("sample_complexity", "d"): 0.5,
-        }
-        if (view, x) not in table:
-            raise ValueError(f"(view, x)=({view!r}, {x!r}) is invalid: the claim predicts "
-                             f"{', '.join(f'{v}/{k}' for v, k in table)}")
-        return table[(view, x)]
+        return cls.claims[0].predicted_slope(view, x) if cls.claims else None
 
     # -- parameters ---------------------------------------------------------------------------
     def knobs(self) -> dict[str, Any]:

@@ -82,7 +82,8 @@ class FirstOrderAlgorithm:
         return cls.claims[0].predicted_slope(view, x) if cls.claims else None
 
     def knobs(self) -> dict[str, Any]:
-        return {k: self.overrides[k] for k in ("c_T", "c_b", "eta_mult") if k in self.overrides}
+        """The knobs at their overridden or default values."""
+        return {k: self.overrides.get(k, v) for k, v in self.knob_defaults.items()}
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,

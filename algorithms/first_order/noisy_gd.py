@@ -54,6 +54,13 @@ from problems.base import Constants, Problem
 _WANG = "Wang, Ye, Xu 2017 (arXiv 1802.05251), as cited by Arora et al. 2023 (arXiv 2206.00846)"
 
 
+def _empirical_baseline_claim(name: str) -> Claim:
+    """Table 1's previous empirical rate, which DP-GD and DP-SGD share."""
+    return Claim(name, "empirical", "emp_grad_norm",
+                 (term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2),), _WANG,
+                 "Arora et al. 2023 Table 1 (non-convex, empirical, previous)")
+
+
 def _budget_mu(privacy: Privacy) -> float:
     return gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
 
@@ -163,11 +170,7 @@ class DPGD(_NoisyGradientMethod):
     setting = "empirical"
     sampling = "full"
     params_used = ("T", "eta", "C", "c_T", "eta_mult", "noise_multiplier")
-    claimed_exponent = 1 / 2
-    claimed_rate = "(sqrt(d)/(n eps))^(1/2)"
-    claims = (Claim("dp_gd", "empirical", "emp_grad_norm",
-                    (term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2),), _WANG,
-                    "Arora et al. 2023 Table 1 (non-convex, empirical, previous)"),)
+    claims = (_empirical_baseline_claim("dp_gd"),)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -188,11 +191,7 @@ class DPSGD(_NoisyGradientMethod):
     paper = "Abadi et al. 2016 (arXiv 1607.00133); rate: " + _WANG
     setting = "empirical"
     sampling = "poisson"
-    claimed_exponent = 1 / 2
-    claimed_rate = "(sqrt(d)/(n eps))^(1/2)"
-    claims = (Claim("dp_sgd", "empirical", "emp_grad_norm",
-                    (term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2),), _WANG,
-                    "Arora et al. 2023 Table 1 (non-convex, empirical, previous)"),)
+    claims = (_empirical_baseline_claim("dp_sgd"),)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -219,8 +218,6 @@ class NoisySGD(_NoisyGradientMethod):
     setting = "population"
     sampling = "stream"
     params_used = ("eta", "b", "C", "c_b", "eta_mult", "noise_multiplier")
-    claimed_exponent = 1 / 3
-    claimed_rate = "n^-1/4 + (sqrt(d)/(n eps))^(1/3)"
     claims = (Claim("noisy_sgd", "population", "grad_norm",
                     (term("n^-1/4", n=-1 / 4), term("(sqrt(d)/(n eps))^(1/3)", privacy=1 / 3)),
                     "derived here (descent lemma, one pass)", "module docstring",

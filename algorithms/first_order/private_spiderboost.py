@@ -67,15 +67,10 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
     paper = _ARORA + ", Algorithm 2, Theorem 4.2 / B.3"
     setting = "empirical"
     params_used = ("T", "eta", "b", "c_T", "c_b", "c_q", "eta_mult", "q")
-    claimed_exponent = 2 / 3
-    claimed_rate = "(sqrt(d)/(n eps))^(2/3)"
     claims = (Claim("private_spiderboost", "empirical", "emp_grad_norm",
                     (term("(sqrt(d)/(n eps))^(2/3)", privacy=2 / 3),), _ARORA,
                     "Theorem 4.2 / B.3 (Table 1, non-convex empirical)"),)
     knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "c_b": 1.0, "c_q": 1.0, "eta_mult": 1.0}
-
-    def knobs(self) -> dict[str, Any]:
-        return {k: self.overrides.get(k, v) for k, v in self.knob_defaults.items()}
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,

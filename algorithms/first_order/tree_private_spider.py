@@ -96,17 +96,12 @@ class TreePrivateSpider(FirstOrderAlgorithm):
     paper = _ARORA + ", Algorithm 1, Theorem 3.2"
     setting = "population"
     params_used = ("b", "T", "c_b", "alpha_mult", "c_stop", "p_fail", "stop_rule", "D")
-    claimed_exponent = 1 / 2
-    claimed_rate = "n^-1/3 + (sqrt(d)/(n eps))^(1/2)"
     claims = (Claim("tree_private_spider", "population", "grad_norm",
                     (term("n^-1/3", n=-1 / 3), term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2)),
                     _ARORA, "Theorem 3.2 (Table 1, non-convex population)"),)
     knob_defaults: ClassVar[dict[str, Any]] = {"alpha_mult": 1.0, "c_b": 1.0, "c_stop": 1.0,
                                                 "p_fail": 0.1, "stop_rule": "scaled"}
     _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"stop_rule": STOP_RULES}
-
-    def knobs(self) -> dict[str, Any]:
-        return {k: self.overrides.get(k, v) for k, v in self.knob_defaults.items()}
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         k = self.knobs()
