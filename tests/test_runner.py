@@ -400,7 +400,7 @@ seed = 1
 repetitions = 24
 data = "records"
 [grid]
-n = [600000]   # cells slow enough that the sweep is still running when signalled
+n = [200000]
 d = [10]
 eps = [0.5]
 [[problem]]
@@ -418,9 +418,13 @@ def test_interrupted_sweep_says_what_is_stored_and_how_to_resume(tmp_path: Path,
     spec_path = tmp_path / "interrupt.toml"
     spec_path.write_text(INTERRUPT_SPEC)
     store = tmp_path / "interrupt.sqlite"
+    # A shell that runs the tests in the background (`cmd &`) makes SIGINT ignored, and an
+    # ignored signal stays ignored across exec: restore the default so the child gets the
+    # Ctrl-C a terminal would deliver.
     proc = subprocess.Popen([sys.executable, "-m", "bench.cli", "sweep", str(spec_path), "--out",
                              str(store), "--jobs", "2", "--quiet"], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline:
         time.sleep(0.2)
