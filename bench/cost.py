@@ -1,7 +1,9 @@
 """The dry-run's cost estimate, learned per (algorithm, problem, data mode) from stored cells.
 
 A record-mode cell costs about (seconds per sample x dimension) x samples used; a counts-mode
-cell (samples are free) about (seconds per step) x steps. Neither is known before the cell
+cell (samples are free) about (seconds per step) x steps; a multi-pass (empirical-risk) cell,
+which reads its n records again at every step, about (seconds per gradient x dimension) x
+steps x gradients per step (b, plus n/q for SpiderBoost's anchors). Neither is known before the cell
 runs, so each is priced from a scale the cell does know, times a factor learned from the
 stored cells of the same algorithm, problem, data mode and kind:
 * fixed-budget cells: a fraction of the upper bound (the budget n; the rules' horizon T);
@@ -30,6 +32,37 @@ DEFAULT_COST_PER_SAMPLE_DIM = 3e-8
 #: Counts mode: seconds per step (measured 0.1-1.3 ms at d = 10-100).
 DEFAULT_COST_PER_STEP = 5e-4
 QUANTILES = (0.25, 0.5, 0.75)
+
+
+def gradients_per_step(params: dict, n: int | None) -> float | None:
+    """Per-sample gradients a multi-pass algorithm's step computes (its params as used), or
+    None for single-pass algorithms (`sampling` full / poisson: DP-GD, DP-SGD; `anchors`:
+    SpiderBoost's b2 differences, counted twice, plus n / q for the anchors)."""
+    if not n:
+        return None
+    if params.get("sampling") in ("full", "poisson"):
+        return float(params.get("b") or n)
+    if "anchors" in params or ("q" in params and "abar" in params):
+        return 2.0 * float(params.get("b") or 0) + n / max(1.0, float(params.get("q") or 1))
+    return None
+
+
+def multi_pass_work(cell: Cell) -> float | None:
+    """Upper bound on a multi-pass cell's work (steps x gradients per step x d) from its
+    algorithm's resolved rules, or None when the algorithm reads each record once."""
+    from algorithms import Privacy, get_algorithm
+    from problems import get_problem
+
+    cls = get_algorithm(cell.algorithm)
+    if getattr(cls, "setting", "population") != "empirical" or not cell.n:
+        return None
+    prob = get_problem(cell.problem, d=cell.d, **dict(cell.problem_params))
+    p = cls(**cell.run_params()).resolve_params(prob, cell.n, Privacy(cell.eps, cell.delta,
+                                                                      cell.calibration))
+    if "abar" in p:
+        p["anchors"] = math.ceil(p["T"] / max(1, p["q"]))
+    per_step = gradients_per_step(p, cell.n)
+    return None if per_step is None else float(p["T"]) * per_step * cell.d
 
 
 @dataclass
@@ -72,8 +105,15 @@ class CostModel:
         work: dict[tuple[str, str, str, bool], tuple[list[float], list[float]]] = {}
         for alg, prob, data, wall, used, n, d, steps, target, params in rows:
             has_target = target is not None
-            if data == "counts":
-                horizon = (json.loads(params) if params else {}).get("T")
+            p = json.loads(params) if params else {}
+            per_step = gradients_per_step(p, n)
+            if per_step is not None:  # multi-pass: the work is steps x gradients x d
+                if not steps:
+                    continue
+                rate = wall / (steps * per_step * d)
+                frac = min(1.0, steps / float(p.get("T") or steps))
+            elif data == "counts":
+                horizon = p.get("T")
                 if not steps or not horizon:
                     continue
                 rate = wall / steps
@@ -97,10 +137,14 @@ class CostModel:
         """(low, mid, high) seconds for `cell` and whether they were learned."""
         has_target = cell.target_alpha is not None
         key = (cell.algorithm, cell.problem, cell.data, has_target)
-        bound = horizon(cell) if cell.data == "counts" else float((cell.n or 0) * cell.d)
+        multi = multi_pass_work(cell)
+        if multi is not None:
+            bound = multi
+        else:
+            bound = horizon(cell) if cell.data == "counts" else float((cell.n or 0) * cell.d)
         if key in self.rates:
             scale = bound
-            if has_target:  # steps (or samples) ~ factor / alpha^2, never above the bound
+            if has_target and multi is None:  # steps (or samples) ~ factor / alpha^2, never above the bound
                 scale = (1.0 if cell.data == "counts" else cell.d) / cell.target_alpha**2
             vals = tuple(min(limit, r * min(f * scale, bound))
                          for r, f in zip(self.rates[key], self.fractions[key], strict=True))

@@ -387,3 +387,29 @@ def test_the_report_lists_every_declared_claim_measured_or_not():
     assert row["measured"] == "0.48 [0.46, 0.5] vs 0.5: consistent (emp, theory, hard_valley)"
     assert set(table["algorithm"]) == {c.algorithm for c in algorithms.all_claims()}
     assert (table[table["algorithm"] != "dp_gd"]["measured"] == "not measured").all()
+
+
+def test_dry_run_prices_multi_pass_cells_by_their_gradients():
+    """An empirical-risk cell reads its n records at every step: its work bound is
+    T x gradients per step x d (DP-GD: n; DP-SGD: b; SpiderBoost: 2 b2 + n / q), by hand from
+    the resolved rules; one-pass algorithms keep the n x d bound (None here)."""
+    from bench.cells import Cell
+    from bench.cost import multi_pass_work
+
+    prob = get_problem("hard_valley", d=10, start=1.0)
+    privacy = Privacy(1.0)
+
+    def cell(alg):
+        return Cell.make(problem="hard_valley", problem_params={"start": 1.0}, algorithm=alg,
+                         params={}, n=6000, d=10, eps=1.0, delta=1e-6, rep=0,
+                         calibration="tight", base_seed=1, target_alpha=None, knobs=(),
+                         stop_at_target=False, data="records")
+
+    gd = get_algorithm("dp_gd")().resolve_params(prob, 6000, privacy)
+    assert multi_pass_work(cell("dp_gd")) == pytest.approx(gd["T"] * 6000 * 10)
+    sgd = get_algorithm("dp_sgd")().resolve_params(prob, 6000, privacy)
+    assert multi_pass_work(cell("dp_sgd")) == pytest.approx(sgd["T"] * sgd["b"] * 10)
+    sb = get_algorithm("private_spiderboost")().resolve_params(prob, 6000, privacy)
+    assert multi_pass_work(cell("private_spiderboost")) == pytest.approx(
+        sb["T"] * (2 * sb["b"] + 6000 / sb["q"]) * 10)
+    assert multi_pass_work(cell("noisy_sgd")) is None

@@ -82,6 +82,9 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
     def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
         raise NotImplementedError
 
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        return {**super().resolve_params(problem, n, privacy), "sampling": self.sampling}
+
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
