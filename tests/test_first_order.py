@@ -413,3 +413,26 @@ def test_dry_run_prices_multi_pass_cells_by_their_gradients():
     assert multi_pass_work(cell("private_spiderboost")) == pytest.approx(
         sb["T"] * (2 * sb["b"] + 6000 / sb["q"]) * 10)
     assert multi_pass_work(cell("noisy_sgd")) is None
+
+
+def test_tree_private_spider_stopping_choices():
+    """Early return (line 19) at the first leaf when 2 alpha~ exceeds the estimate (the literal
+    C~ does that); every leaf steps, the round's last one included (its result starts the
+    next root: 2 rounds of 2^D = 2 leaves make 4 steps); no early return in sample-complexity
+    cells unless stop_rule is set."""
+    prob = get_problem("hard_valley", d=4, start=1.0)
+    data = prob.sample(5000, np.random.default_rng(0))
+    lit = get_algorithm("tree_private_spider")(stop_rule="literal", T=3, D=1, b=4)
+    traj = lit.run(prob, data, Privacy(1.0), np.random.default_rng(1))
+    assert traj.stop_reason == "early_return" and traj.n_steps == 0
+    np.testing.assert_array_equal(traj.iterates[-1], prob.x0)
+    full = get_algorithm("tree_private_spider")(stop_rule="none", T=2, D=1, b=4)
+    traj = full.run(prob, data, Privacy(1.0), np.random.default_rng(1))
+    assert traj.n_steps == 4 and traj.samples_used == 2 * 4 * (1 / 2 + 1)
+    steps = np.linalg.norm(np.diff(traj.iterates, axis=0), axis=1)
+    np.testing.assert_allclose(steps, traj.params["step_length"], rtol=1e-12)  # normalized
+    p = get_algorithm("tree_private_spider")(target_alpha=0.1).resolve_params(prob, None, Privacy(1.0))
+    assert p["stop_rule"] == "none" and p["alpha"] == pytest.approx(0.1 / 3)
+    q = get_algorithm("tree_private_spider")(target_alpha=0.1, stop_rule="scaled").resolve_params(
+        prob, None, Privacy(1.0))
+    assert q["stop_rule"] == "scaled" and q["alpha_tilde"] == pytest.approx(0.1 / 3)
