@@ -436,3 +436,24 @@ def test_tree_private_spider_stopping_choices():
     q = get_algorithm("tree_private_spider")(target_alpha=0.1, stop_rule="scaled").resolve_params(
         prob, None, Privacy(1.0))
     assert q["stop_rule"] == "scaled" and q["alpha_tilde"] == pytest.approx(0.1 / 3)
+
+
+@pytest.mark.parametrize("alg", ["noisy_sgd", "tree_private_spider"])
+def test_sample_complexity_cells_stop_at_the_first_step_below_target(alg):
+    """With an open horizon (target cells) the stored iterates, which the stop-at-target monitor
+    reads, follow the steps the data budget allows: the run stops at the first step whose
+    ||grad F|| is <= the target (an unthinned replay of the same seed agrees)."""
+    prob = get_problem("hard_valley", d=10, start=1.0)
+    data = prob.sample(3_000_000, np.random.default_rng(0))
+    target = 0.3
+
+    def monitor(x):
+        return bool(np.linalg.norm(prob.population_grad(x)) <= target)
+
+    traj = get_algorithm(alg)(target_alpha=target).run(prob, data, Privacy(1.0),
+                                                         np.random.default_rng(1), monitor=monitor)
+    assert traj.stop_reason == "target_reached" and traj.params["keep_every"] == 1
+    full = get_algorithm(alg)(target_alpha=target, max_iterate_floats=1e12).run(
+        prob, data, Privacy(1.0), np.random.default_rng(1))
+    g = np.array([np.linalg.norm(prob.population_grad(x)) for x in full.iterates])
+    assert traj.n_steps == int(full.steps[np.flatnonzero(g <= target)[0]])

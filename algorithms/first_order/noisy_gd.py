@@ -105,7 +105,10 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
         p.update(noise_multiplier=z, sampling=self.sampling)
         sample = stream.take(n) if self.sampling != "stream" else None
         x = np.array(problem.x0, dtype=float)
-        traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
+        # A one-pass run ends when its data does: size the storage (and so how often the
+        # target monitor looks) by the steps the budget allows, not by an open horizon.
+        steps_max = T if sample is not None else min(T, int(min(stream.remaining, 2**50)) // b)
+        traj = TrajectoryBuilder(x, steps_max, p["max_iterate_floats"])
         used = n if sample is not None else 0
         grad_evals, stop, t, warnings = 0, "T_reached", 0, []
         while t < T:

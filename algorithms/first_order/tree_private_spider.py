@@ -200,7 +200,10 @@ class TreePrivateSpider(FirstOrderAlgorithm):
             return est, sigma
 
         x = np.array(problem.x0, dtype=float)
-        traj = TrajectoryBuilder(x, min(T, 2**40) * 2**D, p["max_iterate_floats"])
+        # Steps the data budget allows (2^D per round of b (D/2 + 1) records), not an open horizon:
+        # storage, and so how often the target monitor looks, follow the real run length.
+        rounds = min(T, int(min(stream.remaining, 2**50) // (b * (D / 2 + 1))))
+        traj = TrajectoryBuilder(x, max(1, rounds) * 2**D, p["max_iterate_floats"])
         t, stop, evals, warnings = 0, "T_reached", 0, []
         done = False
         for _ in range(T):
