@@ -218,7 +218,10 @@ def poisson_gaussian_multiplier(eps: float, delta: float, q: float, steps: int) 
 
     # The full-batch multiplier scaled by q bounds the answer from below for small q
     # (amplification cannot beat subsampling's q sqrt(T) / z central limit), so start there.
-    guess = max(1e-2, 2 * q * math.sqrt(steps) / gdp_mu(eps, delta))
+    # A PLD evaluation costs ~1/z^2 (z = 0.02: 13 s), so the bracket never starts below 0.05:
+    # where the answer is smaller (large eps, few steps, tiny q) 0.05 is returned, more noise
+    # than needed and still private.
+    guess = max(0.2, 2 * q * math.sqrt(steps) / gdp_mu(eps, delta))
     z = dp_accounting.calibrate_dp_mechanism(
         lambda: pld.PLDAccountant(neighboring_relation=_replace_one(),
                                   value_discretization_interval=1e-3),

@@ -23,8 +23,8 @@ With eta = 1/M the descent lemma gives, for noise of variance s^2 per coordinate
   T = c_T n mu sqrt(M B0 / 2) / (C sqrt(d)), where ||grad F_S|| ~ (sqrt(d) / (n eps))^{1/2}
   (up to logs in delta), the rate Table 1 of Arora et al. 2023 cites from Wang et al. 2017.
   Non-private (eps = inf): T = c_T 2 M B0 n / G^2, where 2 M B0 / T equals G^2 / n.
-* DP-SGD: the same T; for small q the subsampled Gaussian is close to
-  q sqrt(T) / z-GDP, so its noise matches DP-GD's once the sampling variance C^2 / b is below
+* DP-SGD: the same T; for small q the subsampled Gaussian (replace-one: the sum moves by 2C)
+  is close to 2 q sqrt(T) / z-GDP, so its noise matches DP-GD's once the sampling variance C^2 / b is below
   it: b = c_b n mu / sqrt(d) (at most n).
 * noisy SGD: T = floor(n / b) and s = 2C / (b mu), so the bound is
   2 M B0 b / n + C^2 / b + 4 d C^2 / (b mu)^2; b = c_b max(C sqrt(n / (2 M B0)),
