@@ -103,7 +103,8 @@ def _instance(sc: Scenario) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _release_features(scenario: str, eps: float, delta: float, faults: tuple[str, ...],
-                      which: int, seeds: range, seed: int) -> tuple[np.ndarray, dict[str, float]]:
+                      which: int, seeds: range, seed: int
+                      ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
     sc = SCENARIOS[scenario]
     prob, data, other, v = _instance(sc)
     cls = get_algorithm(sc.algorithm)

@@ -97,10 +97,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 raise ValueError(f"parameter noise_multiplier={self.overrides['noise_multiplier']!r} "
                                  f"is invalid: must be >= {z:.6g}, the noise (eps, delta) needs")
             z = float(self.overrides["noise_multiplier"])
-        if "noise_third" in self.planted_faults:
-            z_used = z / 3
-        else:
-            z_used = z
+        noise_factor = 1 / 3 if "noise_third" in self.planted_faults else 1.0  # planted fault
         clip = math.inf if "no_clipping" in self.planted_faults else C
         p.update(noise_multiplier=z, sampling=self.sampling)
         sample = stream.take(n) if self.sampling != "stream" else None
@@ -132,8 +129,8 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
             grads = clip_rows(problem.per_sample_grads(x, batch), clip) if len(batch) else np.zeros((0, d))
             grad_evals += len(batch)
             released = grads.sum(axis=0) / denom
-            if z_used > 0:
-                released = released + (z_used / z) * noise_std * rng.standard_normal(d)
+            if z > 0:
+                released = released + noise_factor * noise_std * rng.standard_normal(d)
             if probe is not None:
                 probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
                               clip=clip, leaf=grads.sum(axis=0) / denom, told=sens,
@@ -152,15 +149,11 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        mu_spent = self._spent_mu(privacy, z, t, b, n)
+        mu_spent = _budget_mu(privacy)  # every variant is calibrated to the whole budget
         spent = {"eps": spent_eps(mu_spent, privacy.delta) if privacy.private else math.inf,
                  "delta": privacy.delta, "mu": mu_spent}
         p["privacy_mu"] = mu_spent
         return traj.build(x, t, used, grad_evals, stop, spent, p, sample, warnings)
-
-    def _spent_mu(self, privacy: Privacy, z: float, steps: int, b: int, n: int | None) -> float:
-        """GDP mu of the run as calibrated (the budget's mu; inf when non-private)."""
-        return _budget_mu(privacy)
 
 
 class DPGD(_NoisyGradientMethod):
