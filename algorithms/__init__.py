@@ -9,9 +9,13 @@ from algorithms.claims import Claim, validate_claims
 from algorithms.first_order import (
     DPGD,
     DPSGD,
+    JLDPGD,
     FirstOrderAlgorithm,
+    JLPrivateSpiderBoost,
+    JLRecursiveRegularization,
     NoisySGD,
     PrivateSpiderBoost,
+    RecursiveRegularization,
     TreePrivateSpider,
 )
 from algorithms.sosp_spiders import AdaptiveTreeSpider, GaussianSpider, TreeSpider
@@ -21,7 +25,8 @@ from algorithms.spider import Spider
 #: probe, monitor) -> Trajectory` and declares `claims` (`algorithms.claims`).
 _REGISTRY: dict[str, Any] = {
     cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider, DPGD, DPSGD, NoisySGD,
-                TreePrivateSpider, PrivateSpiderBoost)
+                TreePrivateSpider, PrivateSpiderBoost, RecursiveRegularization, JLDPGD,
+                JLPrivateSpiderBoost, JLRecursiveRegularization)
 }
 
 

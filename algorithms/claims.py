@@ -70,15 +70,37 @@ class Claim:
         return " + ".join(t.text for t in self.terms)
 
     @property
+    def privacy_term(self) -> RateTerm | None:
+        """The first term that depends on eps (the privacy term), None if there is none."""
+        for t in self.terms:
+            if t.exponent("privacy") or t.exponent("eps"):
+                return t
+        return None
+
+    @property
     def privacy_exponent(self) -> float | None:
-        """p of the claim's privacy term (sqrt(d)/(n eps))^p, None if it has none."""
-        ps = [t.exponent("privacy") for t in self.terms if t.exponent("privacy")]
-        return ps[0] if ps else None
+        """p of the claim's privacy term (sqrt(d)/(n eps))^p, None if it has none (a term in
+        sqrt(rank)/(n eps) reports its exponent of 1/(n eps))."""
+        t = self.privacy_term
+        if t is None:
+            return None
+        return t.exponent("privacy") or -t.exponent("eps")
+
+    def effective_exponent(self, var: str) -> float:
+        """The privacy term's exponent in n, d, eps or rank, with privacy = sqrt(d)/(n eps)
+        unfolded (p -> n^-p eps^-p d^(p/2))."""
+        t = self.privacy_term
+        if t is None:
+            return 0.0
+        unfold = {"n": -1.0, "eps": -1.0, "d": 0.5}.get(var, 0.0)
+        return t.exponent(var) + unfold * t.exponent("privacy")
 
     def predicted_slope(self, view: str, x: str) -> float | None:
         """The log-log slope the claim predicts where its privacy term dominates.
 
-        view "error": log metric against log x (privacy -> p, n -> -p, eps -> -p, d -> p/2);
+        view "error": log metric against log x: the privacy term's exponent in x (privacy -> p,
+        n -> -p, eps -> -p, d -> p/2 for a term in sqrt(d)/(n eps); d -> 0 and rank -> p/2 for
+        one in sqrt(rank)/(n eps));
         view "sample_complexity": log n* against log x, from inverting metric = target
         (alpha -> -1/p, eps -> -1, d -> 1/2). None when the claim has no privacy term;
         ValueError for a (view, x) it predicts nothing for.
@@ -86,15 +108,22 @@ class Claim:
         p = self.privacy_exponent
         if p is None:
             return None
-        table = {
-            ("error", "privacy"): p, ("error", "n"): -p, ("error", "eps"): -p,
-            ("error", "d"): p / 2,
-            ("sample_complexity", "alpha"): -1 / p, ("sample_complexity", "eps"): -1.0,
-            ("sample_complexity", "d"): 0.5,
-        }
-        if (view, x) not in table:
+        t = self.privacy_term
+        if view == "error" and x in ("n", "d", "eps", "rank"):
+            return self.effective_exponent(x)
+        if view == "error" and x == "privacy":
+            if not t.exponent("privacy"):
+                raise ValueError(f"(view, x)=({view!r}, {x!r}) is invalid for {self.algorithm}'s "
+                                 f"claim {t.text}: it is not a function of sqrt(d)/(n eps); fit "
+                                 "against n, eps, d or rank")
+            return p
+        table = {("sample_complexity", "alpha"): -1 / p, ("sample_complexity", "eps"): -1.0,
+                 ("sample_complexity", "d"): 0.5}
+        if (view, x) not in table or not t.exponent("privacy"):
             raise ValueError(f"(view, x)=({view!r}, {x!r}) is invalid: the claim predicts "
-                             f"{', '.join(f'{v}/{k}' for v, k in table)}")
+                             "error/privacy, error/n, error/eps, error/d, error/rank"
+                             + ("" if not t.exponent("privacy") else ", " + ", ".join(
+                                 f"{v}/{k}" for v, k in table)))
         return table[(view, x)]
 
     def as_row(self) -> dict[str, str]:

@@ -62,6 +62,8 @@ FIRST_ORDER_AUDIT = {
     "noisy_sgd": {"b": AUDIT_B, "eta": 1.0},
     "private_spiderboost": {"T": 1, "q": 1, "eta": 1.0, "b": AUDIT_B},
     "tree_private_spider": {"T": 1, "D": 1, "b": 4, "stop_rule": "none"},
+    # one stage (lambda >= M) of two iterates: one release, output a linear map of it
+    "recursive_regularization": {"R": 1.0, "c_lambda": 1e6, "K_max": 2},
 }
 #: Outputs that are not one Gaussian shift (a Poisson mixture, a normalized direction): the
 #: audit reports eps_lb for them, and no mu.

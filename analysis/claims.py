@@ -40,7 +40,7 @@ from problems import character as problem_character
 
 #: Which dimensions are folded into each x scale (the others split the fit into groups).
 FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"},
-          "alpha": {"target_alpha"}}
+          "alpha": {"target_alpha"}, "rank": {"problem_params"}}
 
 
 def at_defaults(row_params: dict, knobs: list, algorithm: str | None = None) -> bool:
@@ -206,12 +206,12 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
             res = rates.fit_points(sub["x"].to_numpy(), sub["y"].to_numpy(), group=group, x=fit.x,
                                    y=fit.y, window=fit.window, n_boot=n_boot, rng=rng)
         cls = get_algorithm(group["algorithm"])
-        predicted = cls.predicted_exponent(fit.view, fit.x)
+        metric = fit_metric(fit, group["algorithm"])
+        predicted = predicted_slope(cls, fit, metric, private=bool(np.isfinite(sub["eps"]).any()))
         flags = []
         stuck = int((~sub["left_saddle"].astype(bool)).sum())
         if stuck:
             flags.append("ceiling: runs in the window never left the start saddle")
-        metric = fit_metric(fit, group["algorithm"])
         first_order = metric != "alpha_sosp"
         x0 = float(sub["grad_x0" if first_order else "alpha_x0"].min())
         # The largest alpha the fit involves: targets / thresholds (sample complexity) or the
@@ -246,6 +246,30 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
     return pd.DataFrame(rows)
 
 
+def matching_claim(cls: Any, metric: str) -> Any:
+    """The algorithm's claim on `metric` (its first claim if none matches; None if it has none)."""
+    claims = getattr(cls, "claims", ())
+    return next((c for c in claims if c.metric == metric), claims[0] if claims else None)
+
+
+def predicted_slope(cls: Any, fit: FitSpec, metric: str, private: bool = True) -> float | None:
+    """The exponent the algorithm's claim on `metric` predicts for the fit: its privacy term's
+    where the cells are private, its statistical term's (the one in n alone) where every cell
+    is non-private (eps = inf); None where the claim predicts nothing for this x."""
+    claim = matching_claim(cls, metric)
+    if claim is None:
+        return cls.predicted_exponent(fit.view, fit.x) if hasattr(cls, "predicted_exponent") else None
+    if not private:
+        if fit.view != "error" or fit.x not in ("n", "d", "rank"):
+            return None
+        stat = [t for t in claim.terms if t is not claim.privacy_term]
+        return stat[0].exponent(fit.x) if stat else None
+    try:
+        return claim.predicted_slope(fit.view, fit.x)
+    except ValueError:
+        return None
+
+
 def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: Any,
               rng: np.random.Generator) -> dict[str, float]:
     """The power law plus the non-private floor, y = a x^p + b n^{-1/3} (README, the protocol,
@@ -265,12 +289,16 @@ def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: 
     y = np.concatenate([pts["y"].to_numpy(float), inf[fit.y].to_numpy(float)])
     if len(np.unique(n)) < 2 or len(pts) < 6:
         return {}
-    tt = rates.two_term_fit(x, n, y, n_boot=200, rng=rng)
-    predicted = get_algorithm(sub["algorithm"].iloc[0]).predicted_exponent("error", "privacy")
+    cls = get_algorithm(sub["algorithm"].iloc[0])
+    claim = matching_claim(cls, fit_metric(fit, cls.name))
+    stat = [t for t in (claim.terms if claim else ()) if t is not claim.privacy_term and t.exponent("n")]
+    q = -stat[0].exponent("n") if stat else 1 / 3
+    tt = rates.two_term_fit(x, n, y, n_boot=200, rng=rng, floor_exponent=q)
+    predicted = cls.predicted_exponent("error", "privacy")
     verdict = rates.verdict({"ci_low": tt.ci_low, "ci_high": tt.ci_high, "x": "privacy"},
                             predicted, "error")
     return {"two_term_p": tt.p, "two_term_ci_low": tt.ci_low, "two_term_ci_high": tt.ci_high,
-            "two_term_b": tt.b, "two_term_verdict": verdict}
+            "two_term_b": tt.b, "two_term_verdict": verdict, "two_term_q": q}
 
 
 def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> pd.DataFrame:

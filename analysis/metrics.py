@@ -14,6 +14,7 @@ import pandas as pd
 from scipy.sparse.linalg import LinearOperator, eigsh
 
 from problems.base import Problem
+from problems.counts import CountsBatch
 
 #: Thresholds of the samples-to-accuracy curve: a fixed log grid (8 per decade, 1e-4 .. 10).
 THRESHOLDS = np.logspace(-4, 1, 41)
@@ -79,10 +80,13 @@ def grad_norms(problem: Problem, iterates: np.ndarray) -> np.ndarray:
     return np.array([np.linalg.norm(problem.population_grad(x)) for x in iterates])
 
 
-def empirical_grad_norm(problem: Problem, x: np.ndarray, sample: np.ndarray,
+def empirical_grad_norm(problem: Problem, x: np.ndarray, sample: np.ndarray | CountsBatch,
                         chunk: int = 65536) -> float:
     """||grad F_S(x)||: the exact gradient of the empirical loss on `sample` (unclipped mean of
-    the per-sample gradients), in chunks so memory stays O(chunk d)."""
+    the per-sample gradients), in chunks so memory stays O(chunk d); a counts-mode sample
+    (`CountsBatch`) gives it exactly from its counts."""
+    if isinstance(sample, CountsBatch):
+        return float(np.linalg.norm(problem.counts_grad(x, sample)[0]))
     total = np.zeros(problem.d)
     for i in range(0, len(sample), chunk):
         total += problem.per_sample_grads(x, sample[i:i + chunk]).sum(axis=0)

@@ -136,7 +136,28 @@ def check_releases(run: RecordedRun, advs: list[np.ndarray], positions: int = 2,
     # algorithm (it keeps its sample) reads records again by design; what it may not do is
     # release more often than its accountant composed.
     multi_pass = getattr(traj, "sample", None) is not None
-    if multi_pass:
+    chunked = bool(events) and "chunk" in events[0]
+    if chunked:
+        # Stages on disjoint chunks (recursive regularization): a stage may read its own chunk
+        # many times, composed by its accountant, and no other record; the chunks, in order,
+        # are the data's records in order (parallel composition).
+        composed = [int(k) - 1 for k in traj.params.get("K_t", [])]
+        firsts: dict[int, np.ndarray] = {}
+        for e in events:
+            c = int(e["chunk"])
+            first = firsts.setdefault(c, e["batch"])
+            if len(e["batch"]) != len(first) or np.any(e["batch"] != first):
+                report.reused += len(e["batch"])
+        counts = {c: sum(1 for e in events if int(e["chunk"]) == c) for c in firsts}
+        for c, k in counts.items():
+            if c > len(composed) or k > composed[c - 1]:
+                report.violations.append(f"chunk {c}: {k} releases, accountant composed "
+                                         f"{composed[c - 1] if c <= len(composed) else 0}")
+        if run.data is not None:
+            fed = np.concatenate([firsts[c] for c in sorted(firsts)])
+            if len(fed) > len(run.data) or np.any(fed != run.data[: len(fed)]):
+                report.reused += len(fed)
+    elif multi_pass:
         composed = int(traj.params.get("T", 0))
         if len(events) > composed:
             report.violations.append(f"{len(events)} releases, accountant composed {composed}")

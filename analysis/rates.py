@@ -24,6 +24,7 @@ reached is the worst outcome), so a knob setting that censors loses to one that 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,7 +37,7 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 #: Named x scales (column expressions of a cells / points table).
-SCALES = ("privacy", "n", "d", "eps", "alpha")
+SCALES = ("privacy", "n", "d", "eps", "alpha", "rank")
 #: Default bootstrap size and confidence level.
 N_BOOT, LEVEL = 2000, 0.95
 #: A CI wider than this makes a verdict "inconclusive": about twice the gap between the two
@@ -48,13 +49,15 @@ MAX_CI_WIDTH = {"error": 0.15, "sample_complexity": 0.66}
 #: claimed alpha^-2 needs fewer samples as alpha -> 0: faster than claimed.
 FAVOURABLE = {
     ("error", "privacy"): +1, ("error", "n"): -1, ("error", "eps"): +1, ("error", "d"): -1,
+    ("error", "rank"): -1,
     ("sample_complexity", "alpha"): +1, ("sample_complexity", "eps"): +1,
     ("sample_complexity", "d"): -1, ("sample_complexity", "privacy"): -1,
 }
 
 
 def scale(df: pd.DataFrame, x: str) -> pd.Series:
-    """The named x scale: privacy = sqrt(d) / (n eps); n, d, eps; alpha (threshold / target)."""
+    """The named x scale: privacy = sqrt(d) / (n eps); n, d, eps; alpha (threshold / target);
+    rank (a GLM's feature rank, from the problem parameters)."""
     if x == "privacy":
         return np.sqrt(df["d"].astype(float)) / (df["n"].astype(float) * df["eps"].astype(float))
     if x == "alpha":
@@ -63,6 +66,11 @@ def scale(df: pd.DataFrame, x: str) -> pd.Series:
         return df["target_alpha"].astype(float)
     if x in ("n", "d", "eps"):
         return df[x].astype(float)
+    if x == "rank":  # a problem parameter (GLMs): read from the cell's problem parameters
+        if "rank" in df:
+            return df["rank"].astype(float)
+        params = df["problem_params"].map(lambda s: json.loads(s) if isinstance(s, str) else (s or {}))
+        return params.map(lambda p: float(p.get("rank", math.nan)))
     if x in df:
         return df[x].astype(float)
     raise ValueError(f"x={x!r} is invalid: must be one of {', '.join(SCALES)} or a column")
@@ -311,16 +319,17 @@ class TwoTermFit:
     converged: bool
 
 
-def _two_term_solve(lx: np.ndarray, ln: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, bool]:
+def _two_term_solve(lx: np.ndarray, ln: np.ndarray, ly: np.ndarray,
+                    q: float = 1 / 3) -> tuple[np.ndarray, bool]:
     def resid(theta: np.ndarray) -> np.ndarray:
-        return ly - np.logaddexp(theta[0] + theta[1] * lx, theta[2] - ln / 3.0)
+        return ly - np.logaddexp(theta[0] + theta[1] * lx, theta[2] - q * ln)
 
     best, best_cost = None, math.inf
     base = float(np.median(ly))
     for p0 in (0.25, 0.5, 1.0):
         for b_off in (-3.0, 0.0):
             theta0 = np.array([base - p0 * float(np.median(lx)), p0,
-                               base + float(np.median(ln)) / 3 + b_off])
+                               base + q * float(np.median(ln)) + b_off])
             sol = least_squares(resid, theta0, loss="soft_l1", f_scale=0.3,
                                 bounds=([-50, 0.01, -50], [50, 3.0, 50]))
             if sol.cost < best_cost:
@@ -329,15 +338,16 @@ def _two_term_solve(lx: np.ndarray, ln: np.ndarray, ly: np.ndarray) -> tuple[np.
 
 
 def two_term_fit(x: np.ndarray, n: np.ndarray, y: np.ndarray, *, n_boot: int = 300,
-                 level: float = LEVEL, rng: np.random.Generator | None = None) -> TwoTermFit:
-    """Fit y = a x^p + b n^{-1/3} by robust least squares on log y (log-sum-exp of the two
-    terms, soft-L1 loss, six starting points); CI on p by resampling repetitions within each
-    design point (x, n)."""
+                 level: float = LEVEL, rng: np.random.Generator | None = None,
+                 floor_exponent: float = 1 / 3) -> TwoTermFit:
+    """Fit y = a x^p + b n^{-q} (q = `floor_exponent`: 1/3 for the SOSP claims, 1/2 for the
+    convex ones) by robust least squares on log y (log-sum-exp of the two terms, soft-L1 loss,
+    six starting points); CI on p by resampling repetitions within each design point (x, n)."""
     rng = rng if rng is not None else np.random.default_rng(0)
     x, n, y = (np.asarray(v, float) for v in (x, n, y))
     ok = np.isfinite(y) & (y > 0)
     x, n, y = x[ok], n[ok], y[ok]
-    theta, conv = _two_term_solve(np.log(x), np.log(n), np.log(y))
+    theta, conv = _two_term_solve(np.log(x), np.log(n), np.log(y), floor_exponent)
     keys = np.stack([x, n], axis=1)
     _, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = inv.ravel()
@@ -345,7 +355,7 @@ def two_term_fit(x: np.ndarray, n: np.ndarray, y: np.ndarray, *, n_boot: int = 3
     ps = np.empty(n_boot)
     for bidx in range(n_boot):
         pick = np.concatenate([mem[rng.integers(0, len(mem), len(mem))] for mem in members])
-        th, _ = _two_term_solve(np.log(x[pick]), np.log(n[pick]), np.log(y[pick]))
+        th, _ = _two_term_solve(np.log(x[pick]), np.log(n[pick]), np.log(y[pick]), floor_exponent)
         ps[bidx] = th[1]
     lo, hi = _percentile_ci(ps, level)
     return TwoTermFit(p=float(theta[1]), ci_low=lo, ci_high=hi, a=float(math.exp(theta[0])),

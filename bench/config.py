@@ -72,7 +72,7 @@ PROBLEM_KEYS = {"name", "params"}
 ALGORITHM_KEYS = {"name", "params", "grid"}
 FIT_KEYS = {"name", "view", "x", "y", "window", "mode", "where"}
 FIT_VIEWS = ("sample_complexity", "error")
-FIT_X = ("alpha", "privacy", "n", "d", "eps")
+FIT_X = ("alpha", "privacy", "n", "d", "eps", "rank")
 FIT_MODES = ("tuned", "theory")
 CALIBRATIONS = ("tight", "theory")
 
@@ -441,6 +441,10 @@ def _check_fit_against_grid(i: int, fit: FitSpec, grid: dict[str, Any], problem_
     elif fit.x == "privacy":
         design = [math.sqrt(d) / (n * e) for d in pick("d") for n in pick("n") for e in pick("eps")]
         unit = "sqrt(d)/(n eps)"
+    elif fit.x == "rank":  # a problem parameter: one [[problem]] table per rank
+        design = [float(p["params"]["rank"]) for p in problem_list if "rank" in p["params"]
+                  and p["name"] == fit.where.get("problem", p["name"])]
+        unit = "problem rank"
     else:
         design, unit = pick(fit.x), fit.x
     if not design:

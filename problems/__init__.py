@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from problems.base import Constants, Problem
+from problems.glm import GLM
 from problems.logistic import BreastCancerLogistic, SyntheticLogistic
 from problems.mean_estimation import MeanEstimation
 from problems.phase_retrieval import PhaseRetrieval
@@ -12,7 +13,7 @@ from problems.streams import CHUNK, ArrayStream, DataStream, StreamExhausted, re
 _REGISTRY: dict[str, type[Problem]] = {
     cls.name: cls
     for cls in (StrictSaddle, HardValley, HardRamp, PhaseRetrieval, SyntheticLogistic,
-                BreastCancerLogistic, MeanEstimation)
+                BreastCancerLogistic, MeanEstimation, GLM)
 }
 
 

@@ -86,6 +86,9 @@ class Problem(ABC):
     #: A parameter that makes one instance per accuracy (e.g. hard_ramp's "alpha"): sweeps set
     #: it to each cell's target_alpha unless the spec fixes it. None: one instance for all.
     per_target_param: str | None = None
+    #: Every per-sample loss f(.; z) is convex (algorithms whose privacy or rate needs convexity
+    #: refuse problems that do not declare it).
+    convex: bool = False
 
     def __init__(self, d: int) -> None:
         self.d = check_positive_int("d", d)

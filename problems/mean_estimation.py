@@ -26,6 +26,7 @@ from problems.finite_support import TwoPointCoordinates
 class MeanEstimation(TwoPointCoordinates, Problem):
     name = "mean_estimation"
     character = "calibration"
+    convex = True
     description = "private mean estimation 1/2|x - z|^2 (calibration: error ~ sqrt(d)/(n eps))"
 
     def __init__(self, d: int = 10, spread: float = 1.0, start_dist: float = 1.0,
@@ -78,6 +79,10 @@ class MeanEstimation(TwoPointCoordinates, Problem):
 
     def population_grad(self, x):
         return x - self.mean
+
+    def population_minimizer(self) -> np.ndarray:
+        """argmin F = m (the population mean)."""
+        return self.mean.copy()
 
     def population_hessian(self, x):
         return np.eye(self.d)

@@ -11,6 +11,7 @@ SMALL = {
     "phase_retrieval": {"d": 5},
     "logistic": {"d": 5, "n_atoms": 300},
     "mean_estimation": {"d": 5},
+    "glm": {"d": 5, "rank": 3, "n_atoms": 300},
 }
 
 

@@ -228,7 +228,7 @@ mode = "theory"
     store = tmp_path / "fo.sqlite"
     assert run_sweep(spec, store, jobs=2, progress=False).ran == 12
     df = load(store)
-    assert set(df["status"]) == {"ok"} and set(df["data"]) == {"records"}
+    assert set(df["status"]) == {"ok"} and set(df["data"]) == {"counts"}  # logistic opts in
     gd, sgd = df[df["algorithm"] == "dp_gd"], df[df["algorithm"] == "noisy_sgd"]
     assert gd["emp_grad_best"].notna().all() and sgd["emp_grad_best"].isna().all()
     assert set(gd["target_metric"]) == {"emp_grad_norm"} and set(sgd["target_metric"]) == {"grad_norm"}

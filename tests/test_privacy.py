@@ -19,7 +19,7 @@ RUNS = {}
 
 #: Every registered problem (layer 1 runs on each in its own record layout).
 PROBLEMS = ["strict_saddle", "hard_valley", "hard_ramp", "phase_retrieval", "logistic",
-            "mean_estimation", "logistic_breast_cancer"]
+            "mean_estimation", "logistic_breast_cancer", "glm"]
 DIMS = {"logistic_breast_cancer": 30}
 
 

@@ -8,6 +8,11 @@ take them like the SOSP Spiders. Privacy is enforced the same way: per-sample gr
 clipped to C before they are averaged (`algorithms.mechanisms.clip_rows`), whatever the
 problem's stated constants, and the noise comes from `algorithms.accounting`.
 
+Counts mode (`problems.counts`): an algorithm that lists "counts" in `data_modes` takes its
+records as value counts over a finite support, and every clipped batch mean is computed
+exactly from them (`batch_grad_sum`); as in the Spider engine this is exact only while clipping
+is the identity on the batch, and a run stops with CountsClipError otherwise.
+
 Settings: an *empirical* algorithm optimizes F_S on a finite sample S of n records that it may
 visit many times (it materializes the first n records of the stream, so n must be finite); a
 *population* algorithm reads each record once, in order.
@@ -24,8 +29,9 @@ import numpy as np
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.faults import check_faults
+from algorithms.mechanisms import clip_rows
 from problems.base import Constants, Problem
-from problems.counts import CountsStream
+from problems.counts import CountsBatch, CountsStream, require_identity_clip
 
 _INT_PARAMS = ("T", "b")
 
@@ -107,7 +113,7 @@ class FirstOrderAlgorithm:
             time_limit: float | None = None, probe: Any = None, monitor: Any = None) -> Trajectory:
         """Run on `data` (records or a record stream); randomness only from `rng`."""
         stream = problem.as_stream(data)
-        if isinstance(stream, CountsStream):
+        if isinstance(stream, CountsStream) and "counts" not in self.data_modes:
             raise ValueError(f"{self.name} runs on records, not a counts stream: pass "
                              "data='records'")
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
@@ -122,6 +128,27 @@ class FirstOrderAlgorithm:
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
         raise NotImplementedError
+
+
+def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:
+    """(sum over the batch of grad f(x; z_i) clipped to norm `clip`, the number of records).
+
+    `batch` is a records array or a `CountsBatch`; for counts the sum is k times the exact
+    batch mean, after the guard that clipping is the identity on it (`require_identity_clip`).
+    """
+    if isinstance(batch, CountsBatch):
+        if batch.k == 0:
+            return np.zeros(problem.d), 0
+        mean, bound = problem.counts_grad(x, batch)
+        require_identity_clip("O1", clip, bound)
+        return mean * batch.k, int(batch.k)
+    if len(batch) == 0:
+        return np.zeros(problem.d), 0
+    return clip_rows(problem.per_sample_grads(x, batch), clip).sum(axis=0), len(batch)
+
+
+def batch_size(batch: Any) -> int:
+    return int(batch.k) if isinstance(batch, CountsBatch) else len(batch)
 
 
 class TrajectoryBuilder:

@@ -47,8 +47,7 @@ import numpy as np
 from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, poisson_gaussian_multiplier, spent_eps
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
-from algorithms.mechanisms import clip_rows
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
 from problems.base import Constants, Problem
 
 _WANG = "Wang, Ye, Xu 2017 (arXiv 1802.05251), as cited by Arora et al. 2023 (arXiv 2206.00846)"
@@ -126,14 +125,14 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 used += b
                 sens = 2 * C / b
                 noise_std = z * sens
-            grads = clip_rows(problem.per_sample_grads(x, batch), clip) if len(batch) else np.zeros((0, d))
-            grad_evals += len(batch)
-            released = grads.sum(axis=0) / denom
+            grad_sum, read = batch_grad_sum(problem, x, batch, clip)
+            grad_evals += read
+            released = grad_sum / denom
             if z > 0:
                 released = released + noise_factor * noise_std * rng.standard_normal(d)
             if probe is not None:
                 probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
-                              clip=clip, leaf=grads.sum(axis=0) / denom, told=sens,
+                              clip=clip, leaf=grad_sum / denom, told=sens,
                               noise_std=noise_std, nabla=released.copy(), released=released.copy(),
                               restart=False, escape=False, denom=denom)
             est_norm = float(np.linalg.norm(released))
@@ -168,6 +167,7 @@ class DPGD(_NoisyGradientMethod):
     paper = _WANG
     setting = "empirical"
     sampling = "full"
+    data_modes = ("records", "counts")
     params_used = ("T", "eta", "C", "c_T", "eta_mult", "noise_multiplier")
     claims = (_empirical_baseline_claim("dp_gd"),)
 
@@ -216,6 +216,7 @@ class NoisySGD(_NoisyGradientMethod):
     paper = "standard one-pass analysis (derived in algorithms/first_order/noisy_gd.py)"
     setting = "population"
     sampling = "stream"
+    data_modes = ("records", "counts")
     params_used = ("eta", "b", "C", "c_b", "eta_mult", "noise_multiplier")
     claims = (Claim("noisy_sgd", "population", "grad_norm",
                     (term("n^-1/4", n=-1 / 4), term("(sqrt(d)/(n eps))^(1/3)", privacy=1 / 3)),

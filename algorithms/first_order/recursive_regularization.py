@@ -1,0 +1,226 @@
+"""Recursive regularization for population stationary points of convex losses (Arora, Bassily,
+Gonzalez, Guzman, Menart, Ullah 2023, *Faster Rates of Convergence to Stationary Points in
+Differentially Private Optimization*, ICML 2023, arXiv 2206.00846: Section 5, Algorithm 3 with
+NoisyGD = Algorithm 7 as the private subroutine, Theorem 5.1 part 1, Lemmas D.1-D.3).
+
+The technique (Allen-Zhu 2018; Foster et al. 2019): stage t = 1..T minimizes, on its own
+disjoint chunk of floor(n / T) records, the regularized objective
+  F^(t-1)(w) = F(w) + sum_{s<t} lambda_s / 2 ||w - wbar_s||^2,  lambda_s = 2^s lambda,
+with wbar_0 = x0 (the paper's w0 = 0: our problems start at x0, so every ball below is
+centered there), and the next stage re-centers a stronger regularizer at that stage's output
+wbar_t. The output is wbar_T. Each stage runs NoisyGD (Algorithm 7): K_t - 1 projected steps
+w <- Pi_{B(x0, R_t)}(w - eta_t (grad F^(t-1)(w; chunk) + xi)) from w_1 = x0, then the
+selector S_t: the average of w_1..w_{K_t} with weights (1 - eta_t lambda_t)^{-k}.
+
+Privacy. Only the data term of a step depends on records: per-sample gradients are clipped to
+C (default G) before the chunk mean, so a release has replace-one sensitivity 2C/m (m the
+chunk size); the regularizer's gradient involves only earlier outputs (post-processing).
+A stage's K_t - 1 releases compose exactly in GDP (`accounting.composed_gaussian_multiplier`),
+and the stages read disjoint chunks (parallel composition), so each gets the whole (eps, delta),
+as in the proof of Theorem 5.1. The paper's sigma^2 = 64 L0^2 K log(1/delta) / (n eps)^2
+(advanced composition) has the same shape; the accountant's is tighter.
+
+Parameters (Theorem 5.1, part 1; G = L0, M = L1 the problem's Lipschitz and smoothness
+constants, R = ||w* - x0||, m = floor(n / T)):
+  lambda   = c_lambda G^2 / (M R^2) max{1/n, d / (n eps)^2}
+  T        = ceil(log2(M / lambda))           (at least 1)
+  R_t      = sqrt(2)^t R
+  lambda_t = 2^t lambda
+  K_t      = c_K max{kappa_t log kappa_t, m^2 eps^2 (G^2 + Gd_t^2) / (d G^2 log(1/delta))},
+             kappa_t = (M + H_t) / lambda_t (Lemma D.3's T), capped at K_max
+  eta_t    = min{log(K_t) / (lambda_t K_t), 1 / (M + H_t)}
+where H_t = sum_{s<t} lambda_s is the regularizer's smoothness (and strong convexity) and
+Gd_t = 2 H_t R_t its Lipschitz constant on the ball (Lemma D.3's H_Delta and G_Delta).
+Choices where the paper is ambiguous or unusable (each tested):
+* lambda: the theorem prints min{1/n, d/(n eps)^2}; its proof's last step only needs
+  sqrt(lambda M) R <= G / sqrt(n) + sqrt(d) G / (n eps), i.e. the max (the largest lambda
+  allowed, fewest stages). The min makes lambda = 0 and T infinite without privacy, so we use
+  the max; a smaller lambda changes only the log factor (T) in the bound.
+* Algorithm 3's loop runs t = 1..T-1 and outputs wbar_T: we run T stages and output the last.
+* R = ||w* - x0|| is an input the theorem assumes known: by default the problem's exact
+  population minimizer (`population_minimizer`); the override `R` replaces it. It sets the
+  radii and lambda only, never the noise.
+* K_t: the second branch makes the non-smooth 1/(lambda K) optimization error negligible
+  against the noise; it reaches 1e6-1e9 full passes at n >= 1e5 and is capped at K_max
+  (default 20,000; a warning names the stages it cut). The step then stays the stable
+  1 / (M + H_t) (the analysis needs eta <= 1/(L1 + H_Delta); log K / (lambda K) exceeds it when
+  K is cut). Without privacy the second branch is m (excess risk G^2 / (lambda m), the
+  statistical level).
+* Lemma D.3's chunk sample count n is the stage's m = floor(n / T) (Theorem 5.1 prints T^2 in
+  its K_t for the same reason).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, spent_eps
+from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim, term
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
+from problems.base import Constants, Problem
+
+_ARORA = "Arora, Bassily, Gonzalez, Guzman, Menart, Ullah 2023 (arXiv 2206.00846)"
+K_MAX_DEFAULT = 20_000
+
+
+def _minimizer_distance(problem: Problem) -> float:
+    finder = getattr(problem, "population_minimizer", None)
+    if finder is None:
+        raise ValueError(f"problem {problem.name!r} has no population_minimizer: recursive "
+                         "regularization needs R = ||w* - x0|| (Theorem 5.1); pass the override R")
+    return float(np.linalg.norm(finder() - problem.x0))
+
+
+def stage_schedule(constants: Constants, n: int, d: int, privacy: Privacy, R: float,
+                   c_lambda: float = 1.0, c_K: float = 1.0,
+                   K_max: float = K_MAX_DEFAULT) -> dict[str, Any]:
+    """Theorem 5.1's rules (module docstring): lambda, T, and per stage R_t, lambda_t, K_t
+    (before and after the cap), eta_t, the chunk size m."""
+    G, M = constants.G, constants.M
+    eps, delta = privacy.eps, privacy.delta
+    if not (R > 0 and math.isfinite(R)):
+        raise ValueError(f"R={R!r} is invalid: must be a finite number > 0 (||w* - x0||)")
+    priv = d / (n * eps) ** 2 if privacy.private else 0.0
+    lam = c_lambda * G**2 / (M * R**2) * max(1.0 / n, priv)
+    T = max(1, math.ceil(math.log2(M / lam))) if lam < M else 1
+    m = n // T
+    if m < 1:
+        raise ValueError(f"n={n} is invalid for recursive regularization: its T = {T} stages "
+                         "need at least one record each")
+    stages = []
+    for t in range(1, T + 1):
+        lam_t = 2**t * lam
+        H = lam * (2**t - 1)  # sum_{s<t} lambda_s, with lambda_0 = lambda
+        R_t = math.sqrt(2) ** t * R
+        kappa = (M + H) / lam_t
+        first = kappa * math.log(max(kappa, math.e))
+        if privacy.private:
+            second = m**2 * eps**2 * (G**2 + (2 * H * R_t) ** 2) / (d * G**2 * math.log(1 / delta))
+        else:
+            second = float(m)
+        K_theory = max(2.0, c_K * max(first, second))
+        K = int(min(K_theory, K_max))
+        K = max(K, 2)
+        eta = min(math.log(K) / (lam_t * K), 1.0 / (M + H))
+        stages.append({"t": t, "lambda_t": lam_t, "H": H, "R_t": R_t, "K": K,
+                       "K_theory": K_theory, "eta": eta})
+    return {"lambda": lam, "T": T, "m": m, "stages": stages}
+
+
+class RecursiveRegularization(FirstOrderAlgorithm):
+    """Algorithm 3 (recursive regularization) with NoisyGD (Algorithm 7), Theorem 5.1 part 1:
+    ||grad F(wbar)|| ~ 1/sqrt(n) + sqrt(d)/(n eps) for convex smooth Lipschitz losses, tight
+    up to logs (module docstring for every rule and choice)."""
+
+    name = "recursive_regularization"
+    description = "recursive regularization (convex): NoisyGD stages on disjoint chunks"
+    paper = _ARORA + ", Algorithm 3 + Algorithm 7"
+    setting = "population"
+    data_modes = ("records", "counts")
+    params_used = ("C", "R", "c_lambda", "c_K", "K_max")
+    knob_defaults: ClassVar[dict[str, Any]] = {"c_lambda": 1.0, "c_K": 1.0, "K_max": K_MAX_DEFAULT}
+    claims = (Claim("recursive_regularization", "population", "grad_norm",
+                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
+                    _ARORA, "Theorem 5.1 (1), Table 1 (convex, population; optimal)",
+                    "convex losses only"),)
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        if n is None:
+            raise ValueError(f"n=None is invalid for {self.name}: its stages split a sample of n")
+        if not getattr(problem, "convex", False):
+            raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: Theorem 5.1 "
+                             "assumes a convex loss (the problem does not declare convex = True)")
+        knobs = self.knobs()
+        R = float(self.overrides.get("R", 0.0)) or _minimizer_distance(problem)
+        sched = stage_schedule(problem.constants, n, problem.d, privacy, R, float(knobs["c_lambda"]),
+                               float(knobs["c_K"]), float(knobs["K_max"]))
+        p = {**knobs, "R": R, "C": float(self.overrides.get("C", problem.constants.G)),
+             "lambda": sched["lambda"], "stages": sched["T"], "m": sched["m"],
+             "K_t": [s["K"] for s in sched["stages"]], "eta_t": [s["eta"] for s in sched["stages"]],
+             "K_t_theory": [s["K_theory"] for s in sched["stages"]],
+             "max_iterate_floats": float(self.overrides.get("max_iterate_floats", 4_000_000))}
+        p["schedule"] = sched["stages"]
+        p["T"] = sum(p["K_t"]) - len(p["K_t"])  # releases in all (the stages compose in parallel)
+        return p
+
+    def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
+             rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
+             monitor: Any) -> Trajectory:
+        d, C, m = problem.d, float(p["C"]), int(p["m"])
+        self.stage_outputs: list[np.ndarray] = []  # wbar_1..wbar_T of the last run (tests)
+        clip = math.inf if "no_clipping" in self.planted_faults else C
+        noise_factor = 1 / 3 if "noise_third" in self.planted_faults else 1.0  # planted fault
+        x0 = np.array(problem.x0, dtype=float)
+        stages = p.pop("schedule")
+        traj = TrajectoryBuilder(x0, sum(s["K"] for s in stages), p["max_iterate_floats"])
+        centers, weights = [x0], [p["lambda"]]  # wbar_0 = x0 with lambda_0 = lambda
+        capped = [str(s["t"]) for s in stages if s["K_theory"] > float(p["K_max"])]
+        warnings = [f"K_t capped at K_max = {float(p['K_max']):g} in stage(s) {', '.join(capped)}"] \
+            if capped else []
+        t_global, used, grad_evals, stop, out = 0, 0, 0, "T_reached", x0
+        chunk_releases = []
+        for s in stages:
+            chunk = stream.take(m)
+            used += m
+            K, eta, lam_t, R_t = s["K"], s["eta"], s["lambda_t"], s["R_t"]
+            z = composed_gaussian_multiplier(privacy.eps, privacy.delta, K - 1) if privacy.private else 0.0
+            sens = 2 * C / m
+            noise_std = z * sens
+            cen, wts = np.array(centers), np.array(weights)
+            w = x0.copy()
+            # Selector S_t: weights gamma_k = (1 - eta lambda_t)^-k, k = 1..K, as a running
+            # average; u = (sum_{j<=k} gamma_j) / gamma_k obeys u <- 1 + (1 - eta lambda_t) u,
+            # which never overflows (gamma_K itself can exceed 1e308 once eta is capped).
+            shrink = 1.0 - eta * lam_t
+            avg, u = w.copy(), 1.0
+            releases = 0
+            for _ in range(K - 1):
+                data_sum, read = batch_grad_sum(problem, w, chunk, clip)
+                grad_evals += read
+                leaf = data_sum / m
+                reg = (wts[:, None] * (w[None, :] - cen)).sum(axis=0)
+                released = leaf + noise_factor * noise_std * rng.standard_normal(d) if z > 0 else leaf
+                if probe is not None:
+                    probe.release(t=t_global + 1, oracle=1, x=w.copy(), x_prev=w.copy(),
+                                  batch=chunk, clip=clip, leaf=leaf, told=sens, noise_std=noise_std,
+                                  nabla=released.copy(), released=released.copy(), restart=False,
+                                  escape=False, denom=m, chunk=s["t"])
+                releases += 1
+                step = released + reg
+                w = w - eta * step
+                shift = w - x0
+                norm = float(np.linalg.norm(shift))
+                if norm > R_t:
+                    w = x0 + shift * (R_t / norm)
+                t_global += 1
+                u = 1.0 + shrink * u
+                avg += (w - avg) / u
+                if not np.all(np.isfinite(w)):
+                    stop = "diverged"
+                    break
+                traj.step(w, t_global, used, m, noise_std, float(np.linalg.norm(step)))
+                if time.perf_counter() > deadline:
+                    stop = "timeout"
+                    break
+            chunk_releases.append(releases)
+            out = avg
+            self.stage_outputs.append(out.copy())
+            traj.x.append(out.copy())  # the stage's output wbar_t (what the next stage sees)
+            traj.t.append(t_global)
+            traj.s.append(used)
+            if stop != "T_reached":
+                break
+            centers.append(out)
+            weights.append(lam_t)
+        p["chunk_releases"] = chunk_releases
+        p["stage_outputs"] = len(chunk_releases)
+        mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
+        spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
+                 "delta": privacy.delta, "mu": mu}
+        p["privacy_mu"] = mu
+        return traj.build(out, t_global, used, grad_evals, stop, spent, p, None, warnings)

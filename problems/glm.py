@@ -1,0 +1,313 @@
+"""A generalized linear model on a low-rank finite-support population, and its JL projection.
+
+f(w; (y, z)) = phi(y <w, B z>) on w in R^dim, with a label y in {-1, +1}, a coordinate vector
+z in R^r (r = `rank`) and a basis B (attribute `basis`, shape (dim, r)). A record is the row
+[y, z_1, ..., z_r] (label in column 0, like `problems.logistic`); the feature is x = B z.
+
+Population. N = `n_atoms` atoms z_a drawn uniformly on the unit sphere of R^r, labels
+y_a = sign(<theta, z_a>) with theta = e_1 in R^r (sign(0) := +1), each flipped independently
+with probability `flip`; records are drawn uniformly from the atoms (`FiniteAtoms`: exact
+population oracles as averages over all atoms, and a counts mode). The registered problem has
+dim = d and B with orthonormal columns (the Q factor of a seeded Gaussian d x r matrix, signs
+fixed so that diag(R) > 0), so ||x|| = ||z|| = 1 for every atom: ||X|| = 1. The data lie in
+the r-dimensional subspace range(B); `rank` is public (the dimension of the subspace the data
+are known to lie in, as in the low-rank GLM setting), so algorithms may use it.
+
+Links and their derivative bounds, with s = expit(m) = 1/(1 + e^{-m}), s' = s(1 - s):
+  "logistic": phi(m) = log(1 + e^{-m}) (convex), phi' = -(1 - s) = -expit(-m), so |phi'| < 1;
+    phi'' = s(1 - s) <= 1/4; phi''' = s(1 - s)(1 - 2s). With g(s) = s - 3s^2 + 2s^3,
+    g'(s) = 1 - 6s + 6s^2 = 0 at s = 1/2 -+ 1/(2 sqrt 3), where s(1 - s) = 1/6 and
+    |1 - 2s| = 1/sqrt 3: |phi'''| <= 1/(6 sqrt 3) = 0.096225.
+  "sigmoid": phi(m) = 1/(1 + e^m) = 1 - s (non-convex, bounded in (0, 1)), phi' = -s(1 - s),
+    so |phi'| <= 1/4; phi'' = -s(1 - s)(1 - 2s) = s(1 - s) tanh(m/2), |phi''| <= 1/(6 sqrt 3)
+    (as above); phi''' = -s(1 - s)(1 - 6s + 6s^2) = -p(1 - 6p) with p = s(1 - s) in (0, 1/4]:
+    p(1 - 6p) ranges over [-1/8, 1/24] (max 1/24 at p = 1/12, min -1/8 at p = 1/4, m = 0),
+    so |phi'''| <= 1/8.
+  (Numerically: a grid of 4e6 points on [-40, 40] reaches each bound to 1e-9; the tests check
+  the smoothness bound by finite differences.) Stable forms: the logistic loss is
+  logaddexp(0, -m), s(1 - s) is expit(m) expit(-m) and 1 - 2s is -tanh(m/2).
+
+Constants (on R^dim). grad f = y phi'(y <w, x>) x, hess f = phi''(.) x x^T (y^2 = 1) and the
+third derivative is y^3 phi'''(.) x (x) x (x) x, so with L0, L1, L2 the bounds on |phi'|,
+|phi''|, |phi'''| and Xmax = max_a ||B z_a|| (1 for orthonormal B):
+  G = L0 Xmax,  M = L1 Xmax^2,  rho = L2 Xmax^3,  B0 = phi(0)
+(x0 = 0 and phi >= 0, so F(0) - inf F <= F(0) = phi(0): log 2 or 1/2).
+
+JL projection (`project(Phi)`, Arora, Bassily, Guzman, Menart, Ullah 2023, arXiv 2206.00846,
+Algorithm 4): the same atoms, labels and link with basis Phi B (k x r, not orthonormal), on
+R^k, x0 = 0. Records are the same rows [y, z] in both spaces, so the wrapper runs the base
+algorithm on the projected problem with the same data. The constants are those Algorithm 4
+passes to the base algorithm: G = 2 L0 ||X||, M = 2 L1 ||X||^2 (its line 1), and our
+extension rho = 4 L2 ||X||^3, with ||X|| the original Xmax; B0 = phi(0). They hold on the JL
+event ||Phi x||^2 <= 2 ||x||^2 for the atoms (then ||Phi x|| <= sqrt 2 Xmax, and sqrt 2 <= 2,
+2 <= 2, 2 sqrt 2 <= 4); `feature_norm_max` gives the projected instance's actual Xmax.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from scipy.special import expit
+
+from problems.base import Constants, Problem, check_positive_int
+from problems.finite_support import FiniteAtoms
+
+#: Bounds (L0, L1, L2) on |phi'|, |phi''|, |phi'''| per link (see the module docstring).
+LINK_BOUNDS = {
+    "logistic": (1.0, 0.25, 1 / (6 * math.sqrt(3))),
+    "sigmoid": (0.25, 1 / (6 * math.sqrt(3)), 0.125),
+}
+LINKS = tuple(LINK_BOUNDS)
+_ATOMS_TAG, _BASIS_TAG = 7919, 7927  # SeedSequence words: atoms and basis draw independently
+_NEWTON_TOL, _NEWTON_MAX_ITER = 1e-12, 200
+
+
+def _phi(link: str, m: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, -m) if link == "logistic" else expit(-m)
+
+
+def _dphi(link: str, m: np.ndarray) -> np.ndarray:
+    if link == "logistic":
+        return -expit(-m)
+    return -expit(m) * expit(-m)
+
+
+def _d2phi(link: str, m: np.ndarray) -> np.ndarray:
+    p = expit(m) * expit(-m)
+    return p if link == "logistic" else p * np.tanh(m / 2)
+
+
+class GLM(FiniteAtoms, Problem):
+    """f(w; (y, z)) = phi(y <w, B z>), N atoms on the unit sphere of R^rank (module docstring).
+
+    `project(Phi)` returns the JL-projected instance (same class, `projected=True`).
+    """
+
+    name = "glm"
+    character = "benign"
+    description = "GLM phi(y <w, Bz>) (logistic or sigmoid link), data in a public rank-r subspace"
+
+    def __init__(self, d: int = 10, rank: int | None = None, link: str = "logistic",
+                 n_atoms: int = 1000, flip: float = 0.1, seed: int = 0) -> None:
+        """`rank` defaults to min(d, 5); it must be an integer in [1, d]."""
+        super().__init__(d)
+        if rank is None:
+            rank = min(self.d, 5)
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 1 <= rank <= self.d:
+            raise ValueError(f"rank={rank!r} is invalid: must be an integer in [1, d={self.d}]")
+        if link not in LINK_BOUNDS:
+            raise ValueError(f"link={link!r} is invalid: must be one of {', '.join(LINKS)}")
+        self.n_atoms = check_positive_int("n_atoms", n_atoms)
+        if isinstance(flip, bool) or not isinstance(flip, numbers.Real) or not 0 <= flip < 0.5:
+            raise ValueError(f"flip={flip!r} is invalid: must be a number in [0, 0.5)")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed={seed!r} is invalid: must be an integer >= 0")
+        self.rank, self.link, self.flip, self.seed = int(rank), link, float(flip), int(seed)
+        self.projected, self.source_d, self.projection = False, self.d, None
+        #: Every per-sample loss is convex for the logistic link only (set per instance).
+        self.convex = self.link == "logistic"
+
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, _ATOMS_TAG]))
+        z = rng.standard_normal((self.n_atoms, self.rank))
+        z /= np.linalg.norm(z, axis=1)[:, None]
+        y = np.where(z[:, 0] >= 0, 1.0, -1.0)  # sign(<e_1, z>)
+        y[rng.random(self.n_atoms) < self.flip] *= -1
+        self.atoms = np.column_stack([y, z])
+
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, _BASIS_TAG]))
+        q, r = np.linalg.qr(rng.standard_normal((self.d, self.rank)))
+        self.basis = q * np.where(np.diag(r) < 0, -1.0, 1.0)
+        self._set_basis(self.basis, orthonormal=True)
+        self._source_xmax = self.feature_norm_max
+        self._init_atoms()
+
+    def _set_basis(self, basis: np.ndarray, orthonormal: bool) -> None:
+        """Cache the structures of B: atom feature norms ||B z_a|| (via the r x r Gram matrix)
+        and an orthonormal basis Q of range(B) with coordinates R (B = Q R, R of shape (q, r))."""
+        self.basis = basis
+        gram = basis.T @ basis
+        z = self.atoms[:, 1:]
+        self._atom_norms = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", z, gram, z), 0.0))
+        if orthonormal:
+            self._range_q, self._range_r = basis, np.eye(self.rank)
+        else:
+            self._range_q, self._range_r = np.linalg.qr(basis)  # reduced: q = min(dim, r)
+        self._minimizer: np.ndarray | None = None
+
+    # ----- parameters -------------------------------------------------------------------
+    @property
+    def feature_norm_max(self) -> float:
+        """max over the atoms of ||B z_a|| (this instance's basis)."""
+        return float(self._atom_norms.max())
+
+    @property
+    def constants(self):
+        l0, l1, l2 = LINK_BOUNDS[self.link]
+        x = self._source_xmax
+        b0 = float(_phi(self.link, np.zeros(1))[0])
+        if self.projected:  # Algorithm 4 of arXiv 2206.00846 (rho: our extension)
+            return Constants(G=2 * l0 * x, M=2 * l1 * x**2, rho=4 * l2 * x**3, B0=b0)
+        return Constants(G=l0 * x, M=l1 * x**2, rho=l2 * x**3, B0=b0)
+
+    @property
+    def x0(self):
+        return np.zeros(self.d)
+
+    def params(self):
+        out = {"d": self.source_d, "rank": self.rank, "link": self.link, "n_atoms": self.n_atoms,
+               "flip": self.flip, "seed": self.seed}
+        if self.projected:
+            out["k"] = self.d
+        return out
+
+    # ----- projection -------------------------------------------------------------------
+    def project(self, phi: np.ndarray) -> GLM:
+        """The JL-projected problem of arXiv 2206.00846 Algorithm 4 with matrix `phi` (k, d):
+        same atoms, labels and link, basis phi @ B, dimension k (module docstring)."""
+        if self.projected:
+            raise ValueError("project() is invalid on a projected GLM: project the original problem")
+        phi = np.array(phi, dtype=float)  # a copy: the instance keeps it as `projection`
+        if phi.ndim != 2 or phi.shape[1] != self.d or phi.shape[0] < 1:
+            raise ValueError(f"phi of shape {phi.shape} is invalid: must be a 2-d array of shape "
+                             f"(k, d={self.d}) with k >= 1")
+        if not np.all(np.isfinite(phi)):
+            raise ValueError("phi is invalid: its entries must be finite")
+        new = object.__new__(GLM)
+        new.__dict__.update(self.__dict__)
+        Problem.__init__(new, phi.shape[0])
+        new.projected, new.projection = True, phi
+        new._set_basis(phi @ self.basis, orthonormal=False)
+        return new
+
+    # ----- margins and coefficients ----------------------------------------------------
+    def _coef(self, w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """y phi'(y <w, B z>) per row: the gradient of a row is this times B z."""
+        y = rows[:, 0]
+        m = y * (rows[:, 1:] @ (self.basis.T @ w))
+        return y * _dphi(self.link, m)
+
+    def _features(self, rows: np.ndarray) -> np.ndarray:
+        return rows[:, 1:] @ self.basis.T  # (b, dim)
+
+    # ----- per-sample oracles ---------------------------------------------------------------
+    def per_sample_losses(self, x, batch):
+        m = batch[:, 0] * (batch[:, 1:] @ (self.basis.T @ x))
+        return _phi(self.link, m)
+
+    def per_sample_grads(self, x, batch):
+        return self._coef(x, batch)[:, None] * self._features(batch)
+
+    def per_sample_grad_diffs(self, x, y, batch):
+        return (self._coef(x, batch) - self._coef(y, batch))[:, None] * self._features(batch)
+
+    # ----- counts mode (structured: never an (atoms, dim) array) --------------------------
+    def _counts_mean(self, coef: np.ndarray, present: np.ndarray, batch) -> tuple[np.ndarray, float]:
+        weights = batch.counts[present] * coef
+        mean = self.basis @ (self.atoms[present, 1:].T @ weights) / batch.k
+        return mean, float(np.max(np.abs(coef) * self._atom_norms[present]))
+
+    def counts_grad(self, x, batch):
+        present = np.flatnonzero(batch.counts)
+        return self._counts_mean(self._coef(x, self.atoms[present]), present, batch)
+
+    def counts_grad_diff(self, x, y, batch):
+        present = np.flatnonzero(batch.counts)
+        rows = self.atoms[present]
+        return self._counts_mean(self._coef(x, rows) - self._coef(y, rows), present, batch)
+
+    def record_grad_bound(self, x):
+        return float(np.max(np.abs(self._coef(x, self.atoms)) * self._atom_norms))
+
+    def record_grad_diff_bound(self, x, y):
+        diff = self._coef(x, self.atoms) - self._coef(y, self.atoms)
+        return float(np.max(np.abs(diff) * self._atom_norms))
+
+    def adversarial_records(self):
+        """The base rows plus GLM-structured ones: z = +-1e6 e_j and a dense z of norm 1e6,
+        each with label +1 and -1, and label +-1e6 with a unit z."""
+        big, r = self.ADVERSARY_SCALE, self.rank
+        dense = np.random.default_rng(20261201).standard_normal(r)
+        dirs = [*np.eye(r)[: min(r, 5)], dense / np.linalg.norm(dense)]
+        rows = [np.concatenate([[y], s * big * u]) for u in dirs for s in (1.0, -1.0) for y in (1.0, -1.0)]
+        rows += [np.concatenate([[s * big], dirs[-1]]) for s in (1.0, -1.0)]
+        return np.vstack([super().adversarial_records(), np.array(rows)])
+
+    # ----- exact population oracles (uniform average over the atoms) ---------------------
+    def _margins(self, x):
+        return self.atoms[:, 0] * (self.atoms[:, 1:] @ (self.basis.T @ x))
+
+    def population_loss(self, x):
+        return float(np.mean(_phi(self.link, self._margins(x))))
+
+    def population_grad(self, x):
+        coef = self._coef(x, self.atoms)
+        return self.basis @ (self.atoms[:, 1:].T @ coef) / self.n_atoms
+
+    def _hessian_coords(self, x) -> np.ndarray:
+        """H_r = Z^T diag(y^2 phi''(m) / N) Z, so that hess F(x) = B H_r B^T."""
+        z, y = self.atoms[:, 1:], self.atoms[:, 0]
+        w = y * y * _d2phi(self.link, self._margins(x)) / self.n_atoms
+        return (z * w[:, None]).T @ z
+
+    def population_hessian(self, x):
+        return self.basis @ self._hessian_coords(x) @ self.basis.T
+
+    def population_hvp(self, x, v):
+        return self.basis @ (self._hessian_coords(x) @ (self.basis.T @ v))
+
+    def population_lambda_min(self, x):
+        """With B = Q R (Q orthonormal, dim x q), hess F = Q (R H_r R^T) Q^T: its spectrum is
+        that of the q x q matrix R H_r R^T (= that of (B^T B)^{1/2} H_r (B^T B)^{1/2} when
+        q = r), plus 0 when q < dim."""
+        r = self._range_r
+        eig = float(np.linalg.eigvalsh(r @ self._hessian_coords(x) @ r.T)[0])
+        return min(eig, 0.0) if self._range_q.shape[1] < self.d else eig
+
+    def population_minimizer(self) -> np.ndarray:
+        """The minimum-norm minimizer of F (link="logistic" only), by damped Newton in the
+        coordinates c of range(B) (w = Q c) to ||grad F|| <= 1e-12; cached."""
+        if self.link != "logistic":
+            raise ValueError(f"population_minimizer is unavailable for link={self.link!r}: a "
+                             "non-convex GLM has no computable global minimizer here (use link='logistic')")
+        if self.flip == 0:
+            raise ValueError("flip=0.0 makes the data separable, so the logistic loss has no "
+                             "finite minimizer: use flip > 0")
+        if self._minimizer is None:
+            self._minimizer = self._range_q @ self._newton()
+        return self._minimizer.copy()
+
+    def _newton(self) -> np.ndarray:
+        y = self.atoms[:, 0]
+        feats = y[:, None] * (self.atoms[:, 1:] @ self._range_r.T)  # y R z_a, (N, q)
+        n = self.n_atoms
+
+        def loss(c):
+            return float(np.mean(np.logaddexp(0.0, -(feats @ c))))
+
+        c = np.zeros(feats.shape[1])
+        for _ in range(_NEWTON_MAX_ITER):
+            m = feats @ c
+            g = feats.T @ (-expit(-m)) / n
+            if np.linalg.norm(g) <= _NEWTON_TOL:
+                # Not separable means some margin is <= 0 at every c, so F >= log(2) / N; a
+                # smaller value is a near-stationary point far out along a separating direction.
+                if loss(c) >= math.log(2) / n:
+                    return c
+                break
+            p = expit(m) * expit(-m)
+            step = np.linalg.solve((feats * (p / n)[:, None]).T @ feats, g)
+            dec = float(g @ step)  # Newton decrement squared
+            t = 1.0
+            if dec > 1e-10:  # outside the quadratic region: backtrack (Armijo)
+                f0 = loss(c)
+                while loss(c - t * step) > f0 - 0.25 * t * dec and t > 1e-12:
+                    t /= 2
+            c = c - t * step
+        raise ValueError(f"population_minimizer did not converge in {_NEWTON_MAX_ITER} Newton steps: "
+                         f"with flip={self.flip} and n_atoms={self.n_atoms} the atoms look separable "
+                         "(no finite minimizer); raise flip or n_atoms")
+
+
+__all__ = ["GLM", "LINKS", "LINK_BOUNDS"]

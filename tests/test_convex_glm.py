@@ -1,0 +1,311 @@
+"""Seed 001's convex and GLM algorithms (issue 14): recursive regularization (Algorithm 3 with
+NoisyGD), the JL method (Algorithm 4), counts mode in the first-order family, and the rank
+claims. References are closed forms, hand computations and a re-run of the base algorithm."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from algorithms import get_algorithm
+from algorithms.accounting import gdp_mu
+from algorithms.base import Privacy
+from algorithms.first_order.jl_method import embedding_dim, jl_matrix
+from algorithms.first_order.recursive_regularization import stage_schedule
+from analysis.metrics import empirical_grad_norm
+from analysis.privacy_checks import RecordedRun, check_releases, record_run
+from problems import get_problem
+from problems.counts import MaterializedStream
+
+
+class _Recorder:
+    def __init__(self):
+        self.events = []
+
+    def release(self, **info):
+        self.events.append(info)
+
+
+def _quadratic(d=3):
+    return get_problem("mean_estimation", d=d, spread=1.0, start_dist=1.0, radius=2.0)
+
+
+# ------------------------------------------------------------ recursive regularization
+def test_recursive_regularization_rules_follow_theorem_5_1():
+    """lambda, T, R_t, lambda_t, K_t and eta_t by hand from Theorem 5.1 / Lemma D.3."""
+    prob = _quadratic(d=4)
+    G, M = prob.constants.G, prob.constants.M  # 3, 1
+    n, eps, delta, R = 10_000, 0.5, 1e-6, 1.0
+    sched = stage_schedule(prob.constants, n, 4, Privacy(eps, delta), R, K_max=1e12)
+    lam = G**2 / (M * R**2) * max(1 / n, 4 / (n * eps) ** 2)
+    assert sched["lambda"] == pytest.approx(lam)
+    T = math.ceil(math.log2(M / lam))
+    assert sched["T"] == T and sched["m"] == n // T
+    m = n // T
+    for s in sched["stages"]:
+        t = s["t"]
+        H = lam * (2**t - 1)
+        kappa = (M + H) / (2**t * lam)
+        second = (m**2 * eps**2 * (G**2 + (2 * H * math.sqrt(2) ** t * R) ** 2)
+                  / (4 * G**2 * math.log(1 / delta)))
+        assert s["R_t"] == pytest.approx(math.sqrt(2) ** t * R)
+        assert s["lambda_t"] == pytest.approx(2**t * lam)
+        assert s["K"] == int(max(kappa * math.log(kappa) if kappa > math.e else kappa, second))
+        assert s["eta"] == pytest.approx(min(math.log(s["K"]) / (2**t * lam * s["K"]), 1 / (M + H)))
+    # the cap: K_t never exceeds K_max, and the step stays stable
+    capped = stage_schedule(prob.constants, n, 4, Privacy(eps, delta), R, K_max=50)
+    assert all(s["K"] <= 50 and s["eta"] <= 1 / (M + s["H"]) for s in capped["stages"])
+    # non-private: the second branch is the chunk size, lambda the 1/n branch
+    free = stage_schedule(prob.constants, n, 4, Privacy(math.inf), R, K_max=1e12)
+    assert free["lambda"] == pytest.approx(G**2 / (M * R**2) / n)
+
+
+def test_recursive_regularization_stages_reach_their_closed_form_minimizers():
+    """Mean estimation, no privacy: stage t minimizes |w - zbar_t|^2 / 2 + sum_{s<t} lambda_s
+    |w - wbar_s|^2 / 2 over its chunk, whose minimizer is (zbar_t + sum lambda_s wbar_s) /
+    (1 + sum lambda_s); each stage's output is that point (the selector averages iterates that
+    converge to it)."""
+    prob = _quadratic(d=3)
+    n = 6000
+    data = prob.sample(n, np.random.default_rng(0))
+    alg = get_algorithm("recursive_regularization")(R=1.0, K_max=3000, c_lambda=50.0)
+    traj = alg.run(prob, data, Privacy(math.inf), np.random.default_rng(1))
+    T, m, lam = traj.params["stages"], traj.params["m"], traj.params["lambda"]
+    assert T >= 3 and len(alg.stage_outputs) == T
+    centers, weights = [prob.x0], [lam]
+    for t in range(1, T + 1):
+        zbar = data[(t - 1) * m: t * m].mean(axis=0)
+        expected = (zbar + sum(w * c for w, c in zip(weights, centers, strict=True))) / (1 + sum(weights))
+        np.testing.assert_allclose(alg.stage_outputs[t - 1], expected, atol=2e-3)
+        centers.append(alg.stage_outputs[t - 1])
+        weights.append(2**t * lam)
+    np.testing.assert_array_equal(traj.iterates[-1], alg.stage_outputs[-1])
+    # the output is (nearly) stationary for the population: |grad F| ~ |zbar_T - m| ~ 1/sqrt(m)
+    assert np.linalg.norm(prob.population_grad(traj.iterates[-1])) < 5 / math.sqrt(m)
+
+
+def test_recursive_regularization_refuses_non_convex_problems_and_needs_R():
+    with pytest.raises(ValueError, match="convex"):
+        get_algorithm("recursive_regularization")(R=1.0).run(
+            get_problem("hard_valley", d=3), np.zeros((100, 3)), Privacy(1.0), np.random.default_rng(0))
+    sig = get_problem("glm", d=5, rank=2, link="sigmoid", n_atoms=50)
+    with pytest.raises(ValueError, match="convex"):
+        get_algorithm("recursive_regularization")().run(
+            sig, sig.sample(100, np.random.default_rng(0)), Privacy(1.0), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="R="):
+        stage_schedule(_quadratic().constants, 100, 3, Privacy(1.0), 0.0)
+
+
+def test_recursive_regularization_noise_is_calibrated_and_a_planted_third_is_caught():
+    """Each release minus its pre-noise value is N(0, s^2), s = sqrt(K_t - 1) / mu * 2C/m
+    (GDP composition over the stage, parallel across stages): KS, with power against 1/3."""
+    prob = get_problem("mean_estimation", d=4, spread=0.0, start_dist=0.0, radius=2.0)
+    data = np.tile(prob.mean, (4000, 1))
+    mu = gdp_mu(1.0, 1e-6)
+    pvals = {}
+    for faults in ((), ("noise_third",)):
+        rec = _Recorder()
+        alg = get_algorithm("recursive_regularization")(planted_faults=faults, R=1.0, K_max=60)
+        traj = alg.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(3), probe=rec)
+        m, K = traj.params["m"], traj.params["K_t"]
+        z = []
+        for e in rec.events:
+            s = math.sqrt(K[e["chunk"] - 1] - 1) / mu * 2 * prob.constants.G / m
+            assert e["noise_std"] == pytest.approx(s, rel=1e-12)
+            z.append((e["released"] - e["leaf"]) / s)
+        pvals[faults] = stats.kstest(np.concatenate(z), "norm").pvalue
+    assert pvals[()] > 1e-3 and pvals[("noise_third",)] < 1e-6
+
+
+@pytest.mark.parametrize("problem,params", [("mean_estimation", {"R": 1.0}),
+                                            ("glm", {})])
+def test_recursive_regularization_layer1_reads_disjoint_chunks_within_sensitivity(problem, params):
+    """Layer 1: each release within 2C/m of its recomputation with one record replaced by an
+    adversarial one; each stage reads only its own chunk, the chunks are the data in order,
+    and no stage releases more often than its accountant composed. A missing clip is caught."""
+    kw = {"K_max": 12, **params}
+    d = 4
+    for faults in ((), ("no_clipping",)):
+        prob = get_problem(problem, d=d) if problem != "glm" else get_problem("glm", d=d, rank=3, n_atoms=300)
+        data = prob.sample(3000, np.random.default_rng(0))
+        rec = _Recorder()
+        alg = get_algorithm("recursive_regularization")(planted_faults=faults, **kw)
+        traj = alg.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(1), probe=rec)
+        run = RecordedRun(prob, traj, rec.events, False, None, prob.d, data)
+        rep = check_releases(run, list(prob.adversarial_records()), max_releases=120)
+        if not faults:
+            assert rep.ok and rep.reused == 0, rep.violations
+            assert 0.3 < rep.max_ratio <= 1 + 1e-9
+            assert len({e["chunk"] for e in rec.events}) == traj.params["stages"]
+        else:
+            assert not rep.ok and rep.max_ratio > 10
+
+
+def test_layer1_flags_a_stage_that_reads_another_chunk():
+    """The chunk check has teeth: a recorded run whose second stage re-reads the first chunk."""
+    prob = _quadratic(d=3)
+    data = prob.sample(3000, np.random.default_rng(0))
+    rec = _Recorder()
+    alg = get_algorithm("recursive_regularization")(R=1.0, K_max=5)
+    traj = alg.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(1), probe=rec)
+    first = rec.events[0]["batch"]
+    forged = [dict(e, batch=first) if e["chunk"] == 2 else e for e in rec.events]
+    rep = check_releases(RecordedRun(prob, traj, forged, False, None, 3, data), [], max_releases=10)
+    assert rep.reused > 0 and not rep.ok
+
+
+# ------------------------------------------------------------ counts mode, first-order family
+@pytest.mark.parametrize("alg,params", [("dp_gd", {"T": 20}), ("recursive_regularization", {"K_max": 30}),
+                                        ("noisy_sgd", {"b": 200})])
+def test_counts_mode_equals_records_mode_on_the_same_data(alg, params):
+    """A GLM's finite support: a counts-mode run and a records-mode run on the records those
+    counts stand for, with the same generator, make the same iterates (the counts give the
+    exact clipped batch means)."""
+    prob = get_problem("glm", d=30, rank=4, n_atoms=200)
+    outs = []
+    for mode in ("counts", "records"):
+        counts = prob.stream(np.random.SeedSequence(7), budget=4000, data="counts")
+        data = counts if mode == "counts" else MaterializedStream(counts, prob.materialize)
+        traj = get_algorithm(alg)(**params).run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(2))
+        outs.append(traj)
+    np.testing.assert_allclose(outs[0].iterates[-1], outs[1].iterates[-1], rtol=1e-9, atol=1e-12)
+    if outs[0].sample is not None:
+        assert empirical_grad_norm(prob, outs[0].iterates[-1], outs[0].sample) == pytest.approx(
+            empirical_grad_norm(prob, outs[1].iterates[-1], outs[1].sample), rel=1e-9)
+
+
+# ------------------------------------------------------------ the JL method
+@pytest.mark.parametrize("gamma", [0.15, 0.3])
+def test_jl_matrix_preserves_inner_products_within_the_jl_bound(gamma):
+    """Definition 2.1: P[|<Phi u, Phi v> - <u, v>| > gamma |u| |v|] <= beta. For Gaussian Phi
+    with N(0, 1/k) entries, |Phi x|^2 / |x|^2 ~ chi^2_k / k, and polarization through u +- v
+    gives beta = 4 exp(-(gamma^2/2 - gamma^3/3) k / 2) (the standard JL tail bound)."""
+    k, d, trials = 200, 400, 4000
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal((trials, d))
+    v = rng.standard_normal((trials, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    fails = 0
+    for i in range(0, trials, 200):
+        phi = jl_matrix(k, d, np.random.default_rng([1, i]))
+        pu, pv = u[i:i + 200] @ phi.T, v[i:i + 200] @ phi.T
+        err = np.abs(np.einsum("ij,ij->i", pu, pv) - np.einsum("ij,ij->i", u[i:i + 200], v[i:i + 200]))
+        fails += int((err > gamma).sum())
+    beta = 4 * math.exp(-(gamma**2 / 2 - gamma**3 / 3) * k / 2)
+    assert fails / trials <= beta
+    assert fails / trials <= 0.5  # the bound is not vacuous for gamma = 0.3 (beta ~ 0.06)
+
+
+def test_embedding_dimension_follows_theorem_6_1():
+    # rank branch: rank log(2n/delta), when the rate branch is larger
+    assert embedding_dim(10_000, 1000, 5, Privacy(1.0, 1e-6), 0.5, 1.0) == math.ceil(5 * math.log(2e10))
+    # rate branch: argmin_j j^{1/4} a + b / sqrt(j), a = (n eps)^{-1/2}, b = G log n, has the
+    # continuous minimizer j* = (2b/a)^{4/3} (interior when d and rank are large)
+    n, G = 10_000, 0.25
+    a, b = (n * 1.0) ** -0.5, G * math.log(n)
+    j_star = (2 * b / a) ** (4 / 3)
+    k = embedding_dim(n, 10**6, 10**5, Privacy(1.0, 1e-6), 0.5, G)
+    assert abs(k - j_star) <= 0.01 * j_star
+    # capped at d; non-private: the rank branch; the c_k multiplier
+    assert embedding_dim(10_000, 50, 5, Privacy(1.0, 1e-6), 0.5, 1.0) == 50
+    assert embedding_dim(10_000, 1000, 5, Privacy(math.inf), 0.5, 1.0) == math.ceil(5 * math.log(2e10))
+    assert embedding_dim(10_000, 1000, 5, Privacy(1.0, 1e-6), 0.5, 1.0, c_k=0.5) == math.ceil(
+        0.5 * 5 * math.log(2e10))
+
+
+def test_jl_method_runs_the_base_on_the_projected_glm_and_maps_back():
+    """Reference: the base algorithm run by hand on problem.project(Phi) with Phi drawn the
+    way Algorithm 4 draws it (a child of the run's generator) and budget (eps, delta/2): the
+    wrapper's output is Phi^T of the base's output, and its released values are the base's."""
+    prob = get_problem("glm", d=300, rank=4, n_atoms=200, link="sigmoid")
+    data = prob.sample(3000, np.random.default_rng(0))
+    jl = get_algorithm("jl_dp_gd")(T=25)
+    traj = jl.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(9))
+    k = traj.params["k"]
+    assert k == embedding_dim(3000, 300, 4, Privacy(1.0, 1e-6), 0.5, prob.constants.G) and k < 300
+    rng = np.random.default_rng(9)
+    phi = jl_matrix(k, 300, np.random.default_rng(rng.integers(2**63)))
+    proj = prob.project(phi)
+    base = get_algorithm("dp_gd")(T=25).run(proj, data, Privacy(1.0, 0.5e-6), rng)
+    np.testing.assert_allclose(traj.iterates[-1], phi.T @ base.iterates[-1], rtol=1e-10, atol=1e-12)
+    assert traj.params["delta_base"] == 0.5e-6
+    assert base.params["noise_multiplier"] == traj.params["noise_multiplier"]
+    # <wbar, x> = <w~, Phi x> for every record: the lifted output acts on the data as w~ does
+    x = data[:, 1:] @ prob.basis.T
+    np.testing.assert_allclose(x @ traj.iterates[-1], (x @ phi.T) @ base.iterates[-1], atol=1e-10)
+
+
+def test_jl_method_layer1_on_the_projected_problem_and_a_missing_clip():
+    """Privacy of the JL method is the base's on the projected records: every release within
+    its told sensitivity when recomputed with the projected problem and adversarial records;
+    a planted missing clip is caught."""
+    prob = get_problem("glm", d=50, rank=3, n_atoms=300, link="sigmoid")
+    data = prob.sample(3000, np.random.default_rng(0))
+    for faults in ((), ("no_clipping",)):
+        rec = _Recorder()
+        jl = get_algorithm("jl_dp_gd")(planted_faults=faults, T=10)
+        traj = jl.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(1), probe=rec)
+        run = RecordedRun(jl.projected_problem, traj, rec.events, False, None, traj.params["k"], data)
+        rep = check_releases(run, list(prob.adversarial_records()), max_releases=20)
+        if faults:
+            assert not rep.ok and rep.max_ratio > 10
+        else:
+            assert rep.ok, rep.violations
+            assert 0.3 < rep.max_ratio <= 1 + 1e-9
+            # layer 2: the base's noise at (eps, delta/2) for T full-batch releases over n, with
+            # the projected problem's clip 2 L0 ||X||
+            C = jl.projected_problem.constants.G
+            assert C == pytest.approx(2 * prob.constants.G)
+            s = math.sqrt(10) / gdp_mu(1.0, 0.5e-6) * 2 * C / 3000
+            assert all(e["noise_std"] == pytest.approx(s, rel=1e-12) for e in rec.events)
+            z = np.concatenate([(e["released"] - e["leaf"]) / s for e in rec.events])
+            assert stats.kstest(z, "norm").pvalue > 1e-3
+
+
+def test_jl_method_needs_a_glm():
+    with pytest.raises(ValueError, match="generalized linear model"):
+        get_algorithm("jl_dp_gd")().run(_quadratic(), _quadratic().sample(100, np.random.default_rng(0)),
+                                        Privacy(1.0), np.random.default_rng(0))
+
+
+def test_rank_claims_predict_flat_in_d_and_grow_with_rank():
+    """Corollary 6.2's terms in sqrt(rank)/(n eps): exponent 0 in d, p/2 in rank, -p in n."""
+    sb = get_algorithm("jl_private_spiderboost").claims
+    assert {c.metric for c in sb} == {"emp_grad_norm", "grad_norm"}
+    for c in sb:
+        assert c.predicted_slope("error", "d") == 0.0
+        assert c.predicted_slope("error", "rank") == pytest.approx(1 / 3)
+        assert c.predicted_slope("error", "n") == pytest.approx(-2 / 3)
+        with pytest.raises(ValueError, match="not a function of"):
+            c.predicted_slope("error", "privacy")
+    rr = get_algorithm("jl_recursive_regularization").claims[0]
+    assert rr.predicted_slope("error", "rank") == pytest.approx(0.5)
+    # the same algorithms without JL: d-dependence through sqrt(d)/(n eps)
+    assert get_algorithm("recursive_regularization").claims[0].predicted_slope("error", "d") == 0.5
+    sb_plain = get_algorithm("private_spiderboost").claims[0]
+    assert sb_plain.predicted_slope("error", "d") == pytest.approx(1 / 3)
+
+
+def test_record_run_works_for_recursive_regularization():
+    """The shared layer-1 entry point accepts the new algorithm (on a convex problem)."""
+    run = record_run("recursive_regularization", problem="mean_estimation", d=3, n=2000,
+                     params={"R": 1.0, "K_max": 6})
+    assert run.events and all("chunk" in e for e in run.events)
+
+
+@pytest.mark.slow
+def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
+    """Layer 3 on the one-release audit instance (one stage, one release, the output a linear
+    map of it): eps_lb <= eps and the empirical mu's interval holds the accountant's; a third of
+    the noise is flagged."""
+    from analysis.audit import audit
+
+    r = audit("recursive_regularization", 1.0, runs=3000, seed=11, n_jobs=2)
+    assert not r.flagged and r.eps_lb <= 1.0, r
+    assert r.mu_low <= r.mu_accountant <= r.mu_high + 0.05, r
+    bad = audit("recursive_regularization", 2.0, runs=3000, faults=("noise_third",), seed=11, n_jobs=2)
+    assert bad.flagged and bad.mu_empirical > 2 * bad.mu_accountant, bad
