@@ -89,7 +89,7 @@ def empirical_grad_norm(problem: Problem, x: np.ndarray, sample: np.ndarray | Co
         return float(np.linalg.norm(problem.counts_grad(x, sample)[0]))
     total = np.zeros(problem.d)
     for i in range(0, len(sample), chunk):
-        total += problem.per_sample_grads(x, sample[i:i + chunk]).sum(axis=0)
+        total += problem.sum_grads(x, sample[i:i + chunk])
     return float(np.linalg.norm(total / len(sample)))
 
 

@@ -48,21 +48,28 @@ def gradients_per_step(params: dict, n: int | None) -> float | None:
 
 
 def multi_pass_work(cell: Cell) -> float | None:
-    """Upper bound on a multi-pass cell's work (steps x gradients per step x d) from its
-    algorithm's resolved rules, or None when the algorithm reads each record once."""
+    """Upper bound on a multi-pass cell's work from its algorithm's resolved rules: steps x
+    gradients per step x d (records), or steps (counts mode, priced per step); None when the
+    algorithm reads each record once."""
     from algorithms import Privacy, get_algorithm
     from problems import get_problem
 
     cls = get_algorithm(cell.algorithm)
-    if getattr(cls, "setting", "population") != "empirical" or not cell.n:
+    multi = getattr(cls, "setting", "population") == "empirical" or getattr(cls, "multi_pass", False)
+    if not multi or not cell.n:
         return None
     prob = get_problem(cell.problem, d=cell.d, **dict(cell.problem_params))
     p = cls(**cell.run_params()).resolve_params(prob, cell.n, Privacy(cell.eps, cell.delta,
                                                                       cell.calibration))
     if "abar" in p:
         p["anchors"] = math.ceil(p["T"] / max(1, p["q"]))
-    per_step = gradients_per_step(p, cell.n)
-    return None if per_step is None else float(p["T"]) * per_step * cell.d
+    if "K_t" in p:  # stages of full-chunk steps (recursive regularization)
+        steps, per_step = float(sum(p["K_t"])), float(p["m"])
+    else:
+        steps, per_step = float(p["T"]), gradients_per_step(p, cell.n)
+    if cell.data == "counts":  # counts cells are priced per step
+        return steps
+    return None if per_step is None else steps * per_step * cell.d
 
 
 @dataclass

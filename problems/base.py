@@ -217,6 +217,11 @@ class Problem(ABC):
     def per_sample_grads(self, x: np.ndarray, batch: np.ndarray) -> np.ndarray:
         """grad f(x; z_i) for each record, shape (b, d); vectorized over the batch."""
 
+    def sum_grads(self, x: np.ndarray, batch: np.ndarray) -> np.ndarray:
+        """sum_i grad f(x; z_i) over the batch (unclipped; the metrics' exact grad F_S).
+        Problems with structure override it to avoid the (b, d) array."""
+        return self.per_sample_grads(x, batch).sum(axis=0)
+
     def per_sample_grad_diffs(self, x: np.ndarray, y: np.ndarray, batch: np.ndarray) -> np.ndarray:
         """grad f(x; z_i) - grad f(y; z_i), shape (b, d) (Spider's O2 summands)."""
         return self.per_sample_grads(x, batch) - self.per_sample_grads(y, batch)

@@ -199,6 +199,9 @@ class GLM(FiniteAtoms, Problem):
     def per_sample_grads(self, x, batch):
         return self._coef(x, batch)[:, None] * self._features(batch)
 
+    def sum_grads(self, x, batch):
+        return self.basis @ (batch[:, 1:].T @ self._coef(x, batch))
+
     def per_sample_grad_diffs(self, x, y, batch):
         return (self._coef(x, batch) - self._coef(y, batch))[:, None] * self._features(batch)
 

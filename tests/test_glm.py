@@ -369,3 +369,16 @@ def test_project_rejects_bad_matrices():
 def test_bad_parameters_raise_clear_errors(kwargs, needle):
     with pytest.raises(ValueError, match=needle.replace(".", r"\.")):
         problems.get_problem("glm", **kwargs)
+
+
+def test_sum_grads_is_the_sum_of_the_naive_per_sample_gradients():
+    from problems import get_problem
+
+    prob = get_problem("glm", d=40, rank=3, n_atoms=100, link="sigmoid")
+    batch = prob.sample(500, np.random.default_rng(0))
+    w = np.random.default_rng(1).standard_normal(40)
+    x = batch[:, 1:] @ prob.basis.T
+    y = batch[:, 0]
+    s = 1 / (1 + np.exp(-y * (x @ w)))
+    naive = ((-s * (1 - s) * y)[:, None] * x).sum(axis=0)  # d/dm sigma(-m) = -s(1-s)
+    np.testing.assert_allclose(prob.sum_grads(w, batch), naive, rtol=1e-10, atol=1e-12)

@@ -102,11 +102,29 @@ class JLMethod(FirstOrderAlgorithm):
         return embedding_dim(n, problem.d, int(problem.rank), privacy, p, problem.constants.G,
                              float(self.overrides.get("c_k", 1.0)))
 
-    def run(self, problem: Problem, data: Any, privacy: Privacy, rng: np.random.Generator, *,
-            time_limit: float | None = None, probe: Any = None, monitor: Any = None) -> Trajectory:
+    def _base(self) -> FirstOrderAlgorithm:
+        overrides = {key: v for key, v in self.overrides.items() if key not in ("c_k", "k")}
+        return self.base(planted_faults=self.planted_faults, **overrides)
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        """The base algorithm's rules on the projected problem (its constants do not depend on
+        the draw of Phi, so a stand-in k x d matrix serves), plus k (dry runs, cost model)."""
+        self._check_glm(problem)
+        if n is None:
+            raise ValueError(f"n=None is invalid for {self.name}: k depends on n (Theorem 6.1)")
+        k = self.embedding(problem, n, privacy)
+        stand_in = problem.project(np.eye(k, problem.d))
+        p = self._base().resolve_params(stand_in, n, Privacy(privacy.eps, privacy.delta / 2))
+        return {**p, "k": k}
+
+    def _check_glm(self, problem: Problem) -> None:
         if not callable(getattr(problem, "project", None)) or not hasattr(problem, "rank"):
             raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: the JL method "
                              "needs a generalized linear model (a problem with rank and project())")
+
+    def run(self, problem: Problem, data: Any, privacy: Privacy, rng: np.random.Generator, *,
+            time_limit: float | None = None, probe: Any = None, monitor: Any = None) -> Trajectory:
+        self._check_glm(problem)
         stream = problem.as_stream(data)
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
         if n is None:
@@ -116,8 +134,7 @@ class JLMethod(FirstOrderAlgorithm):
         phi = jl_matrix(k, problem.d, np.random.default_rng(rng.integers(2**63)))
         projected = problem.project(phi)
         self.projected_problem = projected
-        base_overrides = {key: v for key, v in self.overrides.items() if key not in ("c_k", "k")}
-        base = self.base(planted_faults=self.planted_faults, **base_overrides)
+        base = self._base()
         lifted_monitor = None if monitor is None else (lambda w: monitor(phi.T @ w))
         traj = base.run(projected, stream, Privacy(privacy.eps, privacy.delta / 2), rng,
                         time_limit=time_limit, probe=probe, monitor=lifted_monitor)

@@ -121,6 +121,7 @@ class RecursiveRegularization(FirstOrderAlgorithm):
     description = "recursive regularization (convex): NoisyGD stages on disjoint chunks"
     paper = _ARORA + ", Algorithm 3 + Algorithm 7"
     setting = "population"
+    multi_pass = True  # each stage re-reads its own chunk (bench.cost prices its steps)
     data_modes = ("records", "counts")
     params_used = ("C", "R", "c_lambda", "c_K", "K_max")
     knob_defaults: ClassVar[dict[str, Any]] = {"c_lambda": 1.0, "c_K": 1.0, "K_max": K_MAX_DEFAULT}
