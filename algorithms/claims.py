@@ -131,6 +131,40 @@ class Claim:
                 "rate": self.rate, "paper": self.paper, "where": self.where, "note": self.note}
 
 
+@dataclass(frozen=True)
+class LowerBound:
+    """A lower bound a paper proves for every (eps, delta)-DP algorithm on some instance: the
+    floor no claim can beat on a worst case (a particular instance may sit below it)."""
+
+    setting: str
+    metric: str
+    term: RateTerm
+    paper: str
+    where: str
+    #: the factor the proof makes explicit, times the problem's Lipschitz constant G and
+    #: sqrt(log(1/delta)); the rest of the Omega (the mean-estimation constant) is set to 1
+    explicit_factor: float
+    note: str = ""
+
+    def as_row(self) -> dict[str, str]:
+        return {"algorithm": "(any DP algorithm)", "setting": self.setting, "metric": self.metric,
+                "rate": "Omega(" + self.term.text + ")", "paper": self.paper, "where": self.where,
+                "note": self.note}
+
+
+#: Arora et al. 2023, Theorem 4.3: ||grad F_S(w)|| = Omega(L0 min{1, sqrt(d log(1/delta))/(n eps)})
+#: on a Huber-loss instance (convex), by reduction to DP mean estimation; the proof's explicit
+#: factor is L1/2 * L0/(4 L1) = L0/8. The same bound holds for ||grad F|| up to logs.
+LOWER_BOUNDS = (
+    LowerBound("empirical", "emp_grad_norm",
+               term("sqrt(d log(1/delta))/(n eps)", privacy=1.0),
+               "Arora, Bassily, Gonzalez, Guzman, Menart, Ullah 2023 (arXiv 2206.00846)",
+               "Theorem 4.3 (Section 4.2)", 1 / 8,
+               "convex (Huber) instance; also for ||grad F|| up to logs; drawn as a slope-1 line "
+               "(G sqrt(log(1/delta)) x / 8) on x = privacy plots of both metrics"),
+)
+
+
 def validate_claims(name: str, claims: tuple[Claim, ...]) -> None:
     """Every claim of an algorithm names it (a copy-paste slip would file a claim elsewhere)."""
     for c in claims:

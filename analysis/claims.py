@@ -353,6 +353,12 @@ def declared_claims(claims: pd.DataFrame) -> pd.DataFrame:
             pred = f"{pred:.3g}" if pred is not None and np.isfinite(pred) else "-"
             rows.append({**base, "measured": f"{r.exponent:.3g} {ci} vs {pred}: "
                          f"{r.verdict} ({r.fit}, {r.mode}, {r.problem})"})
+    from algorithms.claims import LOWER_BOUNDS
+
+    for lb in LOWER_BOUNDS:
+        rows.append({"algorithm": "(any DP algorithm)", "setting": lb.setting, "metric": lb.metric,
+                     "claimed": "Omega(" + lb.term.text + ")", "source": f"{lb.paper}, {lb.where}",
+                     "measured": "lower bound: drawn on the x = privacy plots"})
     return pd.DataFrame(rows)
 
 
@@ -389,8 +395,9 @@ def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
                     res = rates.paired_difference(sub["x"].to_numpy(), sub["rep"].to_numpy(),
                                                   sub["y_a"].to_numpy(), sub["y_b"].to_numpy(),
                                                   n_boot=n_boot, rng=np.random.default_rng([seed, k]))
-                    pred = (get_algorithm(a).predicted_exponent(fit.view, fit.x)
-                            - get_algorithm(b).predicted_exponent(fit.view, fit.x))
+                    metric = fit_metric(fit, a)
+                    pa_, pb_ = (predicted_slope(get_algorithm(c), fit, metric) for c in (a, b))
+                    pred = pa_ - pb_ if pa_ is not None and pb_ is not None else math.nan
                     out.append({"fit": fit.name, "view": fit.view, "x": fit.x, "a": a, "b": b,
                                 "group": dict(zip(by, key, strict=True)), "result": res,
                                 "predicted_slope": pred})

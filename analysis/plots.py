@@ -78,7 +78,8 @@ def _fmt_ci(row: pd.Series | dict) -> str:
 
 
 def scaling_plot(ax: Axes, pts: pd.DataFrame, fits: pd.DataFrame, *, x: str, y: str,
-                 window: tuple[float, float] | None = None, title: str = "") -> Axes:
+                 window: tuple[float, float] | None = None, title: str = "",
+                 lower_bound: tuple[float, str] | None = None) -> Axes:
     """Per algorithm: the median and interquartile band over repetitions at each design point,
     the fitted line over the window, and a dashed guide with the predicted slope through the
     data; the legend gives exponent and CI. `pts`: columns algorithm, x, y (NaN = censored);
@@ -120,6 +121,13 @@ def scaling_plot(ax: Axes, pts: pd.DataFrame, fits: pd.DataFrame, *, x: str, y: 
                     gx, gy = math.exp(np.log(xd).mean()), math.exp(np.log(yd).mean())
                     ax.plot(xx, gy * (xx / gx) ** pred, color=st["color"], linestyle=(0, (2, 2)),
                             linewidth=0.9, alpha=0.8)
+        if lower_bound is not None and len(pts):
+            slope_const, text = lower_bound  # y = const * x, the worst-case floor's shape
+            xs_all = pts["x"].to_numpy(float)
+            xs_all = xs_all[np.isfinite(xs_all) & (xs_all > 0)]
+            if len(xs_all):
+                xx = np.geomspace(xs_all.min(), xs_all.max(), 20)
+                ax.plot(xx, slope_const * xx, color="0.35", linestyle="-.", linewidth=1.0, label=text)
         if window:
             ax.axvspan(window[0], window[1], color="0.5", alpha=0.06, linewidth=0)
         ax.set_xscale("log")

@@ -8,6 +8,7 @@ per algorithm and problem; methods; failures (only when a cell failed).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import textwrap
 from pathlib import Path
@@ -23,6 +24,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis import plots, rates
 from analysis.claims import (
+    Y_METRIC,
     StoreData,
     claims_table,
     declared_claims,
@@ -266,6 +268,28 @@ def declared_claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
     _text_page(pdf, "Every declared claim", "\n".join(lines), size=7)
 
 
+def _lower_bound_line(data: StoreData, fit: Any, problem: str) -> tuple[float, str] | None:
+    """The declared DP lower bound (algorithms.claims.LOWER_BOUNDS) as y = c x on a fit against
+    privacy = sqrt(d)/(n eps) of a first-order metric: c = factor G sqrt(log(1/delta)), G the
+    problem's Lipschitz constant (the first cell's instance)."""
+    from algorithms.claims import LOWER_BOUNDS
+    from problems import get_problem
+
+    if fit.view != "error" or fit.x != "privacy" or Y_METRIC.get(fit.y) not in ("emp_grad_norm",
+                                                                                 "grad_norm"):
+        return None
+    cells = data.cells[(data.cells["problem"] == problem) & (data.cells["status"] == "ok")]
+    if cells.empty or not LOWER_BOUNDS:
+        return None
+    r = cells.iloc[0]
+    raw = r["problem_params"]
+    params = raw if isinstance(raw, dict) else json.loads(raw or "{}")
+    G = get_problem(problem, d=int(r["d"]), **params).constants.G
+    lb = LOWER_BOUNDS[0]
+    c = lb.explicit_factor * G * math.sqrt(math.log(1 / float(r["delta"])))
+    return c, f"lower bound shape ({lb.where.split(' (')[0]}): {c:.3g} x"
+
+
 def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -> plt.Figure:
     """One declared fit in one mode: a panel per problem."""
     pts = fit_points_table(data, fit, mode)
@@ -279,7 +303,7 @@ def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -
         if mode == "tuned":  # plot the repetitions of the envelope's chosen knob setting
             sub = _chosen_rows(sub, fits[fits["problem"] == prob])
         plots.scaling_plot(ax, sub, fits[fits["problem"] == prob], x=fit.x, y=fit.y,
-                           window=fit.window,
+                           window=fit.window, lower_bound=_lower_bound_line(data, fit, prob),
                            title=f"{prob} [{problem_character(prob)}] ({mode} mode)")
     for ax in axes.ravel()[len(problems):]:
         ax.axis("off")

@@ -72,19 +72,21 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_claims(args: argparse.Namespace) -> int:
     """Every claim of every registered algorithm (claims as data, `algorithms.claims`)."""
     import algorithms
+    from algorithms.claims import LOWER_BOUNDS
 
-    rows = [c.as_row() for c in algorithms.all_claims()]
+    rows = [c.as_row() for c in algorithms.all_claims()] + [lb.as_row() for lb in LOWER_BOUNDS]
     claimless = [a for a in algorithms.available() if not algorithms.get_algorithm(a).claims]
     if args.csv:
         import pandas as pd
 
         pd.DataFrame(rows).to_csv(sys.stdout, index=False)
         return 0
-    print(f"{len(rows)} claims of {len(algorithms.available())} registered algorithms "
-          "(privacy = sqrt(d)/(n eps); rates up to constants and logs):")
+    print(f"{len(rows) - len(LOWER_BOUNDS)} claims of {len(algorithms.available())} registered "
+          f"algorithms and {len(LOWER_BOUNDS)} lower bound (privacy = sqrt(d)/(n eps); rates up to "
+          "constants and logs):")
     for r in rows:
-        print(f"  {r['algorithm']:22s} {r['setting']:10s} {r['metric']:13s} {r['rate']}")
-        print(f"  {'':22s} {r['paper']}, {r['where']}" + (f"; {r['note']}" if r["note"] else ""))
+        print(f"  {r['algorithm']:27s} {r['setting']:10s} {r['metric']:13s} {r['rate']}")
+        print(f"  {'':27s} {r['paper']}, {r['where']}" + (f"; {r['note']}" if r["note"] else ""))
     if claimless:
         print(f"no claim (ablations, references): {', '.join(claimless)}")
     return 0

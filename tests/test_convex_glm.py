@@ -309,3 +309,109 @@ def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
     assert r.mu_low <= r.mu_accountant <= r.mu_high + 0.05, r
     bad = audit("recursive_regularization", 2.0, runs=3000, faults=("noise_third",), seed=11, n_jobs=2)
     assert bad.flagged and bad.mu_empirical > 2 * bad.mu_accountant, bad
+
+
+# ---------------------------------------------- analysis: rank axis, two-term floor, lower bound
+def test_two_term_fit_with_a_half_power_floor_recovers_both_terms():
+    """Synthetic y = 0.5 x^1 + 0.8 n^-1/2 with 5% noise: the fit with floor exponent 1/2 finds
+    p = 1 (the convex privacy term); the SOSP floor n^-1/3 would not fit the floor."""
+    from analysis import rates
+
+    rng = np.random.default_rng(0)
+    xs, ns, ys = [], [], []
+    for n in (1e4, 1e5, 1e6):
+        for x in (1e-4, 1e-3, 1e-2, 1e-1):
+            for _ in range(4):
+                xs.append(x)
+                ns.append(n)
+                ys.append((0.5 * x + 0.8 * n**-0.5) * math.exp(0.05 * rng.standard_normal()))
+    fit = rates.two_term_fit(np.array(xs), np.array(ns), np.array(ys), n_boot=100, floor_exponent=0.5)
+    assert fit.ci_low <= 1.0 <= fit.ci_high and abs(fit.p - 1.0) < 0.05
+    assert fit.b == pytest.approx(0.8, rel=0.1)
+
+
+def test_a_glm_sweep_fits_against_rank_and_reports(tmp_path):
+    """End to end: a spec with one [[problem]] table per rank, a fit against rank (validated
+    against the tables' ranks before the run), the JL method and DP-GD in counts mode, the
+    report; and a convex spec against privacy whose page carries the lower-bound line."""
+    from bench.cli import main
+    from bench.config import SpecError, parse_spec
+    from bench.runner import run_sweep
+    from bench.store import load
+
+    base = """
+name = "glmrank"
+seed = 4
+repetitions = 2
+[grid]
+n = [3000]
+d = [400]
+eps = [1.0]
+delta = [1e-6]
+[[problem]]
+name = "glm"
+params = { rank = 2, link = "sigmoid", n_atoms = 200 }
+[[problem]]
+name = "glm"
+params = { rank = 8, link = "sigmoid", n_atoms = 200 }
+[[algorithm]]
+name = "jl_dp_gd"
+[[algorithm]]
+name = "dp_gd"
+[[fit]]
+name = "emp_vs_rank"
+view = "error"
+x = "rank"
+y = "emp_grad_best"
+"""
+    with pytest.raises(SpecError, match="window"):
+        parse_spec(base + "window = [3, 7]\nmode = \"theory\"\n")
+    spec = parse_spec(base + "window = [2, 8]\nmode = \"theory\"\n")
+    store = tmp_path / "g.sqlite"
+    assert run_sweep(spec, store, jobs=1, progress=False).ran == 8
+    df = load(store)
+    assert set(df["status"]) == {"ok"} and set(df["data"]) == {"counts"}
+    assert set(df[df["algorithm"] == "jl_dp_gd"]["params_used"].map(lambda p: p["k"])) == {
+        embedding_dim(3000, 400, 2, Privacy(1.0, 1e-6), 0.5, 0.25),
+        embedding_dim(3000, 400, 8, Privacy(1.0, 1e-6), 0.5, 0.25)}
+    from analysis.claims import claims_table
+    from bench.store import open_store_data
+
+    table = claims_table(open_store_data(store), n_boot=50)
+    assert set(table["algorithm"]) == {"jl_dp_gd", "dp_gd"}
+    jl = table[table["algorithm"] == "jl_dp_gd"].iloc[0]
+    assert jl["predicted"] == pytest.approx(0.25) and jl["x"] == "rank"
+    assert main(["report", str(store), "--output", str(tmp_path / "g.pdf")]) == 0
+
+    convex = parse_spec("""
+name = "cvx"
+seed = 4
+repetitions = 2
+[grid]
+n = [2000, 8000]
+d = [3]
+eps = [0.1, inf]
+delta = [1e-6]
+[[problem]]
+name = "glm"
+params = { rank = 3, link = "logistic", n_atoms = 200 }
+[[algorithm]]
+name = "recursive_regularization"
+params = { K_max = 40 }
+[[fit]]
+name = "pop_vs_privacy"
+view = "error"
+x = "privacy"
+y = "pop_grad_last"
+window = [1e-4, 1e-2]
+mode = "theory"
+""")
+    cstore = tmp_path / "c.sqlite"
+    assert run_sweep(convex, cstore, jobs=1, progress=False).ran == 8
+    from analysis.report import _lower_bound_line
+
+    data = open_store_data(cstore)
+    c, text = _lower_bound_line(data, data.spec.fits[0], "glm")
+    assert c == pytest.approx(get_problem("glm", d=3, rank=3).constants.G * math.sqrt(math.log(1e6)) / 8)
+    assert "Theorem 4.3" in text
+    assert main(["report", str(cstore), "--output", str(tmp_path / "c.pdf")]) == 0

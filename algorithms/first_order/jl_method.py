@@ -163,7 +163,7 @@ class JLPrivateSpiderBoost(JLMethod):
     paper = _ARORA + ", Algorithm 4 + Algorithm 2"
     base = PrivateSpiderBoost
     claims = _jl_claims(name, "(2/3)", 2 / 3, _ARORA, "Corollary 6.2 (1), Table 1 (GLM, non-convex)",
-                        "the min with (n eps)^(-2/5) binds when rank > (n eps)^(2/5)")
+                        "the min with (n eps)^(-2/5) binds when rank > (n eps)^(4/5)")
 
 
 class JLRecursiveRegularization(JLMethod):
