@@ -209,10 +209,14 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         metric = fit_metric(fit, group["algorithm"])
         predicted = predicted_slope(cls, fit, metric, private=bool(np.isfinite(sub["eps"]).any()))
         flags = []
-        stuck = int((~sub["left_saddle"].astype(bool)).sum())
-        if stuck:
-            flags.append("ceiling: runs in the window never left the start saddle")
         first_order = metric != "alpha_sosp"
+        if first_order and fit.view == "error":  # stuck: never halved the start's gradient
+            stuck = int((sub["y"].to_numpy(float) >= 0.5 * sub["grad_x0"].to_numpy(float)).sum())
+        else:
+            stuck = int((~sub["left_saddle"].astype(bool)).sum())
+        if stuck:
+            flags.append("ceiling: runs in the window never halved ||grad F(x0)||" if first_order
+                         else "ceiling: runs in the window never left the start saddle")
         x0 = float(sub["grad_x0" if first_order else "alpha_x0"].min())
         # The largest alpha the fit involves: targets / thresholds (sample complexity) or the
         # achieved alpha (error view).

@@ -4,7 +4,11 @@ f(w; (y, z)) = phi(y <w, B z>) on w in R^dim, with a label y in {-1, +1}, a coor
 z in R^r (r = `rank`) and a basis B (attribute `basis`, shape (dim, r)). A record is the row
 [y, z_1, ..., z_r] (label in column 0, like `problems.logistic`); the feature is x = B z.
 
-Population. N = `n_atoms` atoms z_a drawn uniformly on the unit sphere of R^r, labels
+Population. N = `n_atoms` atoms z_a on the unit sphere of R^r whose first coordinate s is
+uniform on [-1, 1] and whose other r - 1 coordinates are sqrt(1 - s^2) times a uniform
+direction (for r = 1, z = s): the label direction has the same law at every rank, so
+||grad F(0)|| = |phi'(0)| (1 - 2 flip) E|s| = |phi'(0)| (1 - 2 flip) / 2 does not shrink as
+the rank grows (uniform atoms on the sphere would give E|z_1| ~ sqrt(2 / (pi r))). Labels
 y_a = sign(<theta, z_a>) with theta = e_1 in R^r (sign(0) := +1), each flipped independently
 with probability `flip`; records are drawn uniformly from the atoms (`FiniteAtoms`: exact
 population oracles as averages over all atoms, and a counts mode). The registered problem has
@@ -110,8 +114,15 @@ class GLM(FiniteAtoms, Problem):
         self.convex = self.link == "logistic"
 
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, _ATOMS_TAG]))
-        z = rng.standard_normal((self.n_atoms, self.rank))
-        z /= np.linalg.norm(z, axis=1)[:, None]
+        # z_1 = s uniform on [-1, 1] (the label direction, the same law at every rank), the
+        # other r - 1 coordinates sqrt(1 - s^2) times a uniform direction: ||z|| = 1 (r >= 2).
+        s = rng.uniform(-1.0, 1.0, self.n_atoms)
+        if self.rank == 1:
+            z = s[:, None]
+        else:
+            u = rng.standard_normal((self.n_atoms, self.rank - 1))
+            u /= np.linalg.norm(u, axis=1)[:, None]
+            z = np.column_stack([s, np.sqrt(1 - s * s)[:, None] * u])
         y = np.where(z[:, 0] >= 0, 1.0, -1.0)  # sign(<e_1, z>)
         y[rng.random(self.n_atoms) < self.flip] *= -1
         self.atoms = np.column_stack([y, z])

@@ -88,6 +88,7 @@ class JLMethod(FirstOrderAlgorithm):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.params_used = (*cls.base.params_used, "c_k", "k")
+        cls.knob_defaults = {**cls.base.knob_defaults, "c_k": 1.0}
         cls.setting = cls.base.setting
         cls.data_modes = cls.base.data_modes
 
