@@ -16,6 +16,7 @@ from algorithms.first_order import (
     NoisySGD,
     PrivateSpiderBoost,
     RecursiveRegularization,
+    RecursiveRegularizationLinear,
     TreePrivateSpider,
 )
 from algorithms.sosp_spiders import AdaptiveTreeSpider, GaussianSpider, TreeSpider
@@ -25,7 +26,8 @@ from algorithms.spider import Spider
 #: probe, monitor) -> Trajectory` and declares `claims` (`algorithms.claims`).
 _REGISTRY: dict[str, Any] = {
     cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider, DPGD, DPSGD, NoisySGD,
-                TreePrivateSpider, PrivateSpiderBoost, RecursiveRegularization, JLDPGD,
+                TreePrivateSpider, PrivateSpiderBoost, RecursiveRegularization, RecursiveRegularizationLinear,
+                JLDPGD,
                 JLPrivateSpiderBoost, JLRecursiveRegularization)
 }
 

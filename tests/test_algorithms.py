@@ -27,7 +27,8 @@ def run(alg, prob, n, eps, seed=0, data_seed=1, **params):
 def test_registry_and_claims():
     assert available()[:3] == ALGS  # the SOSP Spiders first, then the first-order family
     assert set(available()[3:]) == {"dp_gd", "dp_sgd", "noisy_sgd", "tree_private_spider",
-                                    "private_spiderboost", "recursive_regularization", "jl_dp_gd",
+                                    "private_spiderboost", "recursive_regularization",
+                                    "recursive_regularization_linear", "jl_dp_gd",
                                     "jl_private_spiderboost", "jl_recursive_regularization"}
     assert get_algorithm("gaussian_spider").claimed_exponent == pytest.approx(3 / 7)
     assert get_algorithm("adaptive_tree_spider").claimed_exponent == 0.5

@@ -5,9 +5,12 @@ from algorithms.first_order.base import FirstOrderAlgorithm
 from algorithms.first_order.jl_method import JLDPGD, JLMethod, JLPrivateSpiderBoost, JLRecursiveRegularization
 from algorithms.first_order.noisy_gd import DPGD, DPSGD, NoisySGD
 from algorithms.first_order.private_spiderboost import PrivateSpiderBoost
-from algorithms.first_order.recursive_regularization import RecursiveRegularization
+from algorithms.first_order.recursive_regularization import (
+    RecursiveRegularization,
+    RecursiveRegularizationLinear,
+)
 from algorithms.first_order.tree_private_spider import TreePrivateSpider
 
 __all__ = ["DPGD", "DPSGD", "JLDPGD", "FirstOrderAlgorithm", "JLMethod", "JLPrivateSpiderBoost",
            "JLRecursiveRegularization", "NoisySGD", "PrivateSpiderBoost",
-           "RecursiveRegularization", "TreePrivateSpider"]
+           "RecursiveRegularization", "RecursiveRegularizationLinear", "TreePrivateSpider"]

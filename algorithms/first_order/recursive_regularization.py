@@ -62,6 +62,7 @@ from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, spent_ep
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
+from algorithms.mechanisms import clip_rows
 from problems.base import Constants, Problem
 
 _ARORA = "Arora, Bassily, Gonzalez, Guzman, Menart, Ullah 2023 (arXiv 2206.00846)"
@@ -225,3 +226,136 @@ class RecursiveRegularization(FirstOrderAlgorithm):
                  "delta": privacy.delta, "mu": mu}
         p["privacy_mu"] = mu
         return traj.build(out, t_global, used, grad_evals, stop, spent, p, None, warnings)
+
+
+def phase_sizes(m: int) -> list[int]:
+    """Algorithm 5's phases on a chunk of m records: K = ceil(log2 m) phases, phase k reading
+    the next floor(m / 2^k) records (k = 1..K-1, disjoint and consecutive; sizes 0 dropped)."""
+    K = max(2, math.ceil(math.log2(max(m, 2))))
+    return [s for s in (m // 2**k for k in range(1, K)) if s > 0]
+
+
+class RecursiveRegularizationLinear(RecursiveRegularization):
+    """Algorithm 3 with PhasedSGD (Algorithm 5, OutputPerturbedSGD = Algorithm 6) as the
+    private subroutine: Theorem 5.1 part 2, linear time (every record read once),
+    ||grad F(wbar)|| ~ 1/sqrt(n) + sqrt(d)/(n eps) + M R / sqrt(n).
+
+    Rules (Theorem 5.1 (2), Lemmas D.4-D.6; G, M, R, T, R_t, lambda_t, H_t as in the module
+    docstring, m = floor(n / T) the stage's chunk):
+      lambda = max{c_lambda G^2 / (M R^2) min{1/n, d/(n eps)^2}, M log(n) / n}  (as printed)
+      stage t: PhasedSGD on its chunk, from w_1 = x0: phases k = 1..ceil(log2 m) - 1 on disjoint
+      consecutive segments of floor(m / 2^k) records, step eta_k = 4^-k eta with
+      eta = min{log(m) / (lambda_t m), 1 / (M + H_t)}; each phase is one pass of projected SGD
+      (per-sample gradients clipped to C) from the previous phase's output, the selector
+      average with weights (1 - eta_k lambda_t)^-j, plus Gaussian noise (output perturbation).
+    Privacy (Lemma D.5): a replaced record moves one SGD step by at most 2 C eta_k, and later
+    steps contract (1 - eta_k lambda_t <= 1 when the stage objective is convex and
+    (M + H_t)-smooth and eta_k <= 1/(M + H_t)), so the phase output has sensitivity 2 C eta_k;
+    the noise is 2 C eta_k / mu(eps, delta) (each record in one phase of one stage: parallel
+    composition; the paper's sigma^2 = 64 L0^2 K^2 log^2(n) log(1/delta) / (lambda n eps)^2 has
+    the same shape). Unlike every other algorithm here, this sensitivity rests on a property of
+    the loss (convex and M-smooth per record), not on clipping alone: the algorithm refuses a
+    problem that does not declare `convex`, caps the step at 1/(M + H_t), and the tests measure
+    the sensitivity by rerunning phases on neighbouring data. Choices: log is log2 in K (halving
+    segments); the selector's lambda is lambda_t; a phase's start is the previous phase's noisy
+    output (Algorithm 5 line 5), so later phases are post-processing.
+    """
+
+    name = "recursive_regularization_linear"
+    description = "recursive regularization (convex), linear time: PhasedSGD stages"
+    paper = _ARORA + ", Algorithm 3 + Algorithm 5"
+    data_modes = ("records",)
+    params_used = ("C", "R", "c_lambda")
+    knob_defaults: ClassVar[dict[str, Any]] = {"c_lambda": 1.0}
+    claims = (Claim("recursive_regularization_linear", "population", "grad_norm",
+                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
+                    _ARORA, "Theorem 5.1 (2), Table 1 (convex, population; linear time)",
+                    "plus M ||w*|| / sqrt(n), which has the statistical term's exponent"),)
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        if n is None:
+            raise ValueError(f"n=None is invalid for {self.name}: its stages split a sample of n")
+        if not getattr(problem, "convex", False):
+            raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: Theorem 5.1 "
+                             "assumes a convex loss, and PhasedSGD's privacy (output perturbation "
+                             "by stability) needs it (the problem does not declare convex = True)")
+        G, M = problem.constants.G, problem.constants.M
+        c_lambda = float(self.overrides.get("c_lambda", 1.0))
+        R = float(self.overrides.get("R", 0.0)) or _minimizer_distance(problem)
+        priv = problem.d / (n * privacy.eps) ** 2 if privacy.private else math.inf
+        lam = max(c_lambda * G**2 / (M * R**2) * min(1.0 / n, priv), M * math.log(n) / n)
+        T = max(1, math.ceil(math.log2(M / lam))) if lam < M else 1
+        m = n // T
+        if m < 2:
+            raise ValueError(f"n={n} is invalid for {self.name}: its T = {T} stages need at least "
+                             "two records each")
+        stages = []
+        for t in range(1, T + 1):
+            lam_t, H = 2**t * lam, lam * (2**t - 1)
+            eta = min(math.log(m) / (lam_t * m), 1.0 / (M + H))
+            stages.append({"t": t, "lambda_t": lam_t, "H": H, "R_t": math.sqrt(2) ** t * R,
+                           "eta": eta})
+        return {"c_lambda": c_lambda, "R": R, "C": float(self.overrides.get("C", G)), "lambda": lam,
+                "stages": T, "m": m, "phases": phase_sizes(m), "eta_t": [s["eta"] for s in stages],
+                "schedule": stages, "T": T * len(phase_sizes(m)),
+                "max_iterate_floats": float(self.overrides.get("max_iterate_floats", 4_000_000))}
+
+    def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
+             rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
+             monitor: Any) -> Trajectory:
+        d, C, m = problem.d, float(p["C"]), int(p["m"])
+        clip = math.inf if "no_clipping" in self.planted_faults else C
+        noise_factor = 1 / 3 if "noise_third" in self.planted_faults else 1.0  # planted fault
+        mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
+        x0 = np.array(problem.x0, dtype=float)
+        stages = p.pop("schedule")
+        traj = TrajectoryBuilder(x0, n or 1, p["max_iterate_floats"])
+        self.stage_outputs = []
+        # per phase: (pre-noise output, released output, told sensitivity, noise std) (tests)
+        self.phase_outputs: list[tuple[np.ndarray, np.ndarray, float, float]] = []
+        centers, weights = [x0], [p["lambda"]]
+        used, evals, stop, t_global, out = 0, 0, "T_reached", 0, x0
+        for s in stages:
+            chunk = stream.take(m)
+            used += m
+            cen, wts = np.array(centers), np.array(weights)
+            w = x0.copy()
+            offset = 0
+            for k, size in enumerate(p["phases"], start=1):
+                eta_k = 4.0**-k * s["eta"]
+                shrink = 1.0 - eta_k * s["lambda_t"]
+                avg, u = w.copy(), 1.0
+                for j in range(size):
+                    record = chunk[offset + j: offset + j + 1]
+                    g = clip_rows(problem.per_sample_grads(w, record), clip)[0]
+                    w = w - eta_k * (g + (wts[:, None] * (w[None, :] - cen)).sum(axis=0))
+                    shift = w - x0
+                    norm = float(np.linalg.norm(shift))
+                    if norm > s["R_t"]:
+                        w = x0 + shift * (s["R_t"] / norm)
+                    u = 1.0 + shrink * u
+                    avg += (w - avg) / u
+                offset += size
+                evals += size
+                sens = 2 * C * eta_k
+                noise_std = sens / mu if math.isfinite(mu) else 0.0
+                w = avg + noise_factor * noise_std * rng.standard_normal(d) if noise_std > 0 else avg
+                self.phase_outputs.append((avg.copy(), w.copy(), sens, noise_std))
+                t_global += 1
+                traj.step(w, t_global, used, size, noise_std, math.inf)
+                if time.perf_counter() > deadline:
+                    stop = "timeout"
+                    break
+            out = w
+            self.stage_outputs.append(out.copy())
+            traj.x.append(out.copy())
+            traj.t.append(t_global)
+            traj.s.append(used)
+            if stop != "T_reached":
+                break
+            centers.append(out)
+            weights.append(s["lambda_t"])
+        spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
+                 "delta": privacy.delta, "mu": mu}
+        p["privacy_mu"] = mu
+        return traj.build(out, t_global, used, evals, stop, spent, p, None, [])
