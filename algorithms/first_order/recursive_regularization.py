@@ -265,6 +265,7 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
     description = "recursive regularization (convex), linear time: PhasedSGD stages"
     paper = _ARORA + ", Algorithm 3 + Algorithm 5"
     data_modes = ("records",)
+    multi_pass = False  # every record is read once
     params_used = ("C", "R", "c_lambda")
     knob_defaults: ClassVar[dict[str, Any]] = {"c_lambda": 1.0}
     claims = (Claim("recursive_regularization_linear", "population", "grad_norm",
