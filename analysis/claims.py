@@ -81,7 +81,8 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
     mode = mode or fit.mode
     if mode == "theory":
         df = df[theory_mask(df)]
-    df = df[np.isfinite(df["eps"])]
+    if not (fit.where.get("eps") is not None and math.isinf(float(fit.where["eps"]))):
+        df = df[np.isfinite(df["eps"])]  # non-private cells only where a fit asks for them
     df = df.assign(combo=[_combo_label(p or {}, kn) for p, kn in zip(df["params"], df["knobs"],
                                                                        strict=True)],
                    problem_params=[json.dumps(_shared_params(pr, p), sort_keys=True)

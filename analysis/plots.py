@@ -27,6 +27,22 @@ STYLE = {
     "tree_spider": {"color": "#7f7f7f", "marker": "s", "linestyle": ":", "label": "fixed-batch tree Spider"},
     "adaptive_tree_spider": {"color": "#c0392b", "marker": "^", "linestyle": "--",
                              "label": "adaptive tree Spider"},
+    "dp_gd": {"color": "#2ca02c", "marker": "D", "linestyle": "-.", "label": "DP-GD"},
+    "dp_sgd": {"color": "#17becf", "marker": "P", "linestyle": (0, (3, 1, 1, 1)), "label": "DP-SGD"},
+    "noisy_sgd": {"color": "#8c564b", "marker": "X", "linestyle": (0, (5, 1)), "label": "noisy SGD"},
+    "tree_private_spider": {"color": "#d62728", "marker": "h", "linestyle": "--",
+                            "label": "tree private Spider"},
+    "private_spiderboost": {"color": "#ff7f0e", "marker": "o", "linestyle": "-",
+                            "label": "private SpiderBoost"},
+    "recursive_regularization": {"color": "#1f77b4", "marker": "s", "linestyle": "-",
+                                 "label": "recursive regularization"},
+    "recursive_regularization_linear": {"color": "#7f7f7f", "marker": "<", "linestyle": ":",
+                                        "label": "recursive regularization (linear)"},
+    "jl_dp_gd": {"color": "#9467bd", "marker": "v", "linestyle": (0, (5, 1)), "label": "JL + DP-GD"},
+    "jl_private_spiderboost": {"color": "#e377c2", "marker": "*", "linestyle": "--",
+                               "label": "JL + private SpiderBoost"},
+    "jl_recursive_regularization": {"color": "#bcbd22", "marker": ">", "linestyle": "-.",
+                                    "label": "JL + recursive regularization"},
 }
 FALLBACK = [{"color": "#2ca02c", "marker": "D", "linestyle": "-."},
             {"color": "#9467bd", "marker": "v", "linestyle": (0, (5, 1))}]
@@ -34,7 +50,7 @@ RC = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsiz
       "figure.dpi": 110, "savefig.dpi": 150, "axes.grid": True, "grid.alpha": 0.3,
       "grid.linestyle": ":"}
 X_LABELS = {"privacy": r"$\sqrt{d}/(n\,\varepsilon)$", "alpha": r"target $\alpha$",
-            "n": "n (samples)", "d": "d", "eps": r"$\varepsilon$"}
+            "n": "n (samples)", "d": "d", "eps": r"$\varepsilon$", "rank": "rank of the features"}
 Y_LABELS = {"n_star": r"samples to reach $\alpha$, $n^*$", "alpha_best": r"$\alpha_{SOSP}$ (best iterate)"}
 SAVE_FORMATS = (".png", ".svg", ".pdf")
 

@@ -24,6 +24,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis import plots, rates
 from analysis.claims import (
+    FOLDED,
     Y_METRIC,
     StoreData,
     claims_table,
@@ -294,18 +295,30 @@ def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -
     """One declared fit in one mode: a panel per problem."""
     pts = fit_points_table(data, fit, mode)
     fits = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)]
-    problems = sorted(pts["problem"].unique())
-    ncols = min(3, max(1, len(problems)))
-    nrows = math.ceil(len(problems) / ncols)
+    # a panel per problem and per value of each group column that varies (e.g. eps when the
+    # fit is against d): the fits are per group, so are the panels
+    split = [c for c in ("eps", "n", "d", "delta") if c not in FOLDED[fit.x] and c in pts
+             and c in fits and pts[c].nunique() > 1]
+    panels = sorted(pts.groupby(["problem", *split]).groups, key=str)
+    ncols = min(3, max(1, len(panels)))
+    nrows = math.ceil(len(panels) / ncols)
     fig, axes = plots.new_figure(5.4 * ncols, 4.5 * nrows, ncols=ncols, nrows=nrows, squeeze=False)
-    for ax, prob in zip(axes.ravel(), problems, strict=False):
-        sub = pts[pts["problem"] == prob]
+    for ax, key in zip(axes.ravel(), panels, strict=False):
+        key = key if isinstance(key, tuple) else (key,)
+        prob, vals = key[0], dict(zip(split, key[1:], strict=True))
+        sel_p = pts["problem"] == prob
+        sel_f = fits["problem"] == prob
+        for c, v in vals.items():
+            sel_p &= np.isclose(pts[c].astype(float), float(v))
+            sel_f &= np.isclose(fits[c].astype(float), float(v))
+        sub, fsub = pts[sel_p], fits[sel_f]
         if mode == "tuned":  # plot the repetitions of the envelope's chosen knob setting
-            sub = _chosen_rows(sub, fits[fits["problem"] == prob])
-        plots.scaling_plot(ax, sub, fits[fits["problem"] == prob], x=fit.x, y=fit.y,
+            sub = _chosen_rows(sub, fsub)
+        label = "".join(f", {c} = {v:g}" for c, v in vals.items())
+        plots.scaling_plot(ax, sub, fsub, x=fit.x, y=fit.y,
                            window=fit.window, lower_bound=_lower_bound_line(data, fit, prob),
-                           title=f"{prob} [{problem_character(prob)}] ({mode} mode)")
-    for ax in axes.ravel()[len(problems):]:
+                           title=f"{prob} [{problem_character(prob)}]{label} ({mode} mode)")
+    for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
     where = (" where " + ", ".join(f"{k} = {v}" for k, v in fit.where.items())) if fit.where else ""
     fig.suptitle(f"{data.spec.name}: {fit.name} ({fit.view.replace('_', ' ')} view{where})\n"
