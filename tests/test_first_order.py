@@ -382,6 +382,9 @@ def test_the_report_lists_every_declared_claim_measured_or_not():
                           "ci_low": 0.2, "ci_high": 0.4, "predicted": 0.5, "verdict": "x",
                           "fit": "pop", "mode": "theory", "problem": "hard_valley"}])
     table = declared_claims(fits)
+    bounds = table[table["algorithm"] == "(any DP algorithm)"]
+    assert len(bounds) == 1 and bounds.iloc[0]["claimed"].startswith("Omega(")  # Theorem 4.3
+    table = table[table["algorithm"] != "(any DP algorithm)"]
     assert len(table[table["measured"] != "not measured"]) == 1
     row = table[table["algorithm"] == "dp_gd"].iloc[0]
     assert row["measured"] == "0.48 [0.46, 0.5] vs 0.5: consistent (emp, theory, hard_valley)"
