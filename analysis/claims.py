@@ -55,6 +55,10 @@ def at_defaults(row_params: dict, knobs: list, algorithm: str | None = None) -> 
                 return False
         elif strict:
             return False
+    if strict:  # a fixed override in the spec's params (T = 51) replaces a rule as well
+        for k, v in row_params.items():
+            if k not in (knobs or []) and (k not in defaults or v != defaults[k]):
+                return False
     return True
 
 
@@ -65,7 +69,9 @@ def theory_mask(df: pd.DataFrame) -> np.ndarray:
 
 
 def _combo_label(params: dict, knobs: list) -> str:
-    return ", ".join(f"{k}={params.get(k)}" for k in sorted(knobs or [])) or "defaults"
+    """The knob setting of a cell; an entry without a grid is named by its fixed params."""
+    keys = sorted(knobs or []) or sorted(params or {})
+    return ", ".join(f"{k}={params.get(k)}" for k in keys) or "defaults"
 
 
 def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> pd.DataFrame:

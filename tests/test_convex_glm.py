@@ -489,3 +489,16 @@ def test_phased_sgd_refuses_non_convex_problems():
     with pytest.raises(ValueError, match="convex"):
         get_algorithm("recursive_regularization_linear")().run(
             sig, sig.sample(100, np.random.default_rng(0)), Privacy(1.0), np.random.default_rng(0))
+
+
+def test_a_fixed_override_in_a_spec_is_not_theory_mode():
+    """A first-order entry with params = {T = 51} (no grid) replaces a rule: theory mode leaves
+    it out and the tuned envelope names it by its params; knobs at their defaults stay in."""
+    from analysis.claims import _combo_label, at_defaults
+
+    assert not at_defaults({"T": 51}, [], "dp_gd")
+    assert at_defaults({"c_T": 1.0}, ["c_T"], "dp_gd")
+    assert not at_defaults({"c_T": 2.0}, ["c_T"], "dp_gd")
+    assert at_defaults({"K_max": 20_000}, [], "recursive_regularization")  # a knob at its default
+    assert not at_defaults({"K_max": 40}, [], "recursive_regularization")
+    assert _combo_label({"T": 51}, []) == "T=51" and _combo_label({}, []) == "defaults"
