@@ -299,7 +299,7 @@ def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -
     # fit is against d): the fits are per group, so are the panels
     split = [c for c in ("eps", "n", "d", "delta") if c not in FOLDED[fit.x] and c in pts
              and c in fits and pts[c].nunique() > 1]
-    panels = sorted(pts.groupby(["problem", *split]).groups, key=str)
+    panels = sorted({tuple(r) for r in pts[["problem", *split]].itertuples(index=False)}, key=str)
     ncols = min(3, max(1, len(panels)))
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plots.new_figure(5.4 * ncols, 4.5 * nrows, ncols=ncols, nrows=nrows, squeeze=False)
