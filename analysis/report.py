@@ -345,6 +345,9 @@ def _chosen_rows(sub: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
     for alg, g in sub.groupby("algorithm"):
         fr = fits[fits["algorithm"] == alg]
         chosen = fr.iloc[0]["chosen"] if len(fr) else {}
+        if len(fr) and not (isinstance(chosen, dict) and chosen):  # one knob setting: every row
+            keep.append(g)
+            continue
         for xval, gg in g.groupby("x"):
             label = chosen.get(f"{xval:g}")
             keep.append(gg[gg["combo"] == label] if label is not None else gg.iloc[0:0])
