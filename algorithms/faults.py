@@ -16,6 +16,8 @@ FAULTS: dict[str, str] = {
     "tree_one_leaf": "global-scope tree noise calibrated for depth nodes, forgetting the second "
                      "leaf (the next O1 restart) that a record moves",
     "reuse_sample": "each batch re-uses the last record of the previous batch",
+    "no_domain": "records are not mapped into the domain where the stated smoothness holds "
+                 "(PhasedSGD's output perturbation then trusts an unenforced sensitivity)",
 }
 
 

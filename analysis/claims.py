@@ -41,6 +41,9 @@ from problems import character as problem_character
 #: Which dimensions are folded into each x scale (the others split the fit into groups).
 FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"},
           "alpha": {"target_alpha"}, "rank": {"problem_params"}}
+#: Fits against rank fold the problem parameters (one instance per rank) but still split by
+#: every other parameter of the instance (link, atoms, ...): this column holds those.
+EXCEPT_RANK = "problem_params_except_rank"
 
 
 def at_defaults(row_params: dict, knobs: list, algorithm: str | None = None) -> bool:
@@ -74,6 +77,22 @@ def _combo_label(params: dict, knobs: list) -> str:
     return ", ".join(f"{k}={params.get(k)}" for k in keys) or "defaults"
 
 
+def _instance_ranks(df: pd.DataFrame) -> list[float]:
+    """The `rank` of each row's problem instance (built once per distinct instance; NaN for a
+    problem without one)."""
+    from problems import get_problem
+
+    cache: dict[str, float] = {}
+    out = []
+    for prob, d, params in zip(df["problem"], df["d"], df["instance_params"], strict=True):
+        key = f"{prob}|{d}|{params}"
+        if key not in cache:
+            inst = get_problem(prob, d=int(d), **json.loads(params))
+            cache[key] = float(getattr(inst, "rank", math.nan))
+        out.append(cache[key])
+    return out
+
+
 def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> pd.DataFrame:
     """Points of a declared fit: columns algorithm, problem, d, n, eps, delta, rep, combo, x,
     y, left_saddle, alpha_x0, key (see the module docstring)."""
@@ -94,9 +113,13 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
                    problem_params=[json.dumps(_shared_params(pr, p), sort_keys=True)
                                    for pr, p in zip(df["problem"], df["problem_params"], strict=True)],
                    instance_params=[json.dumps(p or {}, sort_keys=True) for p in df["problem_params"]])
+    df = df.assign(**{EXCEPT_RANK: [json.dumps({k: v for k, v in json.loads(p).items() if k != "rank"},
+                                                sort_keys=True) for p in df["problem_params"]]})
+    if fit.x == "rank":  # each instance's rank, its default included (glm: min(d, 5))
+        df = df.assign(rank=_instance_ranks(df))
     keep = ["key", "algorithm", "problem", "problem_params", "instance_params", "d", "n", "eps", "delta",
             "target_alpha", "rep", "combo", "left_saddle", "alpha_x0", "grad_x0", "samples_used",
-            "first_o1_batch", "n_steps"]
+            "first_o1_batch", "n_steps", EXCEPT_RANK, *(["rank"] if fit.x == "rank" else [])]
     if fit.view == "sample_complexity":
         target = df[df["target_alpha"].notna()]
         pts = target[keep].assign(alpha=target["target_alpha"], y=target["samples_to_target"])
@@ -133,9 +156,10 @@ def _shared_params(problem: str, params: dict | None) -> dict:
 
 def group_columns(fit: FitSpec) -> list[str]:
     folded = FOLDED[fit.x]
-    return ["algorithm", "problem", *[c for c in ("problem_params", "d", "n", "eps", "delta",
+    cols = ["algorithm", "problem", *[c for c in ("problem_params", "d", "n", "eps", "delta",
                                                    "target_alpha") if c not in folded
                                       and not (fit.view == "sample_complexity" and c == "target_alpha")]]
+    return [*cols, EXCEPT_RANK] if fit.x == "rank" else cols
 
 
 def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
@@ -290,9 +314,11 @@ def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: 
     if mode == "tuned" and res.chosen:
         pts = pd.concat([g[g["combo"] == res.chosen.get(f"{xv:g}")] for xv, g in sub.groupby("x")])
     cells = data.cells
+    shared = sub["instance_params"].iloc[0]  # the same instance, not only the same problem name
     inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])
                 & (cells["algorithm"] == sub["algorithm"].iloc[0])
-                & (cells["problem"] == sub["problem"].iloc[0])]
+                & (cells["problem"] == sub["problem"].iloc[0])
+                & (cells["problem_params"].map(lambda p: json.dumps(p or {}, sort_keys=True)) == shared)]
     if mode == "theory":
         inf = inf[theory_mask(inf)]
     x = np.concatenate([pts["x"].to_numpy(float), np.full(len(inf), pts["x"].min() * 1e-6)])
@@ -305,7 +331,7 @@ def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: 
     stat = [t for t in (claim.terms if claim else ()) if t is not claim.privacy_term and t.exponent("n")]
     q = -stat[0].exponent("n") if stat else 1 / 3
     tt = rates.two_term_fit(x, n, y, n_boot=200, rng=rng, floor_exponent=q)
-    predicted = cls.predicted_exponent("error", "privacy")
+    predicted = predicted_slope(cls, fit, fit_metric(fit, cls.name))
     verdict = rates.verdict({"ci_low": tt.ci_low, "ci_high": tt.ci_high, "x": "privacy"},
                             predicted, "error")
     return {"two_term_p": tt.p, "two_term_ci_low": tt.ci_low, "two_term_ci_high": tt.ci_high,

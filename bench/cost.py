@@ -69,7 +69,8 @@ def multi_pass_work(cell: Cell) -> float | None:
         steps, per_step = float(p["T"]), gradients_per_step(p, cell.n)
     if cell.data == "counts":  # counts cells are priced per step
         return steps
-    return None if per_step is None else steps * per_step * cell.d
+    dim = float(p.get("k", cell.d))  # the JL method's base works in k dimensions
+    return None if per_step is None else steps * per_step * dim
 
 
 @dataclass

@@ -90,6 +90,13 @@ class Problem(ABC):
     #: refuse problems that do not declare it).
     convex: bool = False
 
+    def enforce_domain(self, batch: np.ndarray) -> np.ndarray | None:
+        """Records mapped, by a fixed data-independent map that is the identity on every record
+        P can draw, into the domain where the stated constants (G, M) hold for f(.; z) whatever
+        the record was; None when the problem has no such map. Output perturbation by
+        stability (PhasedSGD) needs every record's loss M-smooth, which clipping cannot give."""
+        return None
+
     def __init__(self, d: int) -> None:
         self.d = check_positive_int("d", d)
 

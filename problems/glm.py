@@ -238,6 +238,22 @@ class GLM(FiniteAtoms, Problem):
         diff = self._coef(x, self.atoms) - self._coef(y, self.atoms)
         return float(np.max(np.abs(diff) * self._atom_norms))
 
+    def enforce_domain(self, batch: np.ndarray) -> np.ndarray:
+        """Labels to their sign (0 -> +1) and coordinate vectors into the ball of the atoms'
+        largest norm: the identity on every record P draws, and afterwards every record's loss
+        is L1 ||X||^2-smooth and L0 ||X||-Lipschitz (||X|| the atoms' max feature norm), as the
+        constants state."""
+        out = np.array(batch, dtype=float, copy=True)
+        out[:, 0] = np.where(out[:, 0] >= 0, 1.0, -1.0)
+        z = out[:, 1:]
+        zmax = float(np.sqrt(np.einsum("ij,ij->i", self.atoms[:, 1:], self.atoms[:, 1:]).max()))
+        norms = np.sqrt(np.einsum("ij,ij->i", z, z))
+        bad = ~np.isfinite(norms)
+        z[bad] = 0.0
+        over = norms > zmax
+        z[over] *= (zmax / norms[over])[:, None]
+        return out
+
     def adversarial_records(self):
         """The base rows plus GLM-structured ones: z = +-1e6 e_j and a dense z of norm 1e6,
         each with label +1 and -1, and label +-1e6 with a unit z."""

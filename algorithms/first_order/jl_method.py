@@ -89,6 +89,7 @@ class JLMethod(FirstOrderAlgorithm):
         super().__init_subclass__(**kwargs)
         cls.params_used = (*cls.base.params_used, "c_k", "k")
         cls.knob_defaults = {**cls.base.knob_defaults, "c_k": 1.0}
+        cls.multi_pass = getattr(cls.base, "multi_pass", False)
         cls.setting = cls.base.setting
         cls.data_modes = cls.base.data_modes
 
@@ -108,13 +109,16 @@ class JLMethod(FirstOrderAlgorithm):
         return self.base(planted_faults=self.planted_faults, **overrides)
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
-        """The base algorithm's rules on the projected problem (its constants do not depend on
-        the draw of Phi, so a stand-in k x d matrix serves), plus k (dry runs, cost model)."""
+        """An estimate of the run's rules for dry runs and the cost model: the base algorithm's
+        rules on a projection by a stand-in Phi (seeded, not the run's draw), plus k. The
+        constants the projection passes (2 L0 ||X||, 2 L1 ||X||^2) do not depend on Phi; a rule
+        that reads the projected problem itself (recursive regularization's R = ||w~*||) does,
+        so the run's own schedule can differ a little (it is stored with the run)."""
         self._check_glm(problem)
         if n is None:
             raise ValueError(f"n=None is invalid for {self.name}: k depends on n (Theorem 6.1)")
         k = self.embedding(problem, n, privacy)
-        stand_in = problem.project(np.eye(k, problem.d))
+        stand_in = problem.project(jl_matrix(k, problem.d, np.random.default_rng(0)))
         p = self._base().resolve_params(stand_in, n, Privacy(privacy.eps, privacy.delta / 2))
         return {**p, "k": k}
 
@@ -142,9 +146,12 @@ class JLMethod(FirstOrderAlgorithm):
         keep = _thin(traj)
         params = {**traj.params, "k": k, "c_k": float(self.overrides.get("c_k", 1.0)),
                   "rank": int(problem.rank), "base": self.base.name, "delta_base": privacy.delta / 2}
+        # The run is (eps, delta)-DP: the base spent delta / 2, the JL event the other half.
+        spent = {**traj.privacy_spent, "delta": privacy.delta}
         return dataclasses.replace(
             traj, iterates=traj.iterates[keep] @ phi, steps=traj.steps[keep],
-            samples_at=traj.samples_at[keep], est_norm_at=traj.est_norm_at[keep], params=params)
+            samples_at=traj.samples_at[keep], est_norm_at=traj.est_norm_at[keep], params=params,
+            privacy_spent=spent)
 
 
 def _jl_claims(name: str, base_rate: str, p: float, paper: str, where: str,
