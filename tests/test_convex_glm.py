@@ -309,6 +309,9 @@ def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
     assert r.mu_low <= r.mu_accountant <= r.mu_high + 0.05, r
     bad = audit("recursive_regularization", 2.0, runs=3000, faults=("noise_third",), seed=11, n_jobs=2)
     assert bad.flagged and bad.mu_empirical > 2 * bad.mu_accountant, bad
+    # the linear-time variant: its canary's phase is post-processed by later phases (eps_lb only)
+    lin = audit("recursive_regularization_linear", 1.0, runs=3000, seed=11, n_jobs=2)
+    assert not lin.flagged and lin.eps_lb <= 1.0, lin
 
 
 # ---------------------------------------------- analysis: rank axis, two-term floor, lower bound
