@@ -388,8 +388,10 @@ def declared_claims(claims: pd.DataFrame) -> pd.DataFrame:
             ci = f"[{r.ci_low:.3g}, {r.ci_high:.3g}]" if np.isfinite(r.ci_low) else "[-, -]"
             pred = r.predicted
             pred = f"{pred:.3g}" if pred is not None and np.isfinite(pred) else "-"
+            eps = getattr(r, "eps", None)
+            at = f", eps {eps:g}" if isinstance(eps, (int, float)) and np.isfinite(eps) else ""
             rows.append({**base, "measured": f"{r.exponent:.3g} {ci} vs {pred}: "
-                         f"{r.verdict} ({r.fit}, {r.mode}, {r.problem})"})
+                         f"{r.verdict} ({r.fit}, {r.mode}, {r.problem}{at})"})
     from algorithms.claims import LOWER_BOUNDS
 
     for lb in LOWER_BOUNDS:
