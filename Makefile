@@ -38,7 +38,7 @@ bench: $(STAMP_TEST)
 # resumable, then one report. `make reference-seed001` runs seed 001's section alone.
 HEADLINE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta
 SEED001_SPECS := seed001_empirical seed001_population seed001_convex seed001_convex_linear \
-                 seed001_glm_d seed001_glm_rank
+                 seed001_glm_d seed001_glm_rank seed001_glm_convex_d
 REFERENCE_SPECS := $(HEADLINE_SPECS) $(SEED001_SPECS)
 reference-seed001: $(STAMP_DEMO)
 	for s in $(SEED001_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
