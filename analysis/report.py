@@ -170,7 +170,7 @@ def title_page(pdf: PdfPages, data: StoreData) -> None:
     ]
     fig = plt.figure(figsize=A4)
     fig.text(0.08, 0.95, "dprates report", fontsize=20, weight="bold", va="top")
-    fig.text(0.08, 0.91, f"{spec.name}: measured convergence exponents of private SOSP finders",
+    fig.text(0.08, 0.91, f"{spec.name}: measured convergence exponents of private optimizers",
              fontsize=11, va="top")
     fig.text(0.08, 0.86, "\n".join(lines), fontsize=8, va="top", family="monospace")
     pdf.savefig(fig)
@@ -267,6 +267,26 @@ def declared_claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
         for m in g["measured"]:
             lines.append(textwrap.fill(m, 100, initial_indent="    - ", subsequent_indent="      "))
     _text_page(pdf, "Every declared claim", "\n".join(lines), size=7)
+
+
+def spec_design_notes(text: str) -> str:
+    """The comment block a spec opens with (its design: instance, window, why), unwrapped."""
+    lines = []
+    for line in (text or "").splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            break
+        lines.append(stripped.lstrip("#").strip())
+    return "\n".join(lines)
+
+
+def section_page(pdf: PdfPages, data: StoreData) -> None:
+    """A divider before a store's pages in a multi-store report: its description and the design
+    notes its spec opens with, so each section's plots come with the reasons for its design."""
+    spec = data.spec
+    notes = spec_design_notes(getattr(spec, "text", ""))
+    body = f"{spec.description}\n\n" + (notes or "(the spec has no design notes)")
+    _text_page(pdf, f"Section: {spec.name}", _wrap(body), size=9)
 
 
 def _lower_bound_line(data: StoreData, fit: Any, problem: str) -> tuple[float, str] | None:
@@ -634,6 +654,8 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         declared_claims_page(pdf, claims)
         path_page(pdf, [path_table(d) for d in datas])
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):
+            if len(datas) > 1:
+                section_page(pdf, data)
             if len(part):
                 scaling_pages(pdf, data, part, figdir)
             paired_page(pdf, pair)
@@ -643,7 +665,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             failures_page(pdf, data)
         info = pdf.infodict()
         info["Title"] = "dprates report: " + ", ".join(d.spec.name for d in datas)
-        info["Subject"] = "Measured convergence exponents of private SOSP finders"
+        info["Subject"] = "Measured convergence exponents of private optimizers"
         pages = pdf.get_pagecount()
     if csv is not None and len(claims):
         table = claims.copy()

@@ -575,3 +575,11 @@ def test_phased_sgd_sensitivity_holds_against_records_that_break_smoothness(faul
     honest = prob.sample(500, np.random.default_rng(1))  # the map is the identity on P's records
     np.testing.assert_array_equal(prob.enforce_domain(honest), honest)
     assert get_problem("hard_valley", d=3).enforce_domain(np.zeros((1, 3))) is None
+
+
+def test_a_multi_store_report_opens_each_store_with_its_design_notes():
+    from analysis.report import spec_design_notes
+
+    text = "# Design: why this window.\n# Instance: glm.\nname = \"x\"\n# not a header comment\n"
+    assert spec_design_notes(text) == "Design: why this window.\nInstance: glm."
+    assert spec_design_notes('name = "x"\n') == ""
