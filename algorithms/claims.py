@@ -78,6 +78,14 @@ class Claim:
         return None
 
     @property
+    def statistical_term(self) -> RateTerm | None:
+        """The first term without eps that depends on n (e.g. n^-1/2), None if there is none."""
+        for t in self.terms:
+            if t is not self.privacy_term and t.exponent("n"):
+                return t
+        return None
+
+    @property
     def privacy_exponent(self) -> float | None:
         """p of the claim's privacy term (sqrt(d)/(n eps))^p, None if it has none (a term in
         sqrt(rank)/(n eps) reports its exponent of 1/(n eps))."""

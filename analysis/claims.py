@@ -297,8 +297,8 @@ def predicted_slope(cls: Any, fit: FitSpec, metric: str, private: bool = True) -
     if not private:
         if fit.view != "error" or fit.x not in ("n", "d", "rank"):
             return None
-        stat = [t for t in claim.terms if t is not claim.privacy_term]
-        return stat[0].exponent(fit.x) if stat else None
+        stat = claim.statistical_term
+        return stat.exponent(fit.x) if stat is not None else None
     try:
         return claim.predicted_slope(fit.view, fit.x)
     except ValueError:
@@ -328,8 +328,8 @@ def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: 
         return {}
     cls = get_algorithm(sub["algorithm"].iloc[0])
     claim = matching_claim(cls, fit_metric(fit, cls.name))
-    stat = [t for t in (claim.terms if claim else ()) if t is not claim.privacy_term and t.exponent("n")]
-    q = -stat[0].exponent("n") if stat else 1 / 3
+    stat = claim.statistical_term if claim is not None else None
+    q = -stat.exponent("n") if stat is not None else 1 / 3
     tt = rates.two_term_fit(x, n, y, n_boot=200, rng=rng, floor_exponent=q)
     predicted = predicted_slope(cls, fit, fit_metric(fit, cls.name))
     verdict = rates.verdict({"ci_low": tt.ci_low, "ci_high": tt.ci_high, "x": "privacy"},

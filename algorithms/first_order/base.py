@@ -29,9 +29,9 @@ import numpy as np
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.faults import check_faults
-from algorithms.mechanisms import clip_rows
+from algorithms.spider import o1_leaf
 from problems.base import Constants, Problem
-from problems.counts import CountsBatch, CountsStream, require_identity_clip
+from problems.counts import CountsBatch, CountsStream
 
 _INT_PARAMS = ("T", "b")
 
@@ -131,20 +131,13 @@ class FirstOrderAlgorithm:
 
 
 def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:
-    """(sum over the batch of grad f(x; z_i) clipped to norm `clip`, the number of records).
-
-    `batch` is a records array or a `CountsBatch`; for counts the sum is k times the exact
-    batch mean, after the guard that clipping is the identity on it (`require_identity_clip`).
-    """
-    if isinstance(batch, CountsBatch):
-        if batch.k == 0:
-            return np.zeros(problem.d), 0
-        mean, bound = problem.counts_grad(x, batch)
-        require_identity_clip("O1", clip, bound)
-        return mean * batch.k, int(batch.k)
-    if len(batch) == 0:
+    """(sum over the batch of grad f(x; z_i) clipped to norm `clip`, the number of records):
+    the Spider engine's O1 answer (`algorithms.spider.o1_leaf`, records or a `CountsBatch`
+    behind its clip guard) times the batch size; an empty batch sums to 0."""
+    k = int(batch.k) if isinstance(batch, CountsBatch) else len(batch)
+    if k == 0:
         return np.zeros(problem.d), 0
-    return clip_rows(problem.per_sample_grads(x, batch), clip).sum(axis=0), len(batch)
+    return o1_leaf(problem, x, batch, clip) * k, k
 
 
 def batch_size(batch: Any) -> int:

@@ -134,12 +134,16 @@ class RecursiveRegularization(FirstOrderAlgorithm):
                     _ARORA, "Theorem 5.1 (1), Table 1 (convex, population; optimal)",
                     "convex losses only"),)
 
-    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+    def _check_input(self, problem: Problem, n: int | None, why: str = "") -> None:
         if n is None:
             raise ValueError(f"n=None is invalid for {self.name}: its stages split a sample of n")
         if not getattr(problem, "convex", False):
             raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: Theorem 5.1 "
-                             "assumes a convex loss (the problem does not declare convex = True)")
+                             f"assumes a convex loss{why} (the problem does not declare "
+                             "convex = True)")
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        self._check_input(problem, n)
         knobs = self.knobs()
         R = float(self.overrides.get("R", 0.0)) or _minimizer_distance(problem)
         sched = stage_schedule(problem.constants, n, problem.d, privacy, R, float(knobs["c_lambda"]),
@@ -284,12 +288,8 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
                     "plus M ||w*|| / sqrt(n), which has the statistical term's exponent"),)
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
-        if n is None:
-            raise ValueError(f"n=None is invalid for {self.name}: its stages split a sample of n")
-        if not getattr(problem, "convex", False):
-            raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: Theorem 5.1 "
-                             "assumes a convex loss, and PhasedSGD's privacy (output perturbation "
-                             "by stability) needs it (the problem does not declare convex = True)")
+        self._check_input(problem, n, ", and PhasedSGD's privacy (output perturbation by "
+                                      "stability) needs it")
         try:
             has_domain = problem.enforce_domain(problem.sample(1, np.random.default_rng(0))) is not None
         except (NotImplementedError, ValueError, IndexError):
