@@ -14,6 +14,8 @@ from algorithms.first_order import (
     JLPrivateSpiderBoost,
     JLRecursiveRegularization,
     NoisySGD,
+    Pagan,
+    Pasan,
     PrivateSpiderBoost,
     RecursiveRegularization,
     RecursiveRegularizationLinear,
@@ -28,7 +30,7 @@ _REGISTRY: dict[str, Any] = {
     cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider, DPGD, DPSGD, NoisySGD,
                 TreePrivateSpider, PrivateSpiderBoost, RecursiveRegularization, RecursiveRegularizationLinear,
                 JLDPGD,
-                JLPrivateSpiderBoost, JLRecursiveRegularization)
+                JLPrivateSpiderBoost, JLRecursiveRegularization, Pasan, Pagan)
 }
 
 

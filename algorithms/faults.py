@@ -18,6 +18,8 @@ FAULTS: dict[str, str] = {
     "reuse_sample": "each batch re-uses the last record of the previous batch",
     "no_domain": "records are not mapped into the domain where the stated smoothness holds "
                  "(PhasedSGD's output perturbation then trusts an unenforced sensitivity)",
+    "noise_isotropic": "shaped noise N(0, z^2 A^-1) replaced by isotropic noise at the stiffest "
+                       "coordinate's scale (Pasan / Pagan: too little noise where A is small)",
 }
 
 

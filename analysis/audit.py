@@ -225,10 +225,12 @@ FAULT_TARGETS = {
     # sensitivity fails only when later records break smoothness): tests/test_convex_glm.py
     # replays that counterexample; the generic layers here cannot, so the table says where.
     "no_domain": (),
+    "noise_isotropic": (),
 }
 #: Faults the table cannot plant in its generic instances, and the test that catches each.
 CAUGHT_ELSEWHERE = {"no_domain": ("recursive_regularization_linear",
-                                  "tests/test_convex_glm.py (adaptive neighbouring data sets)")}
+                                  "tests/test_convex_glm.py (adaptive neighbouring data sets)"),
+                    "noise_isotropic": ("pagan", "tests/test_ellipsoid.py (whitened noise KS)")}
 
 
 def fault_table(eps: float = 1.0, runs: int = 4000, seed: int = 0, n_jobs: int = 1,

@@ -7,13 +7,14 @@ from problems.glm import GLM
 from problems.logistic import BreastCancerLogistic, SyntheticLogistic
 from problems.mean_estimation import MeanEstimation
 from problems.phase_retrieval import PhaseRetrieval
+from problems.scaled_linear import ScaledLinear
 from problems.separable import HardRamp, HardValley, StrictSaddle
 from problems.streams import CHUNK, ArrayStream, DataStream, StreamExhausted, records_digest
 
 _REGISTRY: dict[str, type[Problem]] = {
     cls.name: cls
     for cls in (StrictSaddle, HardValley, HardRamp, PhaseRetrieval, SyntheticLogistic,
-                BreastCancerLogistic, MeanEstimation, GLM)
+                BreastCancerLogistic, MeanEstimation, ScaledLinear, GLM)
 }
 
 

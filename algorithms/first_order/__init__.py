@@ -2,6 +2,7 @@
 baselines people use; one contract with the Spider engine (`FirstOrderAlgorithm.run`)."""
 
 from algorithms.first_order.base import FirstOrderAlgorithm
+from algorithms.first_order.ellipsoid import Pagan, Pasan
 from algorithms.first_order.jl_method import JLDPGD, JLMethod, JLPrivateSpiderBoost, JLRecursiveRegularization
 from algorithms.first_order.noisy_gd import DPGD, DPSGD, NoisySGD
 from algorithms.first_order.private_spiderboost import PrivateSpiderBoost
@@ -11,6 +12,19 @@ from algorithms.first_order.recursive_regularization import (
 )
 from algorithms.first_order.tree_private_spider import TreePrivateSpider
 
-__all__ = ["DPGD", "DPSGD", "JLDPGD", "FirstOrderAlgorithm", "JLMethod", "JLPrivateSpiderBoost",
-           "JLRecursiveRegularization", "NoisySGD", "PrivateSpiderBoost",
-           "RecursiveRegularization", "RecursiveRegularizationLinear", "TreePrivateSpider"]
+__all__ = [
+    "DPGD",
+    "DPSGD",
+    "JLDPGD",
+    "FirstOrderAlgorithm",
+    "JLMethod",
+    "JLPrivateSpiderBoost",
+    "JLRecursiveRegularization",
+    "NoisySGD",
+    "Pagan",
+    "Pasan",
+    "PrivateSpiderBoost",
+    "RecursiveRegularization",
+    "RecursiveRegularizationLinear",
+    "TreePrivateSpider",
+]

@@ -1,0 +1,115 @@
+"""Seed 002 (issue 15, in progress): the ellipsoid projection, the stylized optimal diagonals,
+and the privacy of Pasan / Pagan (whitened sensitivity, noise covariance, planted bugs)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from algorithms import get_algorithm
+from algorithms.base import Privacy
+from algorithms.first_order.ellipsoid import optimal_diagonal, project_ellipsoid
+from problems import get_problem
+
+
+class _Recorder:
+    def __init__(self):
+        self.events = []
+
+    def release(self, **info):
+        self.events.append(info)
+
+
+def test_projection_lands_in_the_ellipsoid_and_keeps_what_is_inside():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.1, 10, 7)
+    g = rng.standard_normal((500, 7)) * rng.uniform(0.01, 3, (500, 1))
+    out = project_ellipsoid(g.copy(), a)
+    norms_in = np.sqrt((g * g * a).sum(axis=1))
+    norms_out = np.sqrt((out * out * a).sum(axis=1))
+    assert np.all(norms_out <= 1 + 1e-12)
+    inside = norms_in <= 1
+    np.testing.assert_array_equal(out[inside], g[inside])
+    np.testing.assert_allclose(norms_out[~inside], 1.0, rtol=1e-12)
+    # radial: same direction
+    cos = (out * g).sum(axis=1) / (np.linalg.norm(out, axis=1) * np.linalg.norm(g, axis=1))
+    np.testing.assert_allclose(cos, 1.0, rtol=1e-12)
+    bad = project_ellipsoid(np.array([[np.inf, 1.0], [np.nan, 0.0]]), np.ones(2))
+    assert np.all(bad == 0)
+
+
+def test_optimal_diagonals_solve_the_stylized_problems():
+    """Pasan minimizes sum_j 1/c_j, Pagan sum_j c_j^-1/2, both subject to sum_j c_j sigma_j^2
+    = 1 (E||g||_C^2 <= 1): no random feasible diagonal does better, and the values are the
+    closed forms (sum sigma)^2 and (sum sigma^(2/3))^(3/2) (d = 100, sigma_j = j^-3/2: Pagan
+    11.81, Pasan sum sigma 2.41, i.e. 24.1 with diam_2 = sqrt(d))."""
+    sigma = np.arange(1, 101, dtype=float) ** -1.5
+    objective = {"pasan": lambda c: (1 / c).sum(), "pagan": lambda c: (c ** -0.5).sum()}
+    rng = np.random.default_rng(1)
+    for method, f in objective.items():
+        c = optimal_diagonal(sigma, method)
+        assert (c * sigma**2).sum() == pytest.approx(1.0)
+        for _ in range(200):
+            r = c * np.exp(0.3 * rng.standard_normal(100))
+            r /= (r * sigma**2).sum()
+            assert f(r) >= f(c) * (1 - 1e-12)
+    assert (optimal_diagonal(sigma, "pagan") ** -0.5).sum() == pytest.approx(
+        (sigma ** (2 / 3)).sum() ** 1.5)
+    assert (sigma ** (2 / 3)).sum() ** 1.5 == pytest.approx(11.81, abs=0.01)
+    assert math.sqrt((1 / optimal_diagonal(sigma, "pasan")).sum()) * 10 == pytest.approx(24.1, abs=0.1)
+
+
+def _run(alg, faults=(), eps=1.0, n=3000, d=20, T=40, data=None):
+    prob = get_problem("scaled_linear", d=d)
+    data = prob.sample(n, np.random.default_rng(0)) if data is None else data
+    rec = _Recorder()
+    a = get_algorithm(alg)(planted_faults=faults, T=T, b=100)
+    traj = a.run(prob, data, Privacy(eps, 1e-6), np.random.default_rng(1), probe=rec)
+    return prob, data, traj, rec.events
+
+
+@pytest.mark.parametrize("alg", ["pasan", "pagan"])
+def test_layer1_whitened_sensitivity_and_a_missing_projection(alg):
+    """Each release recomputed with one record replaced by an adversarial one moves by at most
+    2/b in the whitened norm ||A^{1/2} .|| (the accountant's clip-1 Poisson Gaussian); with the
+    projection skipped (planted no_clipping) the move is far larger."""
+    ratios = {}
+    for faults in ((), ("no_clipping",)):
+        prob, _data, traj, events = _run(alg, faults)
+        a = np.array(traj.params["A_diag"])
+        worst = 0.0
+        for e in events[:20]:
+            np.testing.assert_allclose(e["whiten"] ** 2, a)  # the run's A, as the accountant saw
+            if not len(e["batch"]):
+                continue
+            for adv in prob.adversarial_records():
+                other = e["batch"].copy()
+                other[0] = adv
+                # recomputed as the run computed it (its projection), measured in the
+                # whitening the accountant was told about
+                per = project_ellipsoid(prob.per_sample_grads(e["x"], other), e["projection"])
+                new = per.sum(axis=0) / e["denom"]
+                moved = float(np.linalg.norm(e["whiten"] * (new - e["leaf"])))
+                worst = max(worst, moved / e["told"])
+        ratios[faults] = worst
+    assert 0.3 < ratios[()] <= 1 + 1e-9
+    assert ratios[("no_clipping",)] > 10  # an adversarial record of scale 1e6, unprojected
+
+
+@pytest.mark.parametrize("alg", ["pasan", "pagan"])
+def test_layer2_noise_has_covariance_z2_a_inverse_and_a_planted_isotropic_noise_is_caught(alg):
+    """released - leaf = xi / b with xi ~ N(0, z^2 A^-1): whitened by sqrt(a_j) b / z it is
+    standard normal (KS); the planted isotropic covariance and a third of the noise fail it."""
+    pvals = {}
+    for faults in ((), ("noise_isotropic",), ("noise_third",)):
+        _prob, _data, traj, events = _run(alg, faults, T=60)
+        a = np.array(traj.params["A_diag"])
+        z = traj.params["noise_multiplier"]
+        b = float(traj.params["b"])
+        w = np.concatenate([(e["released"] - e["leaf"]) * np.sqrt(a) * b / z for e in events])
+        pvals[faults] = stats.kstest(w, "norm").pvalue
+    assert pvals[()] > 1e-3
+    assert pvals[("noise_isotropic",)] < 1e-6 and pvals[("noise_third",)] < 1e-6
