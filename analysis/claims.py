@@ -357,7 +357,8 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
 Y_METRIC = {"alpha_best": "alpha_sosp", "alpha_last": "alpha_sosp", "alpha_selected": "alpha_sosp",
             "grad_norm_best": "grad_norm", "pop_grad_best": "grad_norm", "pop_grad_last": "grad_norm",
             "emp_grad_best": "emp_grad_norm", "emp_grad_last": "emp_grad_norm",
-            "emp_grad_selected": "emp_grad_norm"}
+            "emp_grad_selected": "emp_grad_norm", "excess_best": "excess_risk",
+            "excess_last": "excess_risk"}
 
 
 def fit_metric(fit: FitSpec, algorithm: str) -> str:

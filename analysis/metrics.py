@@ -105,6 +105,12 @@ def first_order_metrics(problem: Problem, traj, target: float | None, metric: st
     out = {"pop_grad_best": float(pop_min[-1]), "pop_grad_last": float(pop[-1]),
            "grad_x0": float(np.linalg.norm(problem.population_grad(problem.x0))),
            "emp_grad_best": math.nan, "emp_grad_last": math.nan, "emp_grad_selected": math.nan}
+    excess = getattr(problem, "excess_risk", None)  # F(x) - min F where the problem knows it
+    if excess is not None:
+        ex = np.array([excess(x) for x in its])
+        out.update(excess_best=float(ex.min()), excess_last=float(ex[-1]))
+    else:
+        out.update(excess_best=math.nan, excess_last=math.nan)
     run_min = pop_min
     if traj.sample is not None:
         sel = int(np.argmin(traj.est_norm_at))

@@ -49,7 +49,7 @@ METRIC_COLUMNS = {
     "n_o1": "INTEGER", "n_escapes": "INTEGER", "samples_to_target": "REAL",
     "target_metric": "TEXT", "pop_grad_best": "REAL", "pop_grad_last": "REAL",
     "emp_grad_best": "REAL", "emp_grad_last": "REAL", "emp_grad_selected": "REAL",
-    "grad_x0": "REAL",
+    "grad_x0": "REAL", "excess_best": "REAL", "excess_last": "REAL",
 }
 RUN_COLUMNS = {
     "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",

@@ -113,3 +113,21 @@ def test_layer2_noise_has_covariance_z2_a_inverse_and_a_planted_isotropic_noise_
         pvals[faults] = stats.kstest(w, "norm").pvalue
     assert pvals[()] > 1e-3
     assert pvals[("noise_isotropic",)] < 1e-6 and pvals[("noise_third",)] < 1e-6
+
+
+def test_excess_risk_metric_and_the_d_claims():
+    """The stored excess risk is <x, mu> + ||mu||_1 at the output (closed form over the box);
+    the declared claims predict exponent 0 (Pagan, polylog) and 1/2 (Pasan) in d."""
+    from analysis.metrics import evaluate
+
+    prob = get_problem("scaled_linear", d=30)
+    data = prob.sample(2000, np.random.default_rng(0))
+    traj = get_algorithm("pagan")(T=30, b=100).run(prob, data, Privacy(1.0, 1e-6),
+                                                  np.random.default_rng(1))
+    m = evaluate(prob, traj, metric="excess_risk")["metrics"]
+    x = traj.iterates[-1]
+    assert np.all(np.abs(x) <= 1)
+    assert m["excess_last"] == pytest.approx(float(x @ prob.mu + np.abs(prob.mu).sum()))
+    assert m["excess_best"] <= m["excess_last"] + 1e-15 and m["excess_best"] >= 0
+    assert get_algorithm("pagan").claims[0].predicted_slope("error", "d") == 0.0
+    assert get_algorithm("pasan").claims[0].predicted_slope("error", "d") == 0.5

@@ -38,6 +38,7 @@ import numpy as np
 
 from algorithms.accounting import gdp_mu, poisson_gaussian_multiplier, spent_eps
 from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from problems.base import Constants, Problem
 
@@ -175,6 +176,10 @@ class Pasan(_EllipsoidMethod):
     name = "pasan"
     description = "Pasan: ellipsoid-shaped clipping and noise, AdaGrad-norm step (reconstructed)"
     paper = _ASI
+    claims = (Claim("pasan", "population", "excess_risk",
+                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)), _ASI,
+                    "Theorem 1, stylized case (X = [-1, 1]^d, sigma_j = j^-3/2)",
+                    "privacy term's d-scaling for this scale profile"),)
     step_rule = "pasan"
     shaped = True
 
@@ -186,5 +191,9 @@ class Pagan(_EllipsoidMethod):
     name = "pagan"
     description = "Pagan: ellipsoid-shaped clipping and noise, diagonal AdaGrad (reconstructed)"
     paper = _ASI
+    claims = (Claim("pagan", "population", "excess_risk",
+                    (term("n^-1/2", n=-1 / 2), term("polylog(d)/(n eps)", n=-1.0, eps=-1.0)), _ASI,
+                    "Theorem 2, stylized case (X = [-1, 1]^d, sigma_j = j^-3/2)",
+                    "privacy term poly(log d): exponent 0 in d up to logs"),)
     step_rule = "pagan"
     shaped = True
