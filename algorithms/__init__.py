@@ -16,6 +16,8 @@ from algorithms.first_order import (
     NoisySGD,
     Pagan,
     Pasan,
+    PrivateAdaGradIsotropic,
+    PrivateSGDIsotropic,
     PrivateSpiderBoost,
     RecursiveRegularization,
     RecursiveRegularizationLinear,
@@ -30,7 +32,8 @@ _REGISTRY: dict[str, Any] = {
     cls.name: cls for cls in (GaussianSpider, TreeSpider, AdaptiveTreeSpider, DPGD, DPSGD, NoisySGD,
                 TreePrivateSpider, PrivateSpiderBoost, RecursiveRegularization, RecursiveRegularizationLinear,
                 JLDPGD,
-                JLPrivateSpiderBoost, JLRecursiveRegularization, Pasan, Pagan)
+                JLPrivateSpiderBoost, JLRecursiveRegularization, Pasan, Pagan,
+                PrivateSGDIsotropic, PrivateAdaGradIsotropic)
 }
 
 

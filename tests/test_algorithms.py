@@ -29,7 +29,8 @@ def test_registry_and_claims():
     assert set(available()[3:]) == {"dp_gd", "dp_sgd", "noisy_sgd", "tree_private_spider",
                                     "private_spiderboost", "recursive_regularization",
                                     "recursive_regularization_linear", "jl_dp_gd",
-                                    "jl_private_spiderboost", "jl_recursive_regularization", "pasan", "pagan"}
+                                    "jl_private_spiderboost", "jl_recursive_regularization", "pasan", "pagan",
+                                    "private_sgd_iso", "private_adagrad_iso"}
     assert get_algorithm("gaussian_spider").claimed_exponent == pytest.approx(3 / 7)
     assert get_algorithm("adaptive_tree_spider").claimed_exponent == 0.5
     assert get_algorithm("tree_spider").claimed_exponent is None

@@ -131,3 +131,14 @@ def test_excess_risk_metric_and_the_d_claims():
     assert m["excess_best"] <= m["excess_last"] + 1e-15 and m["excess_best"] >= 0
     assert get_algorithm("pagan").claims[0].predicted_slope("error", "d") == 0.0
     assert get_algorithm("pasan").claims[0].predicted_slope("error", "d") == 0.5
+
+
+def test_isotropic_baselines_use_the_identity_geometry():
+    """private_sgd_iso / private_adagrad_iso: A = I / B^2 (Euclidean clipping at B, noise
+    z^2 B^2 I), whatever the problem's scales; the shaped methods use the stylized optimum."""
+    prob = get_problem("scaled_linear", d=12)
+    for alg, shaped in (("private_sgd_iso", None), ("private_adagrad_iso", None),
+                        ("pasan", "pasan"), ("pagan", "pagan")):
+        p = get_algorithm(alg)(B=2.0).resolve_params(prob, 1000, Privacy(1.0, 1e-6))
+        expected = np.ones(12) if shaped is None else optimal_diagonal(prob.sigma, shaped)
+        np.testing.assert_allclose(p["A_diag"], expected / 4.0)

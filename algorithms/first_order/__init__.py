@@ -2,7 +2,12 @@
 baselines people use; one contract with the Spider engine (`FirstOrderAlgorithm.run`)."""
 
 from algorithms.first_order.base import FirstOrderAlgorithm
-from algorithms.first_order.ellipsoid import Pagan, Pasan
+from algorithms.first_order.ellipsoid import (
+    Pagan,
+    Pasan,
+    PrivateAdaGradIsotropic,
+    PrivateSGDIsotropic,
+)
 from algorithms.first_order.jl_method import JLDPGD, JLMethod, JLPrivateSpiderBoost, JLRecursiveRegularization
 from algorithms.first_order.noisy_gd import DPGD, DPSGD, NoisySGD
 from algorithms.first_order.private_spiderboost import PrivateSpiderBoost
@@ -23,6 +28,8 @@ __all__ = [
     "NoisySGD",
     "Pagan",
     "Pasan",
+    "PrivateAdaGradIsotropic",
+    "PrivateSGDIsotropic",
     "PrivateSpiderBoost",
     "RecursiveRegularization",
     "RecursiveRegularizationLinear",

@@ -197,3 +197,33 @@ class Pagan(_EllipsoidMethod):
                     "privacy term poly(log d): exponent 0 in d up to logs"),)
     step_rule = "pagan"
     shaped = True
+
+
+class PrivateSGDIsotropic(_EllipsoidMethod):
+    """The seed's "naive private SGD" baseline: A = I / B^2 (Euclidean clipping at B, isotropic
+    noise), Pasan's AdaGrad-norm step (module docstring)."""
+
+    name = "private_sgd_iso"
+    description = "private SGD baseline: isotropic clipping and noise, AdaGrad-norm step"
+    paper = _ASI + ", baseline"
+    step_rule = "pasan"
+    shaped = False
+    claims = (Claim("private_sgd_iso", "population", "excess_risk",
+                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)), _ASI,
+                    "Section 3 (isotropic baseline), stylized case",
+                    "baseline; the seed expects it behind Pagan"),)
+
+
+class PrivateAdaGradIsotropic(_EllipsoidMethod):
+    """The seed's "private AdaGrad with A_k = I" baseline: isotropic clipping and noise,
+    Pagan's diagonal AdaGrad step (module docstring)."""
+
+    name = "private_adagrad_iso"
+    description = "private AdaGrad baseline: isotropic clipping and noise, diagonal AdaGrad step"
+    paper = _ASI + ", baseline"
+    step_rule = "pagan"
+    shaped = False
+    claims = (Claim("private_adagrad_iso", "population", "excess_risk",
+                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)), _ASI,
+                    "Section 3 (isotropic baseline), stylized case",
+                    "baseline; the seed: behaves like private SGD even at eps = 4"),)
