@@ -10,6 +10,7 @@ from algorithms.first_order import (
     DPGD,
     DPSGD,
     JLDPGD,
+    PDPSGD,
     FirstOrderAlgorithm,
     JLPrivateSpiderBoost,
     JLRecursiveRegularization,
@@ -33,7 +34,7 @@ _REGISTRY: dict[str, Any] = {
                 TreePrivateSpider, PrivateSpiderBoost, RecursiveRegularization, RecursiveRegularizationLinear,
                 JLDPGD,
                 JLPrivateSpiderBoost, JLRecursiveRegularization, Pasan, Pagan,
-                PrivateSGDIsotropic, PrivateAdaGradIsotropic)
+                PrivateSGDIsotropic, PrivateAdaGradIsotropic, PDPSGD)
 }
 
 

@@ -142,3 +142,32 @@ def test_isotropic_baselines_use_the_identity_geometry():
         p = get_algorithm(alg)(B=2.0).resolve_params(prob, 1000, Privacy(1.0, 1e-6))
         expected = np.ones(12) if shaped is None else optimal_diagonal(prob.sigma, shaped)
         np.testing.assert_allclose(p["A_diag"], expected / 4.0)
+
+
+def test_pdp_sgd_projects_onto_the_public_top_k_eigenspace():
+    """The subspace is the top-k eigenspace of the public gradients' second moment (eigh of
+    G^T G / m, an independent computation); the public records come from the run's generator
+    alone (two private data sets, same seed: the same first subspace); the release before the
+    projection keeps private SGD's whitened sensitivity (post-processing)."""
+    from algorithms.first_order.ellipsoid import top_subspace
+
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((300, 15)) * np.linspace(3, 0.1, 15)
+    V = top_subspace(G, 4)
+    w, U = np.linalg.eigh(G.T @ G / 300)
+    top = U[:, np.argsort(w)[::-1][:4]]
+    np.testing.assert_allclose(V @ V.T, top @ top.T, atol=1e-10)
+
+    prob = get_problem("scaled_linear", d=30)
+    bases = []
+    for data_seed in (0, 1):
+        data = prob.sample(2000, np.random.default_rng(data_seed))
+        alg = get_algorithm("pdp_sgd")(T=3, b=100, k=5, public_m=200, refresh=1000)
+        traj = alg.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(7))
+        bases.append(alg._basis)
+        assert traj.params["k"] == 5
+    np.testing.assert_array_equal(bases[0], bases[1])
+    # every step is in the public subspace (a fixed basis here: refresh > T), so from x0 = 0
+    # every iterate, and their average, stays in it (the box is not reached with T = 3)
+    off = traj.iterates - traj.iterates @ bases[1] @ bases[1].T
+    assert np.abs(traj.iterates).max() < 1 and np.abs(off).max() < 1e-12

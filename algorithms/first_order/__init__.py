@@ -3,6 +3,7 @@ baselines people use; one contract with the Spider engine (`FirstOrderAlgorithm.
 
 from algorithms.first_order.base import FirstOrderAlgorithm
 from algorithms.first_order.ellipsoid import (
+    PDPSGD,
     Pagan,
     Pasan,
     PrivateAdaGradIsotropic,
@@ -21,6 +22,7 @@ __all__ = [
     "DPGD",
     "DPSGD",
     "JLDPGD",
+    "PDPSGD",
     "FirstOrderAlgorithm",
     "JLMethod",
     "JLPrivateSpiderBoost",

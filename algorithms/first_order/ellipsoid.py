@@ -79,6 +79,13 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     step_rule = "pasan"
     #: True: C from the problem's coordinate scales (the stylized optimum); False: C = I
     shaped = True
+    #: draws public data (PDP-SGD's subspace estimate)
+    uses_public = False
+
+    def _post_process(self, released: np.ndarray, problem: Problem, x: np.ndarray, t: int,
+                      rng_public: np.random.Generator | None, p: dict[str, Any]) -> np.ndarray:
+        """A data-independent map of the released gradient (identity here)."""
+        return released
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -132,6 +139,8 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             noise_sd = noise_sd / 3
         p.update(noise_multiplier=z, sampling="poisson")
         sample = stream.take(n)
+        # public data (PDP-SGD) from its own child generator, drawn before any private noise
+        rng_public = np.random.default_rng(rng.integers(2**63)) if self.uses_public else None
         box = float(problem.box)
         x = np.array(problem.x0, dtype=float)
         avg = x.copy()
@@ -150,6 +159,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                               clip=math.inf, leaf=total / b, told=2.0 / b, noise_std=z / b,
                               nabla=released.copy(), released=released.copy(), restart=False,
                               escape=False, denom=b, whiten=np.sqrt(a), projection=a_proj)
+            released = self._post_process(released, problem, x, t, rng_public, p)
             if self.step_rule == "pasan":
                 acc_norm += float(released @ released)
                 x = x - (float(p["alpha"]) / math.sqrt(acc_norm + 1e-300)) * released
@@ -227,3 +237,47 @@ class PrivateAdaGradIsotropic(_EllipsoidMethod):
                     (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)), _ASI,
                     "Section 3 (isotropic baseline), stylized case",
                     "baseline; the seed: behaves like private SGD even at eps = 4"),)
+
+
+def top_subspace(public_grads: np.ndarray, k: int) -> np.ndarray:
+    """The top-k eigenvectors (d x k, orthonormal columns) of the public gradients' second
+    moment (1/m) sum g g^T, from the SVD of the m x d matrix of gradients."""
+    _, _, vt = np.linalg.svd(public_grads, full_matrices=False)
+    return vt[:k].T
+
+
+class PDPSGD(_EllipsoidMethod):
+    """PDP-SGD (Zhou, Wu, Banerjee 2021, *Bypassing the Ambient Dimension: Private SGD with
+    Gradient Subspace Identification*, arXiv 2007.03813), the seed's baseline with k = 20 and
+    50: isotropic clipping and noise as private SGD, then the released gradient projected onto
+    the top-k eigenvectors of the second moment of gradients on public data (post-processing:
+    no privacy cost). How we estimate it [CHOICE]: `public_m` fresh records from the
+    population (public: a child generator of the run's, independent of the private sample),
+    their gradients at the current iterate, recomputed every `refresh` steps; the step is
+    Pasan's AdaGrad-norm, so the comparison isolates the noise geometry."""
+
+    name = "pdp_sgd"
+    description = "PDP-SGD: private SGD projected onto a public top-k gradient subspace"
+    paper = "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813), as the baseline of " + _ASI
+    step_rule = "pasan"
+    shaped = False
+    uses_public = True
+    params_used = (*_EllipsoidMethod.params_used, "k", "public_m", "refresh")
+    claims = (Claim("pdp_sgd", "population", "excess_risk",
+                    (term("n^-1/2", n=-1 / 2), term("sqrt(k)/(n eps)", n=-1.0, eps=-1.0)),
+                    "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813)",
+                    "their main theorem (rank-k gradient subspace), as the seed cites it",
+                    "baseline; its bound assumes gradients near a k-dimensional subspace"),)
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        p = super().resolve_params(problem, n, privacy)
+        p["k"] = int(min(problem.d, float(self.overrides.get("k", 20))))
+        p["public_m"] = int(float(self.overrides.get("public_m", 1000)))
+        p["refresh"] = int(float(self.overrides.get("refresh", 1)))
+        return p
+
+    def _post_process(self, released, problem, x, t, rng_public, p):
+        if t % p["refresh"] == 0 or getattr(self, "_basis", None) is None:
+            public = problem.sample(p["public_m"], rng_public)
+            self._basis = top_subspace(problem.per_sample_grads(x, public), p["k"])
+        return self._basis @ (self._basis.T @ released)
