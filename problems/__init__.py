@@ -8,13 +8,14 @@ from problems.logistic import BreastCancerLogistic, SyntheticLogistic
 from problems.mean_estimation import MeanEstimation
 from problems.phase_retrieval import PhaseRetrieval
 from problems.scaled_linear import ScaledLinear
+from problems.scaled_regression import ScaledRegression
 from problems.separable import HardRamp, HardValley, StrictSaddle
 from problems.streams import CHUNK, ArrayStream, DataStream, StreamExhausted, records_digest
 
 _REGISTRY: dict[str, type[Problem]] = {
     cls.name: cls
     for cls in (StrictSaddle, HardValley, HardRamp, PhaseRetrieval, SyntheticLogistic,
-                BreastCancerLogistic, MeanEstimation, ScaledLinear, GLM)
+                BreastCancerLogistic, MeanEstimation, ScaledLinear, ScaledRegression, GLM)
 }
 
 

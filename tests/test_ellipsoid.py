@@ -171,3 +171,24 @@ def test_pdp_sgd_projects_onto_the_public_top_k_eigenspace():
     # every iterate, and their average, stays in it (the box is not reached with T = 3)
     off = traj.iterates - traj.iterates @ bases[1] @ bases[1].T
     assert np.abs(traj.iterates).max() < 1 and np.abs(off).max() < 1e-12
+
+
+def test_scaled_regression_minimum_by_lp_matches_a_grid_search():
+    """d = 2, 60 atoms: the LP's min over the box equals a fine grid search's (the loss is
+    piecewise linear, so the grid comes within its spacing times G); subgradients match finite
+    differences away from kinks."""
+    prob = get_problem("scaled_regression", d=2, n_atoms=60, tau=0.05)
+    g = np.linspace(-1, 1, 801)
+    X, Y = np.meshgrid(g, g)
+    pts = np.stack([X.ravel(), Y.ravel()], axis=1)
+    A, y = prob.atoms[:, 1:], prob.atoms[:, 0]
+    losses = np.abs(pts @ A.T - y).mean(axis=1)
+    G = float(np.linalg.norm(prob.sigma))
+    assert prob.min_loss <= losses.min() + 1e-9
+    assert losses.min() - prob.min_loss <= G * (g[1] - g[0])
+    x = np.array([0.3, -0.2])
+    h = 1e-7
+    fd = np.array([(prob.population_loss(x + h * e) - prob.population_loss(x - h * e)) / (2 * h)
+                   for e in np.eye(2)])
+    np.testing.assert_allclose(prob.population_grad(x), fd, atol=1e-6)
+    assert prob.excess_risk(x) >= 0
