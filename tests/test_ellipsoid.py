@@ -192,3 +192,40 @@ def test_scaled_regression_minimum_by_lp_matches_a_grid_search():
                    for e in np.eye(2)])
     np.testing.assert_allclose(prob.population_grad(x), fd, atol=1e-6)
     assert prob.excess_risk(x) >= 0
+
+
+def test_private_moments_sensitivity_noise_and_error():
+    """Replacing one of m records moves the capped mean by at most ||tau^2|| / m (adversarial
+    rows included); the noise is N(0, std^2) with std = ||tau^2|| / (m mu) (KS; a third is
+    caught); the estimate's error at the scales of scaled_linear falls like 1/m."""
+    from algorithms.first_order.private_moments import private_second_moments
+
+    prob = get_problem("scaled_linear", d=10, mean_frac=0.0)
+    tau = 2 * prob.sigma
+    rng = np.random.default_rng(0)
+    g = prob.sample(400, rng)
+    worst = 0.0
+    for adv in [*prob.adversarial_records(), np.full(10, np.nan)]:
+        other = g.copy()
+        other[3] = adv
+        a, _ = private_second_moments(g, tau, math.inf, 1e-6, np.random.default_rng(1))
+        b, _ = private_second_moments(other, tau, math.inf, 1e-6, np.random.default_rng(1))
+        worst = max(worst, np.linalg.norm(a - b) / (np.linalg.norm(tau**2) / 400))
+    assert 0.3 < worst <= 1 + 1e-12
+    pvals = {}
+    for factor in (1.0, 1 / 3):
+        z = []
+        for r in range(300):
+            est, std = private_second_moments(np.zeros((50, 10)), tau, 1.0, 1e-6,
+                                              np.random.default_rng(r), floor=-np.inf,
+                                              noise_factor=factor)
+            z.append(est / std)
+        pvals[factor] = stats.kstest(np.concatenate(z), "norm").pvalue
+    assert pvals[1.0] > 1e-3 and pvals[1 / 3] < 1e-6
+    errs = []
+    for m in (1000, 10000):
+        e = [np.abs(private_second_moments(prob.sample(m, np.random.default_rng(s)), tau, 1.0, 1e-6,
+                                           np.random.default_rng(s + 99))[0] - prob.sigma**2).max()
+             for s in range(20)]
+        errs.append(np.median(e))
+    assert errs[1] < errs[0] / 3  # noise ~ 1/m dominates at these m (sampling is exact here)
