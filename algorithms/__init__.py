@@ -16,6 +16,8 @@ from algorithms.first_order import (
     JLRecursiveRegularization,
     NoisySGD,
     Pagan,
+    PaganPrivateScales,
+    PaganPublicScales,
     Pasan,
     PrivateAdaGradIsotropic,
     PrivateSGDIsotropic,
@@ -34,6 +36,7 @@ _REGISTRY: dict[str, Any] = {
                 TreePrivateSpider, PrivateSpiderBoost, RecursiveRegularization, RecursiveRegularizationLinear,
                 JLDPGD,
                 JLPrivateSpiderBoost, JLRecursiveRegularization, Pasan, Pagan,
+                PaganPrivateScales, PaganPublicScales,
                 PrivateSGDIsotropic, PrivateAdaGradIsotropic, PDPSGD)
 }
 

@@ -180,7 +180,8 @@ def _thin(n: int, max_points: int) -> np.ndarray:
 
 
 def trajectory_profile(problem: Problem, traj, max_points: int = 120) -> dict:
-    """A thinned trajectory for plots: alpha_SOSP and its parts at stored iterates, and the
+    """A thinned trajectory for plots: alpha_SOSP and its parts (and the excess risk, where the
+    problem knows it) at stored iterates, and the
     per-step records (oracle, batch b_t, released estimate norm, drift, noise, escape), with
     every O1 step's sample count listed (capped at 2000) so plots can mark restarts."""
     its = traj.iterates
@@ -190,7 +191,10 @@ def trajectory_profile(problem: Problem, traj, max_points: int = 120) -> dict:
     steps = len(rec["oracle"])
     skeep = _thin(steps, 4 * max_points) if steps else np.array([], dtype=int)
     o1 = np.flatnonzero(rec["oracle"] == 1)[:2000]
+    excess = getattr(problem, "excess_risk", None)
     return {
+        # F(x) - min F at the same iterates where the problem knows it (loss-curve plots)
+        "excess": [float(excess(its[i])) for i in keep] if excess is not None else [],
         "iterate_samples": traj.samples_at[keep].tolist(),
         "iterate_step": traj.steps[keep].tolist(),
         "alpha": [p["alpha"] for p in parts],

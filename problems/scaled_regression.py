@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import linprog
 
 from problems.base import Constants, Problem, check_nonneg, check_positive, check_positive_int
@@ -64,22 +65,24 @@ class ScaledRegression(FiniteAtoms, Problem):
 
     @property
     def min_loss(self) -> float:
-        """min over the box of F, by the LP min (1/N) sum_i t_i s.t. -t <= A x - y <= t
-        (about 7 s at N = 2000, d = 100: solved once per instance and process)."""
+        """min over the box of F, by a linear program (`_solve_min_loss`), solved once per
+        instance and process."""
         key = tuple(sorted(self.params().items()))
         if key not in _MIN_LOSS:
             _MIN_LOSS[key] = self._solve_min_loss()
         return _MIN_LOSS[key]
 
     def _solve_min_loss(self) -> float:
+        # min (1/N) sum (u_i + v_i) s.t. A x - u + v = y, u, v >= 0, x in the box: the
+        # equality form with sparse constraints, interior point (with crossover): ~1 s at
+        # N = 2000, d = 100, against ~6 s for the dense two-sided inequality form
         A, y = self.atoms[:, 1:], self.atoms[:, 0]
         N, d = A.shape
-        c = np.concatenate([np.zeros(d), np.full(N, 1.0 / N)])
-        eye = np.eye(N)
-        A_ub = np.block([[A, -eye], [-A, -eye]])
-        b_ub = np.concatenate([y, -y])
-        bounds = [(-self.box, self.box)] * d + [(0, None)] * N
-        res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+        eye = sparse.identity(N, format="csr")
+        A_eq = sparse.hstack([sparse.csr_matrix(A), -eye, eye], format="csr")
+        c = np.concatenate([np.zeros(d), np.full(2 * N, 1.0 / N)])
+        bounds = [(-self.box, self.box)] * d + [(0, None)] * (2 * N)
+        res = linprog(c, A_eq=A_eq, b_eq=y, bounds=bounds, method="highs-ipm")
         if not res.success:
             raise RuntimeError(f"the LP for min F failed: {res.message}")
         return float(res.fun)
@@ -97,7 +100,8 @@ class ScaledRegression(FiniteAtoms, Problem):
         return float(np.mean(self.per_sample_losses(x, self.atoms)))
 
     def population_grad(self, x):
-        return self.per_sample_grads(x, self.atoms).mean(axis=0)
+        A = self.atoms[:, 1:]
+        return np.sign(A @ x - self.atoms[:, 0]) @ A / len(A)
 
     def population_hessian(self, x):
         return np.zeros((self.d, self.d))

@@ -5,6 +5,8 @@ from algorithms.first_order.base import FirstOrderAlgorithm
 from algorithms.first_order.ellipsoid import (
     PDPSGD,
     Pagan,
+    PaganPrivateScales,
+    PaganPublicScales,
     Pasan,
     PrivateAdaGradIsotropic,
     PrivateSGDIsotropic,
@@ -29,6 +31,8 @@ __all__ = [
     "JLRecursiveRegularization",
     "NoisySGD",
     "Pagan",
+    "PaganPrivateScales",
+    "PaganPublicScales",
     "Pasan",
     "PrivateAdaGradIsotropic",
     "PrivateSGDIsotropic",

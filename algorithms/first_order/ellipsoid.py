@@ -40,6 +40,7 @@ from algorithms.accounting import gdp_mu, poisson_gaussian_multiplier, spent_eps
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
+from algorithms.first_order.private_moments import moment_noise_std, private_second_moments
 from problems.base import Constants, Problem
 
 _ASI = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconstructed "
@@ -55,6 +56,13 @@ def optimal_diagonal(sigma: np.ndarray, method: str) -> np.ndarray:
     if method == "pagan":
         return sigma ** (-4 / 3) / (sigma ** (2 / 3)).sum()
     raise ValueError(f"method={method!r} is invalid: must be pasan or pagan")
+
+
+def pagan_diagonal_from_moments(second_moments: np.ndarray, r: float = 1.0) -> np.ndarray:
+    """C from estimated scales: the stylized optimum with sigma_hat_j = sqrt(estimate) (Pagan's
+    c_j proportional to sigma_hat_j^(-4/3); the seed's (r sigma_hat_j)^(-4/3) / 4 differs by a
+    constant factor, which the trace normalization and B absorb)."""
+    return optimal_diagonal(np.sqrt(np.asarray(second_moments, dtype=float)) * r, "pagan")
 
 
 def project_ellipsoid(grads: np.ndarray, a_diag: np.ndarray) -> np.ndarray:
@@ -79,8 +87,16 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     step_rule = "pasan"
     #: True: C from the problem's coordinate scales (the stylized optimum); False: C = I
     shaped = True
-    #: draws public data (PDP-SGD's subspace estimate)
+    #: draws public data (PDP-SGD's subspace estimate, public moments)
     uses_public = False
+    #: where C comes from: "true" (the problem's scales, or I when not shaped), "private"
+    #: (Algorithm 3 on held-out records) or "public" (second moments of public records)
+    scale_source = "true"
+
+    def _estimate_scales(self, problem: Problem, sample: np.ndarray, privacy: Privacy,
+                         rng: np.random.Generator, rng_public: np.random.Generator | None,
+                         p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
 
     def _post_process(self, released: np.ndarray, problem: Problem, x: np.ndarray, t: int,
                       rng_public: np.random.Generator | None, p: dict[str, Any]) -> np.ndarray:
@@ -103,7 +119,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                 p[key] = float(self.overrides[key])
         p.setdefault("delta0", 1e-8)
         p["b"] = min(float(n), p["b"])
-        if self.shaped:
+        if self.shaped and self.scale_source == "true":
             if not hasattr(problem, "sigma"):
                 raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: the shaped "
                                  "noise needs the coordinate scales `sigma`")
@@ -116,7 +132,16 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
-        d, T, b = problem.d, int(p["T"]), float(p["b"])
+        d = problem.d
+        sample = stream.take(n)
+        # public data (PDP-SGD, public moments) from its own child generator, drawn first
+        rng_public = np.random.default_rng(rng.integers(2**63)) if self.uses_public else None
+        if self.scale_source != "true":  # C estimated at run time (PaganEstimatedScales)
+            sample, c = self._estimate_scales(problem, sample, privacy, rng, rng_public, p)
+            n = len(sample)
+            p["A_diag"] = (c / p["B"] ** 2).tolist()
+            p["T"] = max(1, math.ceil(p["c_T"] * n**2 / p["b"] ** 2))  # Lemma 3.1 on n - m
+        T, b = int(p["T"]), float(p["b"])
         a = np.array(p["A_diag"])
         if "no_clipping" in self.planted_faults:  # planted fault: the projection is skipped
             a_proj = np.zeros(d)
@@ -138,9 +163,6 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         if "noise_third" in self.planted_faults:
             noise_sd = noise_sd / 3
         p.update(noise_multiplier=z, sampling="poisson")
-        sample = stream.take(n)
-        # public data (PDP-SGD) from its own child generator, drawn before any private noise
-        rng_public = np.random.default_rng(rng.integers(2**63)) if self.uses_public else None
         box = float(problem.box)
         x = np.array(problem.x0, dtype=float)
         avg = x.copy()
@@ -207,6 +229,69 @@ class Pagan(_EllipsoidMethod):
                     "privacy term poly(log d): exponent 0 in d up to logs"),)
     step_rule = "pagan"
     shaped = True
+
+
+class PaganPrivateScales(Pagan):
+    """Pagan with C from privately estimated scales (the seed's Algorithm 3 route, reconstructed
+    in `private_moments`): the first m = ceil(moment_frac n) records are held out, their
+    gradients at x0 (a public point) give private second moments (each squared coordinate
+    capped at moment_cap^2, one Gaussian release at (eps, delta), estimates floored at
+    moment_floor_mult times that release's noise std, below which a scale cannot be told from
+    0), C = Pagan's stylized optimum at sigma_hat = sqrt(estimate); Pagan then runs on the other
+    n - m records at (eps, delta) with T = c_T (n - m)^2 / b^2. The two parts read disjoint
+    records, so the run is (eps, delta)-DP by parallel composition [DERIVED]. The split, the
+    gradient point, the uniform cap and the floor are [CHOICE]s (knobs)."""
+
+    name = "pagan_private_scales"
+    description = "Pagan with C from privately estimated second moments (held-out records)"
+    scale_source = "private"
+    params_used = (*Pagan.params_used, "moment_frac", "moment_cap", "moment_floor_mult")
+    knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "moment_frac": 0.1,
+                                               "moment_cap": 1.0, "moment_floor_mult": 1.0}
+    claims = ()
+
+    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        p = super().resolve_params(problem, n, privacy)
+        if not p["moment_frac"] < 1:
+            raise ValueError(f"parameter moment_frac={p['moment_frac']!r} is invalid: must be in "
+                             "(0, 1), the fraction of records held out for the moments")
+        if n is not None and not 1 <= math.ceil(p["moment_frac"] * n) < n:
+            raise ValueError(f"parameter moment_frac={p['moment_frac']!r} is invalid with n={n}: "
+                             "it must hold out at least one record and leave at least one")
+        return p
+
+    def _estimate_scales(self, problem, sample, privacy, rng, rng_public, p):
+        m = math.ceil(float(p["moment_frac"]) * len(sample))
+        held, rest = sample[:m], sample[m:]
+        grads = problem.per_sample_grads(np.asarray(problem.x0, dtype=float), held)
+        tau = np.full(problem.d, float(p["moment_cap"]))
+        eps = privacy.eps if privacy.private else math.inf
+        std = moment_noise_std(tau, m, eps, privacy.delta)
+        est, _ = private_second_moments(grads, tau, eps, privacy.delta, rng,
+                                        floor=max(float(p["moment_floor_mult"]) * std, 1e-300))
+        p.update(moment_m=m, moment_noise_std=std)
+        return rest, pagan_diagonal_from_moments(est)
+
+
+class PaganPublicScales(Pagan):
+    """Pagan with C from public data (the seed's LSTM experiment's route): the second moments of
+    the gradients at x0 of `public_m` records drawn from the population by a child generator
+    (independent of the private sample, so no privacy cost), C = Pagan's stylized optimum at
+    their square roots (floored at 1e-12 of the largest, so C stays finite) [CHOICE]."""
+
+    name = "pagan_public_scales"
+    description = "Pagan with C from the second moments of public records"
+    scale_source = "public"
+    uses_public = True
+    params_used = (*Pagan.params_used, "public_m")
+    knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "public_m": 1000}
+    claims = ()
+
+    def _estimate_scales(self, problem, sample, privacy, rng, rng_public, p):
+        public = problem.sample(int(p["public_m"]), rng_public)
+        second = np.mean(problem.per_sample_grads(np.asarray(problem.x0, dtype=float), public) ** 2,
+                         axis=0)
+        return sample, pagan_diagonal_from_moments(np.maximum(second, 1e-12 * second.max()))
 
 
 class PrivateSGDIsotropic(_EllipsoidMethod):

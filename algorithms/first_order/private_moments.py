@@ -19,7 +19,13 @@ import math
 import numpy as np
 
 from algorithms.accounting import gdp_mu
-from algorithms.first_order.ellipsoid import optimal_diagonal
+
+
+def moment_noise_std(tau: np.ndarray, m: int, eps: float, delta: float) -> float:
+    """The release's noise std ||tau^2||_2 / (m mu(eps, delta)) (0 when eps is inf)."""
+    if not math.isfinite(eps):
+        return 0.0
+    return float(np.linalg.norm(np.asarray(tau, dtype=float) ** 2)) / (m * gdp_mu(eps, delta))
 
 
 def private_second_moments(grads: np.ndarray, tau: np.ndarray, eps: float, delta: float,
@@ -39,13 +45,6 @@ def private_second_moments(grads: np.ndarray, tau: np.ndarray, eps: float, delta
         raise ValueError("grads is invalid: at least one held-out record is needed")
     sq = np.minimum(np.where(np.isfinite(grads), grads, np.inf) ** 2, tau2)
     mean = sq.mean(axis=0)
-    std = float(np.linalg.norm(tau2)) / (m * gdp_mu(eps, delta)) if math.isfinite(eps) else 0.0
+    std = moment_noise_std(np.asarray(tau, dtype=float), m, eps, delta)
     noisy = mean + noise_factor * std * rng.standard_normal(len(tau2))
     return np.maximum(noisy, floor), std
-
-
-def pagan_diagonal_from_moments(second_moments: np.ndarray, r: float = 1.0) -> np.ndarray:
-    """C from estimated scales: the stylized optimum with sigma_hat_j = sqrt(estimate)
-    (Pagan's c_j proportional to sigma_hat_j^(-4/3); the seed's (r sigma_hat_j)^(-4/3) / 4 differs
-    by a constant that B absorbs)."""
-    return optimal_diagonal(np.sqrt(np.asarray(second_moments, dtype=float)) * r, "pagan")
