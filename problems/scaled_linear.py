@@ -71,6 +71,11 @@ class ScaledLinear(TwoPointCoordinates, Problem):
     def per_sample_grads(self, x, batch):
         return np.array(batch, dtype=float, copy=True)
 
+    def sum_grads(self, x, batch):
+        """The sum of the records (each record is its own gradient), without the per-sample
+        copy (the metrics' exact grad F_S over a whole sample)."""
+        return np.asarray(batch, dtype=float).sum(axis=0)
+
     def population_loss(self, x):
         return float(x @ self.mu)
 

@@ -162,7 +162,7 @@ def test_pdp_sgd_projects_onto_the_public_top_k_eigenspace():
     bases = []
     for data_seed in (0, 1):
         data = prob.sample(2000, np.random.default_rng(data_seed))
-        alg = get_algorithm("pdp_sgd")(T=3, b=100, k=5, public_m=200, refresh=1000)
+        alg = get_algorithm("pdp_sgd")(T=3, b=100, k=5, public_m=200, refresh=1000, alpha=0.1)
         traj = alg.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng(7))
         bases.append(alg._basis)
         assert traj.params["k"] == 5

@@ -18,7 +18,8 @@ the projected gradients; Gaussian noise with covariance sigma^2 A^{-1}; then the
   rate q = b/n (Lemma 3.1's moments accountant with its unknown constant replaced by the
   accountant) [CHOICE]. T = c_T n^2 / b^2 (Lemma 3.1's T = c n^2 / b^2) [SEED].
 * Pasan (Algorithm 1): AdaGrad-norm step x <- Proj_X(x - alpha_k g~), alpha_k = alpha /
-  sqrt(sum_{i<=k} ||g~_i||^2) [CHOICE]; output the average iterate [CHOICE].
+  sqrt(sum_{i<=k} ||g~_i||^2) [CHOICE]; output the average iterate [CHOICE]. alpha = alpha_mult
+  diam_2(X) (Theorem 1's alpha = diam_2(X) [SEED]; Pagan: alpha_mult diam_inf(X), Theorem 2).
 * Pagan (Algorithm 2): diagonal AdaGrad, H_k = diag(sqrt(sum_{i<=k} g~_i^2) + delta0) / alpha,
   x <- Proj_X(x - H_k^{-1} g~) (a coordinate clip on a box) [DERIVED]; average iterate.
 * C [SEED: Theorems 1-2 and the stylized case]: from known scales sigma_j, the optimal
@@ -68,21 +69,22 @@ def pagan_diagonal_from_moments(second_moments: np.ndarray, r: float = 1.0) -> n
 def project_ellipsoid(grads: np.ndarray, a_diag: np.ndarray) -> np.ndarray:
     """Each row g scaled by min(1, 1/||g||_A), ||g||_A = sqrt(sum_j a_j g_j^2): the radial
     projection onto {g : g^T A g <= 1} (rows with a non-finite entry become 0)."""
-    bad = ~np.all(np.isfinite(grads), axis=1)
-    grads = np.where(np.isfinite(grads), grads, 0.0)
-    norms = np.sqrt(np.einsum("ij,j,ij->i", grads, a_diag, grads))
+    finite = np.isfinite(grads)
+    bad = ~finite.all(axis=1)
+    if bad.any():
+        grads = np.where(finite, grads, 0.0)
+    norms = np.sqrt((grads * grads) @ a_diag)
     scale = np.where(norms > 1.0, 1.0 / np.where(norms > 1.0, norms, 1.0), 1.0)
-    out = grads * scale[:, None]
-    out[bad] = 0.0
-    return out
+    scale[bad] = 0.0
+    return grads * scale[:, None]
 
 
 class _EllipsoidMethod(FirstOrderAlgorithm):
     """Shared step of Pasan / Pagan and their isotropic baselines (module docstring)."""
 
     setting = "empirical"
-    params_used = ("alpha", "b", "B", "c_T", "T", "delta0", "noise_multiplier")
-    knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "B": 1.0}
+    params_used = ("alpha", "alpha_mult", "b", "B", "c_T", "T", "delta0", "noise_multiplier")
+    knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "B": 1.0, "alpha_mult": 1.0}
     #: "pasan" (AdaGrad-norm) or "pagan" (diagonal AdaGrad)
     step_rule = "pasan"
     #: True: C from the problem's coordinate scales (the stylized optimum); False: C = I
@@ -107,7 +109,13 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
                       **knobs: Any) -> dict[str, Any]:
         b = 70.0  # the seed's experiment
-        return {"b": b, "T": knobs["c_T"] * float(n) ** 2 / b**2, "alpha": 0.1, "eta": 0.0}
+        # the step scale of Theorems 1-2 [SEED]: alpha = diam_2(X) for Pasan's AdaGrad-norm,
+        # diam_inf(X) for Pagan's diagonal AdaGrad; on the box [-r, r]^d (domain_radius =
+        # r sqrt(d)) these are 2 r sqrt(d) and 2 r
+        diam_2 = 2.0 * constants.domain_radius
+        diam = diam_2 if cls.step_rule == "pasan" else diam_2 / math.sqrt(d)
+        return {"b": b, "T": knobs["c_T"] * float(n) ** 2 / b**2,
+                "alpha": knobs["alpha_mult"] * diam, "eta": 0.0}
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         if not hasattr(problem, "box"):
