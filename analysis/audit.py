@@ -67,21 +67,57 @@ FIRST_ORDER_AUDIT = {
     # one stage; the canary in the first phase, whose noisy output later phases post-process
     "recursive_regularization_linear": {"R": 1.0, "c_lambda": 1e6},
 }
+#: The ellipsoid methods (seed 002) project onto a box and shape their noise by coordinate
+#: scales, so their instance is `_ellipsoid_instance`: one full batch (q = 1, a plain Gaussian
+#: release), ordinary records and a canary whose projected gradients are opposite boundary
+#: points of the ellipsoid along e_1, the direction where a covariance bug (noise_isotropic)
+#: adds too little noise. Pagan and isotropic AdaGrad take a step linear in the release
+#: (delta0 = alpha = 1e6: H_1 = (|g| + delta0) / alpha ~ 1); the AdaGrad-norm methods release
+#: only the step's direction (non-Gaussian output).
+ELLIPSOID_AUDIT = {
+    "pagan": {"T": 1, "b": AUDIT_B, "alpha": 1e6, "delta0": 1e6, "B": 0.25},
+    "private_adagrad_iso": {"T": 1, "b": AUDIT_B, "alpha": 1e6, "delta0": 1e6, "B": 0.25},
+    "pasan": {"T": 1, "b": AUDIT_B, "alpha": 0.5},
+    "private_sgd_iso": {"T": 1, "b": AUDIT_B, "alpha": 0.5},
+    "pdp_sgd": {"T": 1, "b": AUDIT_B, "alpha": 0.5, "k": 2, "public_m": 10},
+}
+
+
+def _ellipsoid_instance() -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """Problem (the stylized box problem, d = 2, scales 1 and 2^-3/2: Pagan's A_22 = 4 A_11),
+    D, D' and the canary's direction."""
+    prob = get_problem("scaled_linear", d=AUDIT_D, power=1.5, mean_frac=0.0)
+    # linear loss: the gradient is the record; every record projects onto the ellipsoid's
+    # boundary along -e_1 and the canary's along +e_1 (whitened distance 2: the full
+    # replace-one sensitivity)
+    data = np.tile([-1e3, 0.0], (AUDIT_B, 1))
+    other = data.copy()
+    other[0, 0] = 1e3
+    return prob, data, other, np.array([1.0, 0.0])
+
+
 #: Algorithms the one-release audit instance (mean estimation) cannot run: the JL method needs
 #: a GLM; its releases are its base algorithm's, audited above, on the projected records.
-NOT_AUDITED = {"jl_dp_gd": "the JL method needs a GLM; its base dp_gd is audited",
+NOT_AUDITED = {"pagan_private_scales": "its optimization part is pagan's (audited); the scale "
+                                        "release is checked by tests/test_ellipsoid.py",
+               "pagan_public_scales": "its releases are pagan's (audited); public data cost nothing",
+               "jl_dp_gd": "the JL method needs a GLM; its base dp_gd is audited",
                "jl_private_spiderboost": "the JL method needs a GLM; its base is audited",
                "jl_recursive_regularization": "the JL method needs a GLM; its base is audited"}
 #: Outputs that are not one Gaussian shift (a Poisson mixture, a normalized direction): the
 #: audit reports eps_lb for them, and no mu.
-NON_GAUSSIAN_OUTPUT = ("dp_sgd", "tree_private_spider", "recursive_regularization_linear")
+NON_GAUSSIAN_OUTPUT = ("dp_sgd", "tree_private_spider", "recursive_regularization_linear",
+                       "pasan", "private_sgd_iso", "pdp_sgd")
 
 
 def _scores(algorithm: str, eps: float, delta: float, faults: tuple[str, ...], which: int,
             seeds: range, seed: int) -> tuple[np.ndarray, float]:
     prob, params, data, other, v = _instance(faults)
     cls = get_algorithm(algorithm)
-    if getattr(cls, "family", "") == "first_order":
+    if algorithm in ELLIPSOID_AUDIT:
+        prob, data, other, v = _ellipsoid_instance()
+        params = ELLIPSOID_AUDIT[algorithm]
+    elif getattr(cls, "family", "") == "first_order":
         params = FIRST_ORDER_AUDIT[algorithm]
     elif cls.bounded_step:  # no step-length cap: the released estimate reaches the output as is
         params = {**params, "D": 1e9}
@@ -156,7 +192,10 @@ def empirical_mu(neg: np.ndarray, pos: np.ndarray, level: float = 0.95) -> tuple
     """(mean' - mean) / pooled sd with a normal-theory interval (Gaussian outputs; the
     standard error of a standardized mean difference)."""
     sd = math.sqrt((np.var(neg, ddof=1) + np.var(pos, ddof=1)) / 2)
-    mu = abs(float(np.mean(pos) - np.mean(neg))) / sd
+    gap = abs(float(np.mean(pos) - np.mean(neg)))
+    if sd == 0:  # deterministic outputs (e.g. no noise left after a clip to the domain)
+        return (math.inf, math.inf, math.inf) if gap > 0 else (0.0, 0.0, 0.0)
+    mu = gap / sd
     se = math.sqrt(1 / len(neg) + 1 / len(pos) + mu * mu / (2 * (len(neg) + len(pos))))
     z = float(stats.norm.ppf(1 - (1 - level) / 2))
     return mu, mu - z * se, mu + z * se

@@ -162,6 +162,22 @@ def group_columns(fit: FitSpec) -> list[str]:
     return [*cols, EXCEPT_RANK] if fit.x == "rank" else cols
 
 
+def _excess_at_x0(data: StoreData, sub: pd.DataFrame) -> pd.Series:
+    """F(x0) - min F for each cell's instance (exact: the problem's own `excess_risk` at its
+    start), the excess-risk metric's counterpart of grad_x0."""
+    from problems import get_problem
+
+    cache: dict[str, float] = {}
+    out = []
+    for name, d, params in zip(sub["problem"], sub["d"], sub["instance_params"], strict=True):
+        key = f"{name}|{int(d)}|{params}"
+        if key not in cache:
+            prob = get_problem(name, **{**json.loads(params), "d": int(d)})
+            cache[key] = float(prob.excess_risk(prob.x0))
+        out.append(cache[key])
+    return pd.Series(out, index=sub.index)
+
+
 def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
     if fit.view != "error":
         return False
@@ -241,19 +257,23 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         predicted = predicted_slope(cls, fit, metric, private=bool(np.isfinite(sub["eps"]).any()))
         flags = []
         first_order = metric != "alpha_sosp"
-        if first_order and fit.view == "error":  # stuck: never halved the start's gradient
-            stuck = int((sub["y"].to_numpy(float) >= 0.5 * sub["grad_x0"].to_numpy(float)).sum())
+        excess = metric == "excess_risk"
+        start = (_excess_at_x0(data, sub) if excess else sub["grad_x0"] if first_order
+                 else sub["alpha_x0"]).to_numpy(float)
+        start_name = "F(x0) - min F" if excess else "||grad F(x0)||"
+        if first_order and fit.view == "error":  # stuck: never halved the start's value
+            stuck = int((sub["y"].to_numpy(float) >= 0.5 * start).sum())
         else:
             stuck = int((~sub["left_saddle"].astype(bool)).sum())
         if stuck:
-            flags.append("ceiling: runs in the window never halved ||grad F(x0)||" if first_order
+            flags.append(f"ceiling: runs in the window never halved {start_name}" if first_order
                          else "ceiling: runs in the window never left the start saddle")
-        x0 = float(sub["grad_x0" if first_order else "alpha_x0"].min())
+        x0 = float(start.min())
         # The largest alpha the fit involves: targets / thresholds (sample complexity) or the
         # achieved alpha (error view).
         top = float(sub["alpha"].max()) if fit.view == "sample_complexity" else float(sub["y"].max())
         if x0 < 10 * top:
-            flags.append("ceiling: the window reaches within 10x of the start's ||grad F||"
+            flags.append(f"ceiling: the window reaches within 10x of the start's {start_name}"
                          if first_order else
                          "ceiling: the window reaches within 10x of the start saddle's alpha_SOSP")
         if _floor_flag(data, sub, fit):

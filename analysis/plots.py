@@ -43,6 +43,17 @@ STYLE = {
                                "label": "JL + private SpiderBoost"},
     "jl_recursive_regularization": {"color": "#bcbd22", "marker": ">", "linestyle": "-.",
                                     "label": "JL + recursive regularization"},
+    "pagan": {"color": "#c0392b", "marker": "^", "linestyle": "-", "label": "Pagan"},
+    "pagan_private_scales": {"color": "#e377c2", "marker": "v", "linestyle": "--",
+                             "label": "Pagan (private scales)"},
+    "pagan_public_scales": {"color": "#ff7f0e", "marker": "<", "linestyle": "-.",
+                            "label": "Pagan (public scales)"},
+    "pasan": {"color": "#9467bd", "marker": "s", "linestyle": "-", "label": "Pasan"},
+    "private_sgd_iso": {"color": "#1b5e9e", "marker": "o", "linestyle": "--",
+                        "label": "private SGD (A = I)"},
+    "private_adagrad_iso": {"color": "#2ca02c", "marker": "D", "linestyle": ":",
+                            "label": "private AdaGrad (A = I)"},
+    "pdp_sgd": {"color": "#7f7f7f", "marker": "P", "linestyle": "-.", "label": "PDP-SGD"},
 }
 FALLBACK = [{"color": "#2ca02c", "marker": "D", "linestyle": "-."},
             {"color": "#9467bd", "marker": "v", "linestyle": (0, (5, 1))}]
@@ -272,3 +283,31 @@ def trajectory_plot(axes: Sequence[Axes], profile: dict[str, Any], title: str = 
         if title:
             a1.set_title(title, fontsize=8.5, loc="left")
     return axes
+
+
+def loss_curve_plot(ax: Axes, curves: pd.DataFrame, title: str = "") -> Axes:
+    """Median excess risk against the step, one line per method with its 95% CI band (the
+    frame of `analysis.loss_curves.loss_curves` for one problem and eps)."""
+    with plt.rc_context(RC):
+        seen: dict[str, int] = {}
+        for method, g in curves.groupby("method", sort=False):
+            algorithm = method.split(" (")[0]
+            k = seen.get(algorithm, 0)
+            seen[algorithm] = k + 1
+            st = dict(style_for(algorithm, k))
+            if k:  # a second method of one algorithm (PDP-SGD at another k): its own colour
+                st.update(FALLBACK[(k - 1) % len(FALLBACK)])
+            g = g.sort_values("step")
+            label = st.get("label", algorithm) + method[len(algorithm):]
+            step = np.maximum(g["step"].to_numpy(float), 1)
+            ax.plot(step, g["median"], color=st["color"], linestyle=st["linestyle"], label=label)
+            ax.fill_between(step, g["ci_low"], g["ci_high"], color=st["color"], alpha=0.15,
+                            linewidth=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel(r"excess risk $F(\bar x_t) - \min F$")
+        ax.legend(frameon=False, fontsize=6.5)
+        if title:
+            ax.set_title(title, fontsize=9, loc="left")
+    return ax

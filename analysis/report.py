@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from analysis import loss_curves as lc
 from analysis import plots, rates
 from analysis.claims import (
     FOLDED,
@@ -440,6 +441,52 @@ def paired_page(pdf: PdfPages, paired: list[dict]) -> None:
     plt.close(fig)
 
 
+#: A store gets loss-curve pages when its methods are repeated at least this often and its
+#: cells know the excess risk (seed 002's experiment: 30 runs per method).
+LOSS_CURVE_MIN_REPS = 10
+
+
+def loss_curve_pages(pdf: PdfPages, data: StoreData, figures: Path | None = None) -> None:
+    """Seed 002's Figure 1 frame: per problem, the median excess risk against the step for
+    each method at its chosen step size (a panel per eps, 95% CIs of the median), then a
+    table of the final excess risks (`analysis.loss_curves`)."""
+    df = data.cells
+    if "excess_last" not in df or not df["excess_last"].notna().any() or df["rep"].max() + 1 < \
+            LOSS_CURVE_MIN_REPS:
+        return
+    curves = lc.loss_curves(data)
+    table = lc.final_loss_table(df)
+    if curves.empty:
+        return
+    for prob, pc in curves.groupby("problem"):
+        eps_values = sorted(pc["eps"].unique(), key=lambda e: (math.isinf(e), e))
+        fig, axes = plots.new_figure(3.9 * len(eps_values), 4.6, ncols=len(eps_values), squeeze=False)
+        for ax, eps in zip(axes[0], eps_values, strict=True):
+            sub = pc[pc["eps"] == eps]
+            order = table[(table["problem"] == prob) & (table["eps"] == eps)]["method"].tolist()
+            sub = sub.set_index("method").loc[[m for m in order if m in set(sub["method"])]].reset_index()
+            plots.loss_curve_plot(ax, sub, title="non-private" if math.isinf(eps) else f"eps = {eps:g}")
+        fig.suptitle(f"{data.spec.name}: median excess risk against the step ({prob}; step size "
+                     "chosen per method and eps by the median final excess; 95% CI of the median)",
+                     fontsize=9)
+        fig.tight_layout()
+        if figures is not None:
+            fig.savefig(figures / f"{data.spec.name}_loss_curves.png", dpi=110, bbox_inches="tight")
+        pdf.savefig(fig)
+        plt.close(fig)
+        rows = table[table["problem"] == prob]
+        show = pd.DataFrame({
+            "eps": ["inf" if math.isinf(e) else f"{e:g}" for e in rows["eps"]],
+            "method": rows["method"], "alpha": [f"{a:g}" for a in rows["alpha"]],
+            "runs": rows["runs"], "median final excess": [f"{v:.4g}" for v in rows["median"]],
+            "95% CI": [f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(rows["ci_low"], rows["ci_high"],
+                                                                  strict=True)]})
+        fig = _table_figure(f"{data.spec.name}: final excess risk of the output ({prob})", show,
+                            [0.04, 0.05, 0.92, 0.82], 8, 1.25)
+        pdf.savefig(fig)
+        plt.close(fig)
+
+
 def median_cells(data: StoreData) -> pd.DataFrame:
     """Per (problem, algorithm): the cell with the median y at the middle design point of the
     first declared fit (theory mode)."""
@@ -659,6 +706,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             if len(part):
                 scaling_pages(pdf, data, part, figdir)
             paired_page(pdf, pair)
+            loss_curve_pages(pdf, data, figdir)
             trajectory_pages(pdf, data)
         _text_page(pdf, "Methods", _wrap(METHODS), size=8)
         for data in datas:

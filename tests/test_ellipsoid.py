@@ -1,5 +1,6 @@
-"""Seed 002 (issue 15, in progress): the ellipsoid projection, the stylized optimal diagonals,
-and the privacy of Pasan / Pagan (whitened sensitivity, noise covariance, planted bugs)."""
+"""Seed 002 (issue 15): the ellipsoid projection, the stylized optimal diagonals, the privacy of
+Pasan / Pagan and their baselines (whitened sensitivity, noise covariance, planted bugs, the
+one-release audit), Pagan with estimated scales, and the loss-curve analysis."""
 
 from __future__ import annotations
 
@@ -229,3 +230,135 @@ def test_private_moments_sensitivity_noise_and_error():
              for s in range(20)]
         errs.append(np.median(e))
     assert errs[1] < errs[0] / 3  # noise ~ 1/m dominates at these m (sampling is exact here)
+
+
+def test_theory_step_scale_is_the_domain_diameter():
+    """Theorems 1-2: alpha = diam_2(X) for the AdaGrad-norm methods, diam_inf(X) for the
+    diagonal ones; on [-1, 1]^d these are 2 sqrt(d) and 2 (alpha_mult scales both)."""
+    prob = get_problem("scaled_linear", d=49)
+    priv = Privacy(1.0, 1e-6)
+    assert get_algorithm("pasan")().resolve_params(prob, 1000, priv)["alpha"] == pytest.approx(14.0)
+    assert get_algorithm("private_sgd_iso")().resolve_params(prob, 1000, priv)["alpha"] == \
+        pytest.approx(14.0)
+    assert get_algorithm("pagan")().resolve_params(prob, 1000, priv)["alpha"] == pytest.approx(2.0)
+    assert get_algorithm("pagan")(alpha_mult=0.3).resolve_params(prob, 1000, priv)["alpha"] == \
+        pytest.approx(0.6)
+    assert get_algorithm("pagan")(alpha=0.05).resolve_params(prob, 1000, priv)["alpha"] == 0.05
+
+
+def test_pagan_private_scales_splits_the_records_and_recovers_exact_scales_without_noise():
+    """The held-out records (the first m) never enter an optimization batch and the rest all
+    can; T follows Lemma 3.1 on n - m; without privacy the estimated C is the stylized optimum
+    (on scaled_regression every |g_j| at x0 is sigma_j exactly); with privacy the release's std
+    is ||tau^2|| / (m mu(eps, delta)) (closed form)."""
+    from algorithms.accounting import gdp_mu
+
+    prob = get_problem("scaled_regression", d=8, n_atoms=200)
+    data = prob.sample(1000, np.random.default_rng(0))
+    data[:200, 0] = 1e6  # held-out rows marked by their label (their gradients at x0 keep |a_j|)
+    rec = _Recorder()
+    alg = get_algorithm("pagan_private_scales")(moment_frac=0.2, T=300, b=50)
+    traj = alg.run(prob, data, Privacy(math.inf, 1e-6), np.random.default_rng(1), probe=rec)
+    labels = np.concatenate([ev["batch"][:, 0] for ev in rec.events])
+    assert len(labels) > 800 and not np.any(labels == 1e6)
+    assert traj.params["moment_m"] == 200 and traj.params["T"] == 300  # an override holds
+    np.testing.assert_allclose(traj.params["A_diag"], optimal_diagonal(prob.sigma, "pagan"), rtol=1e-12)
+    p = get_algorithm("pagan_private_scales")(moment_frac=0.2, b=50).resolve_params(
+        prob, 1000, Privacy(1.0, 1e-6))
+    traj = get_algorithm("pagan_private_scales")(moment_frac=0.2, b=50).run(
+        prob, data, Privacy(1.0, 1e-6), np.random.default_rng(1))
+    assert traj.params["T"] == math.ceil(800**2 / 50**2) and p["T"] == math.ceil(1000**2 / 50**2)
+    assert traj.params["moment_noise_std"] == pytest.approx(math.sqrt(8) / (200 * gdp_mu(1.0, 1e-6)))
+    for bad in ({"moment_frac": 1.0}, {"moment_frac": 0.0}):
+        with pytest.raises(ValueError, match="moment_frac"):
+            get_algorithm("pagan_private_scales")(**bad).resolve_params(prob, 1000, Privacy(1.0, 1e-6))
+
+
+def test_pagan_public_scales_matches_the_stylized_optimum_on_sign_features():
+    prob = get_problem("scaled_regression", d=6, n_atoms=100)
+    data = prob.sample(300, np.random.default_rng(0))
+    traj = get_algorithm("pagan_public_scales")(T=2, public_m=50).run(
+        prob, data, Privacy(1.0, 1e-6), np.random.default_rng(2))
+    np.testing.assert_allclose(traj.params["A_diag"], optimal_diagonal(prob.sigma, "pagan"), rtol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ["pagan", "pasan", "private_adagrad_iso", "private_sgd_iso", "pdp_sgd"])
+def test_one_release_audit_of_the_ellipsoid_methods(alg):
+    """Layer 3 (analysis.audit, the ellipsoid instance: one full-batch Gaussian release, the
+    canary at the ellipsoid's boundary opposite to every other record): eps_lb <= eps, and
+    where the step is linear in the release (Pagan, isotropic AdaGrad) the empirical mu's 95%
+    interval holds the accountant's."""
+    from analysis.audit import NON_GAUSSIAN_OUTPUT, audit
+
+    r = audit(alg, 1.0, runs=2000, seed=5, n_jobs=2)
+    assert not r.flagged and r.eps_lb <= 1.0, r
+    if alg not in NON_GAUSSIAN_OUTPUT:
+        assert r.mu_low <= r.mu_accountant <= r.mu_high, r
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["noise_third", "noise_isotropic"])
+def test_one_release_audit_flags_planted_noise_bugs_in_pagan(fault):
+    """A third of the noise, and isotropic noise at the stiffest direction's level (too little
+    along e_1, where the canary moves the release), both show as an empirical mu at least
+    1.6x the accountant's (3x and 2x in expectation)."""
+    from analysis.audit import audit
+
+    r = audit("pagan", 1.0, runs=2000, faults=(fault,), seed=5, n_jobs=2)
+    assert r.flagged and r.mu_empirical > 1.6 * r.mu_accountant, r
+
+
+def _fake_cells(rows):
+    import pandas as pd
+
+    base = {"status": "ok", "problem": "p", "eps": 1.0}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_median_ci_is_the_order_statistic_interval():
+    """The 95% CI of a median of 30 runs is [x_(10), x_(21)] (1-based order statistics):
+    P(Bin(30, 1/2) <= 9) = 0.021 <= 0.025 < P(<= 10) = 0.049, an independent computation."""
+    from analysis.loss_curves import median_ci
+
+    assert stats.binom.cdf(9, 30, 0.5) <= 0.025 < stats.binom.cdf(10, 30, 0.5)
+    v = np.random.default_rng(3).lognormal(size=30)
+    s = np.sort(v)
+    med, lo, hi = median_ci(v)
+    assert med == pytest.approx(np.median(v)) and lo == s[9] and hi == s[20]
+
+
+def test_tuned_configs_choose_per_method_and_eps_and_the_curves_align_runs():
+    """The step size with the smallest median final excess wins per (method, eps); PDP-SGD at
+    two k is two methods; curves take each run's latest stored iterate at a common step."""
+    from analysis.declarations import StoreData
+    from analysis.loss_curves import config_label, final_loss_table, loss_curves, tuned_configs
+
+    rows, profiles = [], {}
+    for alpha, level in ((0.1, 3.0), (0.5, 1.0), (1.0, 2.0)):
+        for rep in range(5):
+            for k in (20, 50):
+                key = f"pdp-{k}-{alpha}-{rep}"
+                rows.append({"key": key, "algorithm": "pdp_sgd", "knobs": ["alpha"], "rep": rep,
+                             "params": {"alpha": alpha, "k": k, "refresh": 10},
+                             "excess_last": level * (1 + rep) * (k / 20)})
+                steps = [0, 1, 10, 100] if rep % 2 else [0, 3, 50, 100]
+                profiles[key] = {"iterate_step": steps, "excess": [9.0, 5.0, 2.0, level * (1 + rep)]}
+    cells = _fake_cells(rows)
+    assert config_label("pdp_sgd", {"alpha": 0.5, "k": 20, "refresh": 10}, ["alpha"]) == "pdp_sgd (k = 20)"
+    chosen = tuned_configs(cells)
+    assert sorted(chosen["method"]) == ["pdp_sgd (k = 20)", "pdp_sgd (k = 50)"]
+    assert set(chosen["alpha"]) == {0.5} and set(chosen["runs"]) == {5}
+    table = final_loss_table(cells)
+    k20 = table[table["method"] == "pdp_sgd (k = 20)"].iloc[0]
+    # five runs cannot give a distribution-free 95% CI (0.5^5 * 2 = 0.0625 > 0.05): NaN
+    assert k20["median"] == 3.0 and np.isnan(k20["ci_low"]) and np.isnan(k20["ci_high"])
+    data = StoreData(spec=None, cells=cells, path="",
+                     load_curves=lambda kind, keys: {k: profiles[k] for k in keys})
+    curves = loss_curves(data, points=10)
+    c = curves[curves["method"] == "pdp_sgd (k = 20)"].set_index("step")
+    # at step 5: runs with stored steps [0, 1, 10, 100] hold 5.0, runs with [0, 3, 50, 100] 5.0
+    assert c.loc[0, "median"] == 9.0 and c.loc[5, "median"] == 5.0
+    # at step 22: the first kind holds 2.0 (since step 10), the second 5.0 (until step 50)
+    assert c.loc[22, "median"] == 5.0  # reps 0, 2, 4 (three of five) still at 5.0
+    assert c.loc[100, "median"] == 3.0 and set(c["runs"]) == {5}

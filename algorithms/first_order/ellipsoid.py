@@ -127,6 +127,8 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                 p[key] = float(self.overrides[key])
         p.setdefault("delta0", 1e-8)
         p["b"] = min(float(n), p["b"])
+        if "T" not in self.overrides:  # Lemma 3.1's T = c_T n^2 / b^2 at the batch in use
+            p["T"] = max(1, math.ceil(p["c_T"] * float(n) ** 2 / p["b"] ** 2))
         if self.shaped and self.scale_source == "true":
             if not hasattr(problem, "sigma"):
                 raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: the shaped "
@@ -148,7 +150,8 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             sample, c = self._estimate_scales(problem, sample, privacy, rng, rng_public, p)
             n = len(sample)
             p["A_diag"] = (c / p["B"] ** 2).tolist()
-            p["T"] = max(1, math.ceil(p["c_T"] * n**2 / p["b"] ** 2))  # Lemma 3.1 on n - m
+            if "T" not in self.overrides:  # Lemma 3.1's rule on the n - m records it reads
+                p["T"] = max(1, math.ceil(p["c_T"] * n**2 / p["b"] ** 2))
         T, b = int(p["T"]), float(p["b"])
         a = np.array(p["A_diag"])
         if "no_clipping" in self.planted_faults:  # planted fault: the projection is skipped
@@ -206,6 +209,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
         spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
                  "delta": privacy.delta, "mu": mu}
+        p["privacy_mu"] = mu  # calibrated to the whole budget (the accountant's z)
         return traj.build(avg, t, n, evals, stop, spent, p, sample, [])
 
 
