@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench reference reference-seed001 clean
+.PHONY: demo test lint bench reference reference-seed001 reference-seed002 clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,15 +34,21 @@ bench: $(STAMP_TEST)
 	$(BIN)/python -m pytest bench/benchmarks -p no:cacheprovider --benchmark-enable \
 	    --benchmark-autosave --benchmark-columns=median,iqr,rounds --benchmark-sort=name
 
-# The reference report (README "Results"): the SOSP headline's sweeps and seed 001's, each
-# resumable, then one report. `make reference-seed001` runs seed 001's section alone.
+# The reference report (README "Results"): the SOSP headline's sweeps, seed 001's and seed
+# 002's, each resumable, then one report. `make reference-seed001` / `reference-seed002` run
+# one seed's section alone.
 HEADLINE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta
 SEED001_SPECS := seed001_empirical seed001_population seed001_convex seed001_convex_linear \
                  seed001_glm_d seed001_glm_rank seed001_glm_convex_d
-REFERENCE_SPECS := $(HEADLINE_SPECS) $(SEED001_SPECS)
+SEED002_SPECS := seed002_experiment seed002_scaling_d seed002_scaling_eps
+REFERENCE_SPECS := $(HEADLINE_SPECS) $(SEED001_SPECS) $(SEED002_SPECS)
 reference-seed001: $(STAMP_DEMO)
 	for s in $(SEED001_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(BIN)/dprates report $(foreach s,$(SEED001_SPECS),results/$(s).sqlite) -o reports/seed001.pdf --print
+
+reference-seed002: $(STAMP_DEMO)
+	for s in $(SEED002_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
+	$(BIN)/dprates report $(foreach s,$(SEED002_SPECS),results/$(s).sqlite) -o reports/seed002.pdf --print
 
 reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done

@@ -269,7 +269,8 @@ FAULT_TARGETS = {
 #: Faults the table cannot plant in its generic instances, and the test that catches each.
 CAUGHT_ELSEWHERE = {"no_domain": ("recursive_regularization_linear",
                                   "tests/test_convex_glm.py (adaptive neighbouring data sets)"),
-                    "noise_isotropic": ("pagan", "tests/test_ellipsoid.py (whitened noise KS)")}
+                    "noise_isotropic": ("pagan", "tests/test_ellipsoid.py (whitened noise KS, the "
+                                        "ellipsoid one-release audit)")}
 
 
 def fault_table(eps: float = 1.0, runs: int = 4000, seed: int = 0, n_jobs: int = 1,
