@@ -362,3 +362,20 @@ def test_tuned_configs_choose_per_method_and_eps_and_the_curves_align_runs():
     # at step 22: the first kind holds 2.0 (since step 10), the second 5.0 (until step 50)
     assert c.loc[22, "median"] == 5.0  # reps 0, 2, 4 (three of five) still at 5.0
     assert c.loc[100, "median"] == 3.0 and set(c["runs"]) == {5}
+
+
+def test_private_moment_error_matches_its_closed_form_and_respects_its_bound():
+    """On sign features (every g_j^2 at x0 is sigma_j^2 exactly: no sampling error) the sup
+    error is the max of d independent |N(0, std^2)|, whose median is std Phi^-1((1 + 2^(-1/d))
+    / 2) (closed form); the 95% bound holds in at least 90% of 40 draws; the error falls like
+    1/m."""
+    from analysis.moment_estimation import error_bound, exact_second_moments, moment_error_table
+
+    prob = get_problem("scaled_regression", d=20, n_atoms=100)
+    np.testing.assert_allclose(exact_second_moments(prob, prob.x0), prob.sigma**2, rtol=1e-12)
+    t = moment_error_table(prob, [200, 2000], [1.0], reps=40, seed=4)
+    expected = t["noise_std"] * stats.norm.ppf((1 + 0.5 ** (1 / 20)) / 2)
+    np.testing.assert_allclose(t["median_error"], expected, rtol=0.2)
+    assert (t["held"] >= 0.9).all()
+    assert t["median_error"].iloc[0] / t["median_error"].iloc[1] == pytest.approx(10, rel=0.3)
+    assert error_bound(np.ones(20), 200, 1.0, 1e-6) > t["q_error"].iloc[0]
