@@ -26,7 +26,15 @@ the projected gradients; Gaussian noise with covariance sigma^2 A^{-1}; then the
   diagonals of the stylized case, Pasan c_j = sigma_j^{-1} / sum_i sigma_i and Pagan
   c_j = sigma_j^{-4/3} / sum_i sigma_i^{2/3} [DERIVED], or C = I (the isotropic baselines:
   private SGD with Pasan's step, private AdaGrad with Pagan's). B (the ellipsoid's scale) is a
-  knob, default 1.
+  knob, default 1. C can also be estimated at run time: `PaganPrivateScales` (Algorithm 3,
+  reconstructed in `private_moments`, on held-out records) and `PaganPublicScales` (public
+  records); both replace sigma_j by the estimate's square root in Pagan's optimum.
+* Batch b = 70 (the seed's experiment; the stylized theorems take b = 1); the projection is
+  the only privacy-relevant step, so a problem's claimed constants are never trusted: rows
+  with non-finite entries are zeroed, and the sensitivity 2/b in whitened coordinates holds
+  for any record (tests/test_ellipsoid.py; layer 3 in analysis/audit.py).
+* Not implemented: the note's alternative Euclidean projection (I + lambda A)^{-1} g (same
+  privacy; a different bias on large gradients).
 """
 
 from __future__ import annotations
