@@ -5,10 +5,15 @@ Talwar 2021, arXiv 2106.13756, Section 6.1 and Figure 1).
 The seed's protocol: tune the initial step size over a grid, then run each method 30 times and
 plot the median loss against the iteration with 95% confidence intervals. Here a method is an
 algorithm with its fixed parameters (`config_label`: PDP-SGD at k = 20 and at k = 50 are two
-methods); the tuned knob (`alpha` by default) is chosen per (method, eps) by the smallest
-median final excess risk over the repetitions (`tuned_configs`); the curves and the final-loss
-table use every repetition of that choice. The CI of a median is the distribution-free one
-from order statistics (`scipy.stats.quantile_test`), so no normality is assumed.
+methods); the tuned knob (`alpha` by default) is chosen per method and design point (problem,
+n, d, delta, eps) by the smallest median final excess risk over the repetitions
+(`tuned_configs`); the curves and the final-loss table use every repetition of that choice, so
+their CIs are conditional on a choice made on the same runs; the table's split check
+(`_split_check`: choose on the first half of the seeds, report the median on the other half)
+measures how much that selection flatters a method.
+The tuning reads the exact population excess risk: non-private tuning, as in the seed. The CI
+of a median is the distribution-free one from order statistics (`scipy.stats.quantile_test`),
+so no normality is assumed.
 """
 
 from __future__ import annotations
@@ -25,11 +30,10 @@ from analysis.declarations import StoreData
 NOT_IN_LABEL = ("max_iterate_floats", "public_m", "refresh")
 
 
-def config_label(algorithm: str, params: dict[str, Any] | None, grid_knobs: Any = ()) -> str:
-    """The method's name: the algorithm and the fixed parameters that define it (not the
-    spec's grid knobs `grid_knobs`, over which it is tuned)."""
-    keep = {k: v for k, v in sorted((params or {}).items())
-            if k not in NOT_IN_LABEL and k not in (grid_knobs or ())}
+def config_label(algorithm: str, params: dict[str, Any] | None, tuned: str = "alpha") -> str:
+    """The method's name: the algorithm and the parameters that define it (all but the tuned
+    knob and the storage / cost knobs; another grid knob makes one method per value)."""
+    keep = {k: v for k, v in sorted((params or {}).items()) if k not in NOT_IN_LABEL and k != tuned}
     return algorithm + ("" if not keep else " (" + ", ".join(f"{k} = {v:g}" if isinstance(
         v, (int, float)) else f"{k} = {v}" for k, v in keep.items()) + ")")
 
@@ -47,10 +51,13 @@ def median_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, fl
     return (med, float(ci.low), float(ci.high))
 
 
-def _with_labels(cells: pd.DataFrame) -> pd.DataFrame:
+#: One design point: a method is tuned and compared within one of these.
+POINT = ["problem", "n", "d", "delta", "eps"]
+
+
+def _with_labels(cells: pd.DataFrame, knob: str = "alpha") -> pd.DataFrame:
     ok = cells[(cells["status"] == "ok") & cells["excess_last"].notna()].copy()
-    ok["method"] = [config_label(a, p, k) for a, p, k in
-                    zip(ok["algorithm"], ok["params"], ok["knobs"], strict=True)]
+    ok["method"] = [config_label(a, p, knob) for a, p in zip(ok["algorithm"], ok["params"], strict=True)]
     return ok
 
 
@@ -63,42 +70,64 @@ def tuned_configs(cells: pd.DataFrame, knob: str = "alpha", y: str = "excess_las
     """Per (problem, method, eps): the knob value with the smallest median `y` over the
     repetitions (ties: the smaller value), with that median and how many runs it has. Cells
     without the knob (a method run at one setting) keep their single setting."""
-    ok = _with_labels(cells)
+    ok = _with_labels(cells, knob)
     if ok.empty:
-        return pd.DataFrame(columns=["problem", "method", "eps", knob, "median", "runs"])
+        return pd.DataFrame(columns=[*POINT, "method", knob, "median", "runs"])
     ok[knob] = _knob_values(ok, knob)
     rows = []
-    for (prob, method, eps), g in ok.groupby(["problem", "method", "eps"], dropna=False):
+    for key, g in ok.groupby([*POINT, "method"], dropna=False):
         meds = g.groupby(knob, dropna=False)[y].agg(["median", "size"]).reset_index()
         best = meds.sort_values(["median", knob]).iloc[0]
-        rows.append({"problem": prob, "method": method, "eps": float(eps), knob: best[knob],
+        rows.append({**dict(zip([*POINT, "method"], key, strict=True)), knob: best[knob],
                      "median": float(best["median"]), "runs": int(best["size"]),
                      "algorithm": g["algorithm"].iloc[0]})
     return pd.DataFrame(rows).sort_values(["problem", "eps", "median"]).reset_index(drop=True)
 
 
 def _chosen_cells(cells: pd.DataFrame, knob: str) -> pd.DataFrame:
-    ok = _with_labels(cells)
+    ok = _with_labels(cells, knob)
     if ok.empty:
         return ok
     ok[knob] = _knob_values(ok, knob)
     chosen = tuned_configs(cells, knob)
-    merged = ok.merge(chosen[["problem", "method", "eps", knob]], on=["problem", "method", "eps", knob])
+    merged = ok.merge(chosen[[*POINT, "method", knob]], on=[*POINT, "method", knob])
     # a method without the knob (NaN) merges on NaN == NaN only through this path
     nan_knob = ok[ok[knob].isna()]
     return pd.concat([merged, nan_knob], ignore_index=True).drop_duplicates("key")
+
+
+def _split_check(cells: pd.DataFrame, knob: str) -> dict[tuple, dict[str, float]]:
+    """The selection's own check: the knob chosen on the first half of the repetitions and the
+    median final excess of that choice on the other half (fresh seeds, so no selection bias)."""
+    ok = _with_labels(cells, knob)
+    if ok.empty or ok["rep"].nunique() < 4:
+        return {}
+    half = ok["rep"] < (ok["rep"].max() + 1) // 2
+    chosen = tuned_configs(ok[half], knob)
+    ok[knob] = _knob_values(ok, knob)
+    out = {}
+    for _, c in chosen.iterrows():
+        key = tuple(c[k] for k in [*POINT, "method"])
+        g = ok[~half & (ok["method"] == c["method"])]
+        for k in POINT:
+            g = g[g[k] == c[k]]
+        g = g[(g[knob] == c[knob]) | (g[knob].isna() & pd.isna(c[knob]))]
+        out[key] = {f"{knob}_split": c[knob], "median_split": float(np.median(g["excess_last"]))
+                    if len(g) else np.nan}
+    return out
 
 
 def final_loss_table(cells: pd.DataFrame, knob: str = "alpha", level: float = 0.95) -> pd.DataFrame:
     """Per (problem, eps, method) at the chosen knob: the median final excess risk with its
     distribution-free CI, the best run's and the runs' count; best method first per eps."""
     ch = _chosen_cells(cells, knob)
+    split = _split_check(cells, knob)
     rows = []
-    for (prob, eps, method), g in ch.groupby(["problem", "eps", "method"]):
+    for key, g in ch.groupby([*POINT, "method"]):
         med, lo, hi = median_ci(g["excess_last"].to_numpy(), level)
-        rows.append({"problem": prob, "eps": float(eps), "method": method,
-                     knob: g[knob].iloc[0], "runs": len(g), "median": med, "ci_low": lo,
-                     "ci_high": hi})
+        row = dict(zip([*POINT, "method"], key, strict=True))
+        rows.append({**row, knob: g[knob].iloc[0], "runs": len(g), "median": med, "ci_low": lo,
+                     "ci_high": hi, **split.get(key, {})})
     out = pd.DataFrame(rows)
     return out.sort_values(["problem", "eps", "median"]).reset_index(drop=True) if len(out) else out
 
@@ -114,7 +143,8 @@ def loss_curves(data: StoreData, knob: str = "alpha", level: float = 0.95,
         return pd.DataFrame()
     profiles = data.load_curves("trajectory", ch["key"])
     rows = []
-    for (prob, eps, method), g in ch.groupby(["problem", "eps", "method"]):
+    for key, g in ch.groupby([*POINT, "method"]):
+        point = dict(zip([*POINT, "method"], key, strict=True))
         runs = []
         for key in g["key"]:
             prof = profiles.get(key) or {}
@@ -130,6 +160,6 @@ def loss_curves(data: StoreData, knob: str = "alpha", level: float = 0.95,
         vals = np.array([e[np.searchsorted(s, grid, side="right") - 1] for s, e in runs])
         for j, step in enumerate(grid):
             med, lo, hi = median_ci(vals[:, j], level)
-            rows.append({"problem": prob, "eps": float(eps), "method": method, "step": int(step),
-                         "median": med, "ci_low": lo, "ci_high": hi, "runs": len(runs)})
+            rows.append({**point, "step": int(step), "median": med, "ci_low": lo, "ci_high": hi,
+                         "runs": len(runs)})
     return pd.DataFrame(rows)

@@ -268,6 +268,12 @@ def test_pagan_private_scales_splits_the_records_and_recovers_exact_scales_witho
     traj = get_algorithm("pagan_private_scales")(moment_frac=0.2, b=50).run(
         prob, data, Privacy(1.0, 1e-6), np.random.default_rng(1))
     assert traj.params["T"] == math.ceil(800**2 / 50**2) and p["T"] == math.ceil(1000**2 / 50**2)
+    # the optimization's noise is what (eps, delta) needs on the records it reads: q = b/(n - m)
+    # over its T steps (the accountant's eps of the multiplier used, an independent call)
+    from algorithms.accounting import poisson_gaussian_eps
+
+    spent = poisson_gaussian_eps(traj.params["noise_multiplier"], 50 / 800, traj.params["T"], 1e-6)
+    assert 0.97 <= spent <= 1.0 + 1e-6
     assert traj.params["moment_noise_std"] == pytest.approx(math.sqrt(8) / (200 * gdp_mu(1.0, 1e-6)))
     for bad in ({"moment_frac": 1.0}, {"moment_frac": 0.0}):
         with pytest.raises(ValueError, match="moment_frac"):
@@ -312,7 +318,7 @@ def test_one_release_audit_flags_planted_noise_bugs_in_pagan(fault):
 def _fake_cells(rows):
     import pandas as pd
 
-    base = {"status": "ok", "problem": "p", "eps": 1.0}
+    base = {"status": "ok", "problem": "p", "eps": 1.0, "n": 100, "d": 2, "delta": 1e-6}
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
@@ -345,7 +351,7 @@ def test_tuned_configs_choose_per_method_and_eps_and_the_curves_align_runs():
                 steps = [0, 1, 10, 100] if rep % 2 else [0, 3, 50, 100]
                 profiles[key] = {"iterate_step": steps, "excess": [9.0, 5.0, 2.0, level * (1 + rep)]}
     cells = _fake_cells(rows)
-    assert config_label("pdp_sgd", {"alpha": 0.5, "k": 20, "refresh": 10}, ["alpha"]) == "pdp_sgd (k = 20)"
+    assert config_label("pdp_sgd", {"alpha": 0.5, "k": 20, "refresh": 10}) == "pdp_sgd (k = 20)"
     chosen = tuned_configs(cells)
     assert sorted(chosen["method"]) == ["pdp_sgd (k = 20)", "pdp_sgd (k = 50)"]
     assert set(chosen["alpha"]) == {0.5} and set(chosen["runs"]) == {5}
@@ -353,6 +359,8 @@ def test_tuned_configs_choose_per_method_and_eps_and_the_curves_align_runs():
     k20 = table[table["method"] == "pdp_sgd (k = 20)"].iloc[0]
     # five runs cannot give a distribution-free 95% CI (0.5^5 * 2 = 0.0625 > 0.05): NaN
     assert k20["median"] == 3.0 and np.isnan(k20["ci_low"]) and np.isnan(k20["ci_high"])
+    # split check: chosen on reps 0-1 (alpha 0.5: 1.5 against 4.5 and 3), median of reps 2-4
+    assert k20["alpha_split"] == 0.5 and k20["median_split"] == 4.0
     data = StoreData(spec=None, cells=cells, path="",
                      load_curves=lambda kind, keys: {k: profiles[k] for k in keys})
     curves = loss_curves(data, points=10)
@@ -379,3 +387,30 @@ def test_private_moment_error_matches_its_closed_form_and_respects_its_bound():
     assert (t["held"] >= 0.9).all()
     assert t["median_error"].iloc[0] / t["median_error"].iloc[1] == pytest.approx(10, rel=0.3)
     assert error_bound(np.ones(20), 200, 1.0, 1e-6) > t["q_error"].iloc[0]
+
+
+def test_scaled_linear_excess_risk_is_zero_at_the_best_vertex():
+    """A linear loss on a box is minimized at a vertex: brute force over all 2^8 vertices gives
+    min F = -||mu||_1, at x* = -sign(mu), an independent check of the closed forms."""
+    import itertools
+
+    prob = get_problem("scaled_linear", d=8, mean_frac=0.7)
+    vertices = np.array(list(itertools.product((-1.0, 1.0), repeat=8)))
+    values = np.array([prob.population_loss(v) for v in vertices])
+    best = vertices[np.argmin(values)]
+    np.testing.assert_array_equal(best, prob.minimizer())
+    assert values.min() == pytest.approx(-np.abs(prob.mu).sum())
+    assert prob.excess_risk(best) == pytest.approx(0.0, abs=1e-12)
+    assert prob.excess_risk(np.zeros(8)) == pytest.approx(np.abs(prob.mu).sum())
+
+
+def test_degenerate_ellipsoid_is_refused_before_it_disables_the_noise():
+    """B so small that A = C/B^2 overflows would make the projection and the noise vanish
+    (0 * inf = NaN norms, z / sqrt(inf) = 0): the run refuses it."""
+    prob = get_problem("scaled_linear", d=3, mean_frac=1.0)
+    data = prob.sample(200, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="B="):
+        get_algorithm("pagan")(B=1e-200, T=2).run(prob, data, Privacy(1.0, 1e-6),
+                                                  np.random.default_rng(1))
+    out = project_ellipsoid(np.array([[0.0, 1.0], [1.0, 1.0]]), np.array([np.inf, 1.0]))
+    assert np.all(out == 0)

@@ -57,8 +57,8 @@ _ASI = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconst
 
 
 def optimal_diagonal(sigma: np.ndarray, method: str) -> np.ndarray:
-    """The stylized case's optimal C (unit trace-normalized as derived in the module
-    docstring): Pasan sigma^-1 / sum sigma, Pagan sigma^-4/3 / sum sigma^(2/3)."""
+    """The stylized case's optimal C, normalized so that sum_j c_j sigma_j^2 = 1 (the gradients'
+    expected C-norm is 1): Pasan sigma^-1 / sum sigma, Pagan sigma^-4/3 / sum sigma^(2/3)."""
     sigma = np.asarray(sigma, dtype=float)
     if method == "pasan":
         return sigma**-1 / sigma.sum()
@@ -81,7 +81,9 @@ def project_ellipsoid(grads: np.ndarray, a_diag: np.ndarray) -> np.ndarray:
     bad = ~finite.all(axis=1)
     if bad.any():
         grads = np.where(finite, grads, 0.0)
-    norms = np.sqrt((grads * grads) @ a_diag)
+    with np.errstate(over="ignore", invalid="ignore"):  # such rows are dropped just below
+        norms = np.sqrt((grads * grads) @ a_diag)
+    bad |= ~np.isfinite(norms)  # an overflowing or undefined A-norm: the row is dropped
     scale = np.where(norms > 1.0, 1.0 / np.where(norms > 1.0, norms, 1.0), 1.0)
     scale[bad] = 0.0
     return grads * scale[:, None]
@@ -162,6 +164,10 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                 p["T"] = max(1, math.ceil(p["c_T"] * n**2 / p["b"] ** 2))
         T, b = int(p["T"]), float(p["b"])
         a = np.array(p["A_diag"])
+        if not np.all(np.isfinite(a) & (a > 0)):  # e.g. B^2 or a scale underflowing to 0
+            raise ValueError(f"parameter B={p['B']!r} (with the scales of C) is invalid here: A = C/B^2 "
+                             "must be finite and > 0 in every coordinate, or the ellipsoid and its "
+                             "noise degenerate")
         if "no_clipping" in self.planted_faults:  # planted fault: the projection is skipped
             a_proj = np.zeros(d)
         else:
@@ -229,7 +235,8 @@ class Pasan(_EllipsoidMethod):
     description = "Pasan: ellipsoid-shaped clipping and noise, AdaGrad-norm step (reconstructed)"
     paper = _ASI
     claims = (Claim("pasan", "population", "excess_risk",
-                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)), _ASI,
+                    (term("sqrt(d)/sqrt(n)", n=-1 / 2, d=1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
+                    _ASI,
                     "Theorem 1, stylized case (X = [-1, 1]^d, sigma_j = j^-3/2)",
                     "privacy term's d-scaling for this scale profile"),)
     step_rule = "pasan"
@@ -324,9 +331,9 @@ class PrivateSGDIsotropic(_EllipsoidMethod):
     step_rule = "pasan"
     shaped = False
     claims = (Claim("private_sgd_iso", "population", "excess_risk",
-                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)), _ASI,
-                    "Section 3 (isotropic baseline), stylized case",
-                    "baseline; the seed expects it behind Pagan"),)
+                    (term("sqrt(d)/sqrt(n)", n=-1 / 2, d=1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
+                    _ASI, "Section 3 (isotropic baseline), stylized case",
+                    "baseline: diam_2 sqrt(d) G / (n eps), the isotropic value sqrt(d) sqrt(d) ||sigma||"),)
 
 
 class PrivateAdaGradIsotropic(_EllipsoidMethod):
@@ -339,9 +346,10 @@ class PrivateAdaGradIsotropic(_EllipsoidMethod):
     step_rule = "pagan"
     shaped = False
     claims = (Claim("private_adagrad_iso", "population", "excess_risk",
-                    (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)), _ASI,
-                    "Section 3 (isotropic baseline), stylized case",
-                    "baseline; the seed: behaves like private SGD even at eps = 4"),)
+                    (term("n^-1/2", n=-1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
+                    _ASI, "Section 3 (isotropic baseline), stylized case",
+                    "baseline: diam_inf sum_j noise_j, d isotropic coordinates; the seed: behaves "
+                    "like private SGD even at eps = 4"),)
 
 
 def top_subspace(public_grads: np.ndarray, k: int) -> np.ndarray:
@@ -382,7 +390,7 @@ class PDPSGD(_EllipsoidMethod):
         return p
 
     def _post_process(self, released, problem, x, t, rng_public, p):
-        if t % p["refresh"] == 0 or getattr(self, "_basis", None) is None:
+        if t % p["refresh"] == 0:  # t = 0 first: a run never reuses an earlier run's basis
             public = problem.sample(p["public_m"], rng_public)
             self._basis = top_subspace(problem.per_sample_grads(x, public), p["k"])
         return self._basis @ (self._basis.T @ released)
