@@ -558,8 +558,8 @@ def median_cells(data: StoreData) -> pd.DataFrame:
 
 def trajectory_pages(pdf: PdfPages, data: StoreData) -> None:
     cells = median_cells(data)
-    if cells.empty:
-        return
+    if cells.empty or ("excess_last" in cells and cells["excess_last"].notna().all()):
+        return  # excess-risk stores (seed 002): alpha_SOSP against samples says nothing there
     profiles = data.load_curves("trajectory", cells["key"])
     for prob, group in cells.groupby("problem"):
         k = len(group)

@@ -275,7 +275,9 @@ class PaganPrivateScales(Pagan):
     params_used = (*Pagan.params_used, "moment_frac", "moment_cap", "moment_floor_mult")
     knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "moment_frac": 0.1,
                                                "moment_cap": 1.0, "moment_floor_mult": 1.0}
-    claims = ()
+    claims = (Claim("pagan_private_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
+                    "Theorem 2 with C from Algorithm 3's private moments, stylized case",
+                    "Pagan's rate up to the estimate's accuracy (the moments-ratio constant r)"),)
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         p = super().resolve_params(problem, n, privacy)
@@ -312,7 +314,9 @@ class PaganPublicScales(Pagan):
     uses_public = True
     params_used = (*Pagan.params_used, "public_m")
     knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "public_m": 1000}
-    claims = ()
+    claims = (Claim("pagan_public_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
+                    "Theorem 2 with C from public second moments, stylized case",
+                    "Pagan's rate up to the estimate's accuracy"),)
 
     def _estimate_scales(self, problem, sample, privacy, rng, rng_public, p):
         public = problem.sample(int(p["public_m"]), rng_public)
