@@ -76,17 +76,17 @@ def pagan_diagonal_from_moments(second_moments: np.ndarray, r: float = 1.0) -> n
 
 def project_ellipsoid(grads: np.ndarray, a_diag: np.ndarray) -> np.ndarray:
     """Each row g scaled by min(1, 1/||g||_A), ||g||_A = sqrt(sum_j a_j g_j^2): the radial
-    projection onto {g : g^T A g <= 1} (rows with a non-finite entry become 0)."""
-    finite = np.isfinite(grads)
-    bad = ~finite.all(axis=1)
-    if bad.any():
-        grads = np.where(finite, grads, 0.0)
+    projection onto {g : g^T A g <= 1}. A row whose A-norm is not finite (a non-finite entry,
+    or an overflow) becomes 0."""
     with np.errstate(over="ignore", invalid="ignore"):  # such rows are dropped just below
-        norms = np.sqrt((grads * grads) @ a_diag)
-    bad |= ~np.isfinite(norms)  # an overflowing or undefined A-norm: the row is dropped
-    scale = np.where(norms > 1.0, 1.0 / np.where(norms > 1.0, norms, 1.0), 1.0)
-    scale[bad] = 0.0
-    return grads * scale[:, None]
+        norms = np.sqrt(np.einsum("ij,j,ij->i", grads, a_diag, grads))
+        bad = ~np.isfinite(norms)
+        scale = np.where(norms > 1.0, 1.0 / np.where(norms > 1.0, norms, 1.0), 1.0)
+        scale[bad] = 0.0
+        out = grads * scale[:, None]
+    if bad.any():
+        out[bad] = 0.0  # 0 * inf and 0 * nan are nan
+    return out
 
 
 class _EllipsoidMethod(FirstOrderAlgorithm):
@@ -146,7 +146,8 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             c = optimal_diagonal(problem.sigma, self.step_rule)
         else:
             c = np.ones(problem.d)
-        p["A_diag"] = (c / p["B"] ** 2).tolist()
+        with np.errstate(divide="ignore", over="ignore"):  # a degenerate A is refused in _run
+            p["A_diag"] = (c / p["B"] ** 2).tolist()
         return p
 
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
