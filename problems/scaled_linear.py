@@ -15,21 +15,18 @@ The loss is unbounded below on R^d: algorithms must keep their iterates in X (`b
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from problems.base import Constants, Problem, check_nonneg, check_positive
+from problems.box_domain import BoxDomain
 from problems.finite_support import TwoPointCoordinates
 
 
-class ScaledLinear(TwoPointCoordinates, Problem):
+class ScaledLinear(BoxDomain, TwoPointCoordinates, Problem):
     name = "scaled_linear"
     character = "benign"
     convex = True
     description = "linear loss <x, z> over [-1, 1]^d, coordinate scales sigma_j = j^-power (seed 002)"
-    #: The feasible set is the box [-box, box]^d.
-    box = 1.0
 
     def __init__(self, d: int = 100, power: float = 1.5, sigma0: float = 1.0,
                  mean_frac: float = 0.5) -> None:
@@ -46,13 +43,7 @@ class ScaledLinear(TwoPointCoordinates, Problem):
     @property
     def constants(self) -> Constants:
         G = float(np.linalg.norm(np.abs(self.mu) + self.sigma))
-        return Constants(G=G, M=0.0, rho=0.0, B0=float(np.abs(self.mu).sum()),
-                         domain=f"box [-{self.box}, {self.box}]^d",
-                         domain_radius=self.box * math.sqrt(self.d))
-
-    @property
-    def x0(self) -> np.ndarray:
-        return np.zeros(self.d)
+        return self.box_constants(G, B0=float(np.abs(self.mu).sum()))
 
     def params(self) -> dict:
         return {"d": self.d, "power": self.power, "sigma0": self.sigma0, "mean_frac": self.mean_frac}

@@ -13,24 +13,22 @@ Records are rows [y, a_1..a_d].
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
 from problems.base import Constants, Problem, check_nonneg, check_positive, check_positive_int
+from problems.box_domain import BoxDomain
 from problems.finite_support import FiniteAtoms
 
 _MIN_LOSS: dict[tuple, float] = {}
 
 
-class ScaledRegression(FiniteAtoms, Problem):
+class ScaledRegression(BoxDomain, FiniteAtoms, Problem):
     name = "scaled_regression"
     character = "benign"
     convex = True
     description = "absolute-loss regression over [-1, 1]^d, feature scales j^-power (seed 002's experiment)"
-    box = 1.0
 
     def __init__(self, d: int = 100, power: float = 1.5, tau: float = 0.01, n_atoms: int = 2000,
                  seed: int = 0) -> None:
@@ -50,14 +48,8 @@ class ScaledRegression(FiniteAtoms, Problem):
 
     @property
     def constants(self) -> Constants:
-        return Constants(G=float(np.linalg.norm(self.sigma)), M=0.0, rho=0.0,
-                         B0=self.population_loss(self.x0) - self.min_loss,
-                         domain=f"box [-{self.box}, {self.box}]^d",
-                         domain_radius=self.box * math.sqrt(self.d))
-
-    @property
-    def x0(self) -> np.ndarray:
-        return np.zeros(self.d)
+        return self.box_constants(float(np.linalg.norm(self.sigma)),
+                                  B0=self.population_loss(self.x0) - self.min_loss)
 
     def params(self) -> dict:
         return {"d": self.d, "power": self.power, "tau": self.tau, "n_atoms": self.n_atoms,

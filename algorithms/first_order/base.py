@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms.accounting import gdp_mu, spent_eps
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.faults import check_faults
@@ -128,6 +129,14 @@ class FirstOrderAlgorithm:
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
         raise NotImplementedError
+
+
+def whole_budget_spent(privacy: Privacy) -> dict[str, float]:
+    """The privacy a run calibrated to its whole (eps, delta) budget reports as spent: eps,
+    delta and the budget's Gaussian-DP mu (eps = mu = inf without privacy)."""
+    mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
+    return {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
+            "delta": privacy.delta, "mu": mu}
 
 
 def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:

@@ -45,10 +45,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import gdp_mu, poisson_gaussian_multiplier, spent_eps
+from algorithms.accounting import poisson_gaussian_multiplier
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, whole_budget_spent
 from algorithms.first_order.private_moments import moment_noise_std, private_second_moments
 from problems.base import Constants, Problem
 
@@ -221,10 +221,8 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
-        spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
-                 "delta": privacy.delta, "mu": mu}
-        p["privacy_mu"] = mu  # calibrated to the whole budget (the accountant's z)
+        spent = whole_budget_spent(privacy)
+        p["privacy_mu"] = spent["mu"]  # calibrated to the whole budget
         return traj.build(avg, t, n, evals, stop, spent, p, sample, [])
 
 

@@ -42,10 +42,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import gdp_mu, spent_eps, two_family_noise_scale
+from algorithms.accounting import two_family_noise_scale
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, whole_budget_spent
 from algorithms.mechanisms import clip_rows
 from problems.base import Constants, Problem
 
@@ -153,8 +153,6 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
-        spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
-                 "delta": privacy.delta, "mu": mu}
-        p["privacy_mu"] = mu
+        spent = whole_budget_spent(privacy)
+        p["privacy_mu"] = spent["mu"]  # calibrated to the whole budget
         return traj.build(x, t, n, evals, stop, spent, p, sample, [])
