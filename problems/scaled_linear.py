@@ -73,15 +73,6 @@ class ScaledLinear(BoxDomain, TwoPointCoordinates, Problem):
     def population_grad(self, x):
         return self.mu.copy()
 
-    def population_hessian(self, x):
-        return np.zeros((self.d, self.d))
-
-    def population_hvp(self, x, v):
-        return np.zeros(self.d)
-
-    def population_lambda_min(self, x):
-        return 0.0
-
     def record_grad_bound(self, x):
         return float(np.linalg.norm(np.maximum(np.abs(self.record_low), np.abs(self.record_high))))
 

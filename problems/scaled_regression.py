@@ -94,12 +94,3 @@ class ScaledRegression(BoxDomain, FiniteAtoms, Problem):
     def population_grad(self, x):
         A = self.atoms[:, 1:]
         return np.sign(A @ x - self.atoms[:, 0]) @ A / len(A)
-
-    def population_hessian(self, x):
-        return np.zeros((self.d, self.d))
-
-    def population_hvp(self, x, v):
-        return np.zeros(self.d)
-
-    def population_lambda_min(self, x):
-        return 0.0
