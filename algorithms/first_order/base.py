@@ -65,9 +65,18 @@ class FirstOrderAlgorithm:
         if cls.claims and not cls.__dict__.get("claimed_rate"):
             cls.claimed_rate = cls.claims[0].rate
 
+    #: String options (name -> allowed values); every other override is a number.
+    _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
+
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         allowed = (*self.params_used, "target_alpha", "max_iterate_floats")
         out = {}
+        for key in [k for k in overrides if k in self._CHOICES]:
+            value = overrides.pop(key)
+            if value not in self._CHOICES[key]:
+                raise ValueError(f"parameter {key}={value!r} is invalid: must be one of "
+                                 f"{self._CHOICES[key]}")
+            out[key] = value
         for key, value in overrides.items():
             if key not in allowed:
                 raise ValueError(f"parameter {key}={value!r} is invalid for {self.name}: "

@@ -10,8 +10,9 @@ presented as the paper's.
 Each step (both algorithms) [SEED]: a batch; every per-sample gradient projected onto the
 ellipsoid E_A = {g : g^T A g <= 1}, A = C / B^2 with C diagonal positive definite; the mean of
 the projected gradients; Gaussian noise with covariance sigma^2 A^{-1}; then the adaptive step.
-* Projection [CHOICE, knob-free]: radial, g min(1, 1 / ||g||_A) with ||g||_A = sqrt(g^T A g)
-  (stays in E_A, so privacy is that of any projection onto E_A) [DERIVED].
+* Projection [CHOICE, knob `projection`]: radial by default, g min(1, 1 / ||g||_A) with
+  ||g||_A = sqrt(g^T A g) (stays in E_A, so privacy is that of any projection onto E_A)
+  [DERIVED]; "euclidean" the alternative (below).
 * Privacy [DERIVED]: in whitened coordinates u = A^{1/2} g every projected gradient has norm
   <= 1, so the whitened sum is a Poisson-subsampled Gaussian sum with clip 1: noise N(0, z^2 I)
   there, i.e. N(0, z^2 A^{-1}) on the sum; z from dp-accounting's PLD for T Poisson steps at
@@ -33,8 +34,9 @@ the projected gradients; Gaussian noise with covariance sigma^2 A^{-1}; then the
   the only privacy-relevant step, so a problem's claimed constants are never trusted: rows
   with non-finite entries are zeroed, and the sensitivity 2/b in whitened coordinates holds
   for any record (tests/test_ellipsoid.py; layer 3 in analysis/audit.py).
-* Not implemented: the note's alternative Euclidean projection (I + lambda A)^{-1} g (same
-  privacy; a different bias on large gradients).
+* `projection = "euclidean"` [CHOICE, knob]: the note's alternative, the Euclidean projection
+  (I + lambda A)^{-1} g onto E_A (`project_ellipsoid_euclidean`); same privacy (its output
+  is in E_A), a different bias on large gradients (it shrinks the stiff coordinates more).
 """
 
 from __future__ import annotations
@@ -67,6 +69,37 @@ def optimal_diagonal(sigma: np.ndarray, method: str) -> np.ndarray:
     raise ValueError(f"method={method!r} is invalid: must be pasan or pagan")
 
 
+def project_ellipsoid_euclidean(grads: np.ndarray, a_diag: np.ndarray, iters: int = 60) -> np.ndarray:
+    """Each row g outside E_A = {h : sum_j a_j h_j^2 <= 1} mapped to its Euclidean projection
+    h = g / (1 + lambda a) (elementwise), lambda > 0 the root of
+    phi(lambda) = sum_j a_j g_j^2 / (1 + lambda a_j)^2 = 1 (the KKT conditions of
+    min ||h - g||^2 s.t. h in E_A); rows inside are kept. phi is convex and decreasing, so
+    Newton from lambda = 0 rises monotonically to the root; a final radial rescale absorbs
+    the last rounding so every row is in E_A exactly (privacy needs only that). Rows whose
+    A-norm is not finite become 0, as in `project_ellipsoid`."""
+    radial = project_ellipsoid(grads, a_diag)  # zeroes bad rows, keeps rows inside
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms2 = np.einsum("ij,j,ij->i", grads, a_diag, grads)
+    outside = np.isfinite(norms2) & (norms2 > 1.0)
+    if not outside.any():
+        return radial
+    g = grads[outside]
+    w = a_diag * g * g  # a_j g_j^2
+    lam = np.zeros(len(g))
+    for _ in range(iters):
+        den = 1.0 + lam[:, None] * a_diag
+        phi = (w / den**2).sum(axis=1) - 1.0
+        dphi = (-2.0 * w * a_diag / den**3).sum(axis=1)
+        step = phi / dphi
+        lam = lam - step
+        if np.all(np.abs(step) <= 1e-13 * np.maximum(lam, 1e-300)):
+            break
+    h = g / (1.0 + lam[:, None] * a_diag)
+    out = radial.copy()
+    out[outside] = project_ellipsoid(h, a_diag)
+    return out
+
+
 def pagan_diagonal_from_moments(second_moments: np.ndarray, r: float = 1.0) -> np.ndarray:
     """C from estimated scales: the stylized optimum with sigma_hat_j = sqrt(estimate) (Pagan's
     c_j proportional to sigma_hat_j^(-4/3); the seed's (r sigma_hat_j)^(-4/3) / 4 differs by a
@@ -93,8 +126,11 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     """Shared step of Pasan / Pagan and their isotropic baselines (module docstring)."""
 
     setting = "empirical"
-    params_used = ("alpha", "alpha_mult", "b", "B", "c_T", "T", "delta0", "noise_multiplier")
-    knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "B": 1.0, "alpha_mult": 1.0}
+    params_used = ("alpha", "alpha_mult", "b", "B", "c_T", "T", "delta0", "noise_multiplier",
+                   "projection")
+    knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "B": 1.0, "alpha_mult": 1.0,
+                                               "projection": "radial"}
+    _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"projection": ("radial", "euclidean")}
     #: "pasan" (AdaGrad-norm) or "pagan" (diagonal AdaGrad)
     step_rule = "pasan"
     #: True: C from the problem's coordinate scales (the stylized optimum); False: C = I
@@ -169,6 +205,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             raise ValueError(f"parameter B={p['B']!r} (with the scales of C) is invalid here: A = C/B^2 "
                              "must be finite and > 0 in every coordinate, or the ellipsoid and its "
                              "noise degenerate")
+        project = project_ellipsoid_euclidean if p["projection"] == "euclidean" else project_ellipsoid
         if "no_clipping" in self.planted_faults:  # planted fault: the projection is skipped
             a_proj = np.zeros(d)
         else:
@@ -197,7 +234,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         evals, stop, t = 0, "T_reached", 0
         while t < T:
             batch = sample[rng.random(n) < q]
-            grads = project_ellipsoid(problem.per_sample_grads(x, batch), a_proj) if len(batch) \
+            grads = project(problem.per_sample_grads(x, batch), a_proj) if len(batch) \
                 else np.zeros((0, d))
             evals += len(batch)
             total = grads.sum(axis=0)

@@ -150,13 +150,7 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                 "max_iterate_floats": float(self.overrides.get("max_iterate_floats", 4_000_000))}
 
     def __init__(self, **overrides: Any) -> None:
-        choices = {k: overrides.pop(k) for k in list(overrides) if k in self._CHOICES}
         super().__init__(**overrides)
-        for key, value in choices.items():
-            if value not in self._CHOICES[key]:
-                raise ValueError(f"parameter {key}={value!r} is invalid: must be one of "
-                                 f"{self._CHOICES[key]}")
-            self.overrides[key] = value
         for key in ("D",):
             if key in self.overrides and float(self.overrides[key]) != int(self.overrides[key]):
                 raise ValueError(f"parameter {key}={self.overrides[key]!r} is invalid: must be an "
