@@ -56,14 +56,13 @@ POINT = ["problem", "n", "d", "delta", "eps"]
 
 
 def _with_labels(cells: pd.DataFrame, knob: str = "alpha") -> pd.DataFrame:
+    """The finished cells with a `method` column and the tuned knob's value (NaN for cells not
+    tuned over it)."""
     ok = cells[(cells["status"] == "ok") & cells["excess_last"].notna()].copy()
     ok["method"] = [config_label(a, p, knob) for a, p in zip(ok["algorithm"], ok["params"], strict=True)]
+    ok[knob] = [float((p or {}).get(knob, np.nan)) if knob in (k or ()) else np.nan
+                for p, k in zip(ok["params"], ok["knobs"], strict=True)]
     return ok
-
-
-def _knob_values(ok: pd.DataFrame, knob: str) -> list[float]:
-    return [float((p or {}).get(knob, np.nan)) if knob in (k or ()) else np.nan
-            for p, k in zip(ok["params"], ok["knobs"], strict=True)]
 
 
 def tuned_configs(cells: pd.DataFrame, knob: str = "alpha", y: str = "excess_last") -> pd.DataFrame:
@@ -73,7 +72,6 @@ def tuned_configs(cells: pd.DataFrame, knob: str = "alpha", y: str = "excess_las
     ok = _with_labels(cells, knob)
     if ok.empty:
         return pd.DataFrame(columns=[*POINT, "method", knob, "median", "runs"])
-    ok[knob] = _knob_values(ok, knob)
     rows = []
     for key, g in ok.groupby([*POINT, "method"], dropna=False):
         meds = g.groupby(knob, dropna=False)[y].agg(["median", "size"]).reset_index()
@@ -84,16 +82,17 @@ def tuned_configs(cells: pd.DataFrame, knob: str = "alpha", y: str = "excess_las
     return pd.DataFrame(rows).sort_values(["problem", "eps", "median"]).reset_index(drop=True)
 
 
-def _chosen_cells(cells: pd.DataFrame, knob: str) -> pd.DataFrame:
-    ok = _with_labels(cells, knob)
-    if ok.empty:
-        return ok
-    ok[knob] = _knob_values(ok, knob)
-    chosen = tuned_configs(cells, knob)
+def _cells_at(ok: pd.DataFrame, chosen: pd.DataFrame, knob: str) -> pd.DataFrame:
+    """The labelled cells `ok` at the knob value `chosen` names for their method and point."""
     merged = ok.merge(chosen[[*POINT, "method", knob]], on=[*POINT, "method", knob])
     # a method without the knob (NaN) merges on NaN == NaN only through this path
     nan_knob = ok[ok[knob].isna()]
     return pd.concat([merged, nan_knob], ignore_index=True).drop_duplicates("key")
+
+
+def _chosen_cells(cells: pd.DataFrame, knob: str) -> pd.DataFrame:
+    ok = _with_labels(cells, knob)
+    return ok if ok.empty else _cells_at(ok, tuned_configs(cells, knob), knob)
 
 
 def _split_check(cells: pd.DataFrame, knob: str) -> dict[tuple, dict[str, float]]:
@@ -104,17 +103,12 @@ def _split_check(cells: pd.DataFrame, knob: str) -> dict[tuple, dict[str, float]
         return {}
     half = ok["rep"] < (ok["rep"].max() + 1) // 2
     chosen = tuned_configs(ok[half], knob)
-    ok[knob] = _knob_values(ok, knob)
-    out = {}
-    for _, c in chosen.iterrows():
-        key = tuple(c[k] for k in [*POINT, "method"])
-        g = ok[~half & (ok["method"] == c["method"])]
-        for k in POINT:
-            g = g[g[k] == c[k]]
-        g = g[(g[knob] == c[knob]) | (g[knob].isna() & pd.isna(c[knob]))]
-        out[key] = {f"{knob}_split": c[knob], "median_split": float(np.median(g["excess_last"]))
-                    if len(g) else np.nan}
-    return out
+    held = _cells_at(ok[~half], chosen, knob)
+    medians = held.groupby([*POINT, "method"])["excess_last"].median()
+    return {tuple(c[k] for k in [*POINT, "method"]): {
+        f"{knob}_split": c[knob],
+        "median_split": float(medians.get(tuple(c[k] for k in [*POINT, "method"]), np.nan))}
+        for _, c in chosen.iterrows()}
 
 
 def final_loss_table(cells: pd.DataFrame, knob: str = "alpha", level: float = 0.95) -> pd.DataFrame:

@@ -173,8 +173,6 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                 p[key] = float(self.overrides[key])
         p.setdefault("delta0", 1e-8)
         p["b"] = min(float(n), p["b"])
-        if "T" not in self.overrides:  # Lemma 3.1's T = c_T n^2 / b^2 at the batch in use
-            p["T"] = max(1, math.ceil(p["c_T"] * float(n) ** 2 / p["b"] ** 2))
         if self.shaped and self.scale_source == "true":
             if not hasattr(problem, "sigma"):
                 raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: the shaped "
@@ -182,9 +180,16 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             c = optimal_diagonal(problem.sigma, self.step_rule)
         else:
             c = np.ones(problem.d)
+        self._set_shape(p, c, n)
+        return p
+
+    def _set_shape(self, p: dict[str, Any], c: np.ndarray, n: int) -> None:
+        """A = C / B^2 and Lemma 3.1's T = c_T n^2 / b^2 at the batch in use (unless T is
+        overridden) for the n records the optimization reads."""
         with np.errstate(divide="ignore", over="ignore"):  # a degenerate A is refused in _run
             p["A_diag"] = (c / p["B"] ** 2).tolist()
-        return p
+        if "T" not in self.overrides:
+            p["T"] = max(1, math.ceil(p["c_T"] * float(n) ** 2 / p["b"] ** 2))
 
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
@@ -196,9 +201,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         if self.scale_source != "true":  # C estimated at run time (PaganEstimatedScales)
             sample, c = self._estimate_scales(problem, sample, privacy, rng, rng_public, p)
             n = len(sample)
-            p["A_diag"] = (c / p["B"] ** 2).tolist()
-            if "T" not in self.overrides:  # Lemma 3.1's rule on the n - m records it reads
-                p["T"] = max(1, math.ceil(p["c_T"] * n**2 / p["b"] ** 2))
+            self._set_shape(p, c, n)  # on the n - m records it reads
         T, b = int(p["T"]), float(p["b"])
         a = np.array(p["A_diag"])
         if not np.all(np.isfinite(a) & (a > 0)):  # e.g. B^2 or a scale underflowing to 0
