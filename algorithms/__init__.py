@@ -87,6 +87,18 @@ def all_claims() -> list[Claim]:
     return [c for name in _REGISTRY for c in _REGISTRY[name].claims]
 
 
+def check_calibration(name: str, calibration: str) -> None:
+    """ValueError (one line) unless algorithm `name` honours `calibration`: each class lists
+    the calibrations it implements in `calibrations` (the Spiders and the tree private Spider
+    have the papers' formulas; the other families calibrate tightly only)."""
+    from algorithms.accounting import CALIBRATIONS
+
+    allowed = tuple(getattr(get_algorithm(name), "calibrations", CALIBRATIONS))
+    if calibration not in allowed:
+        raise ValueError(f"calibration={calibration!r} is invalid for {name}: it implements "
+                         f"{', '.join(allowed)} only")
+
+
 def get_algorithm(name: str) -> Any:
     """The algorithm class `name`; instantiate with parameter overrides, then `.run(...)`."""
     try:
@@ -98,4 +110,4 @@ def get_algorithm(name: str) -> Any:
 
 
 __all__ = ["FirstOrderAlgorithm", "Privacy", "Spider", "Trajectory", "all_claims", "available",
-           "get_algorithm", "register"]
+           "check_calibration", "get_algorithm", "register"]

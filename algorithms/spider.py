@@ -62,7 +62,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import Calibration, calibrate, gdp_mu, spent_eps
+from algorithms.accounting import Calibration, calibrate, gdp_mu, ledger_gdp, ledger_none
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.faults import check_faults
@@ -182,6 +182,8 @@ class Spider:
     family = "sosp_spider"
     #: Data modes the engine runs on (counts: exact batch statistics, `problems.counts`).
     data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
+    #: Both calibrations of `algorithms.accounting` (the papers' formulas and tight GDP).
+    calibrations: ClassVar[tuple[str, ...]] = ("tight", "theory")
     #: Knob defaults of this configuration that differ from KNOB_DEFAULTS.
     knob_defaults: ClassVar[dict[str, Any]] = {}
 
@@ -534,8 +536,7 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
         "escape": np.array(rec_escape, dtype=bool),
         "samples": np.array(rec_samples, dtype=np.int64),
     }
-    spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
-             "delta": privacy.delta, "mu": mu}
+    spent = ledger_gdp(mu, privacy.delta) if privacy.private else ledger_none(privacy.delta)
     return Trajectory(
         iterates=np.array(it_x), steps=np.array(it_t), samples_at=np.array(it_s, dtype=np.int64),
         est_norm_at=est_at, records=records, samples_used=int(stream.used),

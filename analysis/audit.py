@@ -110,15 +110,34 @@ NON_GAUSSIAN_OUTPUT = ("dp_sgd", "tree_private_spider", "recursive_regularizatio
                        "pasan", "private_sgd_iso", "pdp_sgd")
 
 
+def audit_instance_name(algorithm: str) -> str | None:
+    """The algorithm whose audit instance `algorithm` runs: itself for a built-in, else the
+    nearest built-in class it derives from (a plugin subclassing DPGD runs DP-GD's instance);
+    None when there is none (a first-order plugin on its own base, or one without an instance)."""
+    from algorithms import BUILTIN
+
+    for klass in get_algorithm(algorithm).__mro__:
+        name = klass.__dict__.get("name")
+        if name in BUILTIN and name not in NOT_AUDITED:
+            return name
+    return None
+
+
 def _scores(algorithm: str, eps: float, delta: float, faults: tuple[str, ...], which: int,
-            seeds: range, seed: int) -> tuple[np.ndarray, float]:
+            seeds: range, seed: int, setup: Any = None) -> tuple[np.ndarray, float]:
+    if setup is not None:  # e.g. load the plugins that registered `algorithm` in this worker
+        setup()
     prob, params, data, other, v = _instance(faults)
     cls = get_algorithm(algorithm)
-    if algorithm in ELLIPSOID_AUDIT:
+    like = audit_instance_name(algorithm)
+    if like is None:
+        raise ValueError(f"algorithm={algorithm!r} has no one-release audit instance: it derives "
+                         "from no audited built-in algorithm")
+    if like in ELLIPSOID_AUDIT:
         prob, data, other, v = _ellipsoid_instance()
-        params = ELLIPSOID_AUDIT[algorithm]
+        params = ELLIPSOID_AUDIT[like]
     elif getattr(cls, "family", "") == "first_order":
-        params = FIRST_ORDER_AUDIT[algorithm]
+        params = FIRST_ORDER_AUDIT[like]
     elif cls.bounded_step:  # no step-length cap: the released estimate reaches the output as is
         params = {**params, "D": 1e9}
     if cls.noise == "tree":
@@ -141,14 +160,14 @@ def _scores(algorithm: str, eps: float, delta: float, faults: tuple[str, ...], w
 
 
 def audit_scores(algorithm: str, eps: float, delta: float = 1e-6, runs: int = 4000,
-                 faults: tuple[str, ...] = (), seed: int = 0, n_jobs: int = 1
+                 faults: tuple[str, ...] = (), seed: int = 0, n_jobs: int = 1, setup: Any = None
                  ) -> tuple[np.ndarray, np.ndarray, float]:
     """Scores on D and on D' (R runs each) and the accountant's mu of these runs."""
     from joblib import Parallel, delayed
 
     check_faults(faults)
     chunks = [range(s, min(runs, s + 500)) for s in range(0, runs, 500)]
-    jobs = [delayed(_scores)(algorithm, eps, delta, faults, which, ch, seed)
+    jobs = [delayed(_scores)(algorithm, eps, delta, faults, which, ch, seed, setup)
             for which in (0, 1) for ch in chunks]
     res = Parallel(n_jobs=n_jobs)(jobs)
     k = len(chunks)
@@ -234,8 +253,11 @@ class AuditResult:
 
 
 def audit(algorithm: str, eps: float, delta: float = 1e-6, runs: int = 4000,
-          faults: tuple[str, ...] = (), seed: int = 0, n_jobs: int = 1) -> AuditResult:
-    """Layer 3 for one algorithm at one eps (see the module docstring)."""
+          faults: tuple[str, ...] = (), seed: int = 0, n_jobs: int = 1,
+          setup: Any = None) -> AuditResult:
+    """Layer 3 for one algorithm at one eps (see the module docstring). `setup`: a picklable
+    callable each worker runs first (the CLI passes the loading of the plugins that registered
+    `algorithm`, so worker processes know its name)."""
     if algorithm not in available():
         raise ValueError(f"algorithm={algorithm!r} is invalid: must be one of {', '.join(available())}")
     if not (isinstance(runs, int) and runs >= 100):
@@ -243,12 +265,13 @@ def audit(algorithm: str, eps: float, delta: float = 1e-6, runs: int = 4000,
     if not 0 < eps < math.inf:
         raise ValueError(f"eps={eps!r} is invalid: must be a finite number > 0")
     t0 = time.perf_counter()
-    neg, pos, mu_acc = audit_scores(algorithm, eps, delta, runs, faults, seed, n_jobs)
+    neg, pos, mu_acc = audit_scores(algorithm, eps, delta, runs, faults, seed, n_jobs, setup)
     lb = eps_lower_bound(neg, pos, delta, rng=np.random.default_rng([seed, 7]))
     mu, lo, hi = empirical_mu(neg, pos)
     lo999 = empirical_mu(neg, pos, 0.998)[1]  # one-sided 99.9%
     return AuditResult(algorithm, eps, tuple(faults), runs, lb["eps_lb"], mu, lo, hi, mu_acc,
-                       time.perf_counter() - t0, lo999, algorithm not in NON_GAUSSIAN_OUTPUT)
+                       time.perf_counter() - t0, lo999,
+                       audit_instance_name(algorithm) not in NON_GAUSSIAN_OUTPUT)
 
 
 #: Which algorithms each planted bug is planted in (where it exists as a bug: the fixed-batch

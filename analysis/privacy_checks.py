@@ -107,8 +107,9 @@ class RecordedRun:
 
 def record_run(algorithm: str, *, problem: str = "strict_saddle", d: int = 4, n: int = 60_000,
                eps: float = 1.0, delta: float = 1e-6, seed: int = 0,
-               faults: tuple[str, ...] = (), params: dict | None = None) -> RecordedRun:
-    prob = get_problem(problem, d=d)
+               faults: tuple[str, ...] = (), params: dict | None = None,
+               problem_params: dict | None = None) -> RecordedRun:
+    prob = get_problem(problem, d=d, **(problem_params or {}))
     data = prob.sample(n, np.random.default_rng(seed))
     alg = get_algorithm(algorithm)(planted_faults=faults, **(params or {}))
     rec = Recorder()

@@ -402,6 +402,11 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
             if data not in modes:
                 raise SpecError(f"data={data!r} is invalid for algorithm {alg['name']!r}: it runs "
                                 f"on {', '.join(modes)} only")
+    for alg in alg_list:  # a calibration the algorithm does not implement is refused here
+        try:
+            algorithms.check_calibration(alg["name"], calibration)
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
     return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,

@@ -96,8 +96,14 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
         "trajectory": trajectory_profile(prob, traj),
     }
     res["first_o1_batch"] = int(traj.records["batch"][0]) if len(traj.records["batch"]) else None
-    res["delta_spent"] = float(traj.privacy_spent["delta"])
-    res["mu_spent"] = float(traj.privacy_spent["mu"])
+    spent = traj.privacy_spent
+    res["delta_spent"] = float(spent["delta"])
+    # mu only where the run is mu-GDP; a PLD-calibrated run stores its composed releases
+    # instead, from which `algorithms.accounting.ledger_eps` re-derives eps at any delta.
+    res["mu_spent"] = None if spent.get("mu") is None else float(spent["mu"])
+    res["accountant"] = spent.get("accountant", "gdp")
+    res["privacy_ledger"] = {k: spent[k] for k in ("families", "discretization", "eps_at")
+                             if k in spent} or None
     return res
 
 
@@ -168,7 +174,8 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
         metrics = res.get("metrics", {})
         rec.update(metrics)
         rec.update({k: res.get(k) for k in ("warnings", "data_digest", "curves", "first_o1_batch",
-                                             "delta_spent", "mu_spent")})
+                                             "delta_spent", "mu_spent", "accountant",
+                                             "privacy_ledger")})
         rec["params_used"] = res.get("params")
         timing = res.get("timing", {})
         rec["run_wall"], rec["eval_wall"] = timing.get("run_wall"), timing.get("eval_wall")
@@ -293,6 +300,7 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
                                  ) from None
             client = Client(scheduler, timeout=30)
         try:
+            checks = privacy_checks(plan.pending)
             tasks = (joblib.delayed(execute_cell)(c.to_dict(), spec.limits, prov, os.getpid(),
                                                   blas_threads, cell_fn, plugins)
                      for c in plan.pending)
@@ -309,6 +317,7 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
                 results = joblib.Parallel(return_as="generator_unordered", batch_size=1,
                                           pre_dispatch="2*n_jobs")(tasks)
                 for rec in results:
+                    rec["privacy_check"] = checks.get(rec["algorithm"])
                     store.write(rec)
                     counts[rec["status"]] = counts.get(rec["status"], 0) + 1
                     failures = counts.get("error", 0) + counts.get("timeout", 0)
@@ -321,6 +330,34 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
                 client.close()
     return SweepResult(len(plan.cells), len(plan.pending), plan.done, counts,
                        time.perf_counter() - t0, Path(store_path))
+
+
+def privacy_checks(cells: list[Cell]) -> dict[str, str]:
+    """algorithm -> the `privacy_check` label its cells are stored with: "built-in" for the
+    algorithms the test suite's three privacy layers cover; for a plugin, the sensitivity check
+    of `analysis.plugin_privacy` on its first private pending cell (run here, in the parent,
+    before any cell; a failed or impossible check is reported on stderr and stored with every
+    cell of that algorithm, never stopping the sweep)."""
+    import sys
+
+    from analysis.plugin_privacy import CHECK_RECORDS, builtin_label, check_plugin
+
+    out: dict[str, str] = {}
+    for c in cells:
+        if c.algorithm in out:
+            continue
+        label = builtin_label(c.algorithm)
+        if label is None:
+            private = [x for x in cells if x.algorithm == c.algorithm and math.isfinite(x.eps)]
+            first = private[0] if private else c
+            label = check_plugin(c.algorithm, problem=first.problem, d=first.d, eps=first.eps,
+                                 delta=first.delta, params=first.run_params(),
+                                 problem_params=dict(first.problem_params),
+                                 n=min(first.n or CHECK_RECORDS, CHECK_RECORDS)).label
+            if not label.startswith(("passed", "non-private")):
+                print(f"dprates: warning: {c.algorithm}: privacy {label}", file=sys.stderr)
+        out[c.algorithm] = label
+    return out
 
 
 def format_seconds(s: float) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from algorithms import Privacy, get_algorithm
+from algorithms import Privacy, check_calibration, get_algorithm
 from analysis.claims import claim_metric
 from analysis.metrics import evaluate, target_monitor
 from problems import get_problem, instance_params
@@ -75,6 +75,7 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     if data == "counts":
         prob.counts_layout()  # ValueError naming the problem if it has no counts mode
     privacy = Privacy(eps=eps, delta=delta, calibration=calibration)
+    check_calibration(algorithm, calibration)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"n={n!r} is invalid: must be an integer >= 1")
     alg = cls(**(params or {}))

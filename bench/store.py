@@ -54,14 +54,15 @@ METRIC_COLUMNS = {
 RUN_COLUMNS = {
     "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",
     "params_used": "TEXT", "warnings": "TEXT", "data_digest": "TEXT", "first_o1_batch": "INTEGER",
-    "delta_spent": "REAL", "mu_spent": "REAL",
+    "delta_spent": "REAL", "mu_spent": "REAL", "accountant": "TEXT", "privacy_ledger": "TEXT",
+    "privacy_check": "TEXT",
     "wall": "REAL", "cpu": "REAL", "run_wall": "REAL", "eval_wall": "REAL",
     "dprates_version": "TEXT", "git_commit": "TEXT", "python": "TEXT", "numpy": "TEXT",
     "plugins": "TEXT",
     "host": "TEXT", "pid": "INTEGER", "started": "TEXT", "finished": "TEXT",
 }
 ALL_COLUMNS = {**CELL_COLUMNS, **METRIC_COLUMNS, **RUN_COLUMNS}
-JSON_COLUMNS = ("problem_params", "params", "knobs", "params_used", "warnings")
+JSON_COLUMNS = ("problem_params", "params", "knobs", "params_used", "warnings", "privacy_ledger")
 #: Statuses are ok, diverged, error and timeout; these two are what --retry-failed reruns.
 FAILED = ("error", "timeout")
 

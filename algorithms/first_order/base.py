@@ -26,7 +26,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import gdp_mu, spent_eps
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.faults import check_faults
@@ -56,6 +55,9 @@ class FirstOrderAlgorithm:
     noise = "gaussian"
     family = "first_order"
     data_modes: ClassVar[tuple[str, ...]] = ("records",)
+    #: The calibrations this family implements (`algorithms.accounting`): tight only, unless a
+    #: subclass writes its paper's formula (a run with another one is refused before any work).
+    calibrations: ClassVar[tuple[str, ...]] = ("tight",)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """The Spider-era exponent and rate text follow the first declared claim unless set."""
@@ -122,6 +124,9 @@ class FirstOrderAlgorithm:
     def run(self, problem: Problem, data: Any, privacy: Privacy, rng: np.random.Generator, *,
             time_limit: float | None = None, probe: Any = None, monitor: Any = None) -> Trajectory:
         """Run on `data` (records or a record stream); randomness only from `rng`."""
+        if privacy.calibration not in self.calibrations:
+            raise ValueError(f"calibration={privacy.calibration!r} is invalid for {self.name}: it "
+                             f"implements {', '.join(self.calibrations)} only")
         stream = problem.as_stream(data)
         if isinstance(stream, CountsStream) and "counts" not in self.data_modes:
             raise ValueError(f"{self.name} runs on records, not a counts stream: pass "
@@ -138,14 +143,6 @@ class FirstOrderAlgorithm:
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
         raise NotImplementedError
-
-
-def whole_budget_spent(privacy: Privacy) -> dict[str, float]:
-    """The privacy a run calibrated to its whole (eps, delta) budget reports as spent: eps,
-    delta and the budget's Gaussian-DP mu (eps = mu = inf without privacy)."""
-    mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
-    return {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
-            "delta": privacy.delta, "mu": mu}
 
 
 def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:

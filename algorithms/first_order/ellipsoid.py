@@ -47,10 +47,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import poisson_gaussian_multiplier
+from algorithms.accounting import ledger_none, ledger_pld, poisson_gaussian_calibration, with_noise_factor
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, whole_budget_spent
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.first_order.private_moments import moment_noise_std, private_second_moments
 from problems.base import Constants, Problem
 
@@ -214,12 +214,16 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         else:
             a_proj = a
         q = min(1.0, b / n)
-        z = poisson_gaussian_multiplier(privacy.eps, privacy.delta, q, T) if privacy.private else 0.0
+        cal = poisson_gaussian_calibration(privacy.eps, privacy.delta, q, T) if privacy.private \
+            else None
+        z = cal.scale if cal is not None else 0.0
         if "noise_multiplier" in self.overrides:
             if float(self.overrides["noise_multiplier"]) < z:
                 raise ValueError(f"parameter noise_multiplier={self.overrides['noise_multiplier']!r} "
                                  f"is invalid: must be >= {z:.6g}, the noise (eps, delta) needs")
             z = float(self.overrides["noise_multiplier"])
+        spent = ledger_pld(with_noise_factor(cal, z / cal.scale)) if cal is not None \
+            else ledger_none(privacy.delta)
         # noise N(0, z^2 A^-1) on the sum; the planted covariance fault uses an isotropic
         # z^2 / max(a) I instead (right in the stiffest direction, too little elsewhere)
         if "noise_isotropic" in self.planted_faults:
@@ -261,8 +265,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        spent = whole_budget_spent(privacy)
-        p["privacy_mu"] = spent["mu"]  # calibrated to the whole budget
+        p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]  # None: not mu-GDP
         return traj.build(avg, t, n, evals, stop, spent, p, sample, [])
 
 

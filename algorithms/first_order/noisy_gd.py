@@ -44,7 +44,15 @@ from typing import Any
 
 import numpy as np
 
-from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, poisson_gaussian_multiplier, spent_eps
+from algorithms.accounting import (
+    composed_gaussian_multiplier,
+    gdp_mu,
+    ledger_gdp,
+    ledger_none,
+    ledger_pld,
+    poisson_gaussian_calibration,
+    with_noise_factor,
+)
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
@@ -81,6 +89,13 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
     def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
         raise NotImplementedError
 
+    def _spent(self, privacy: Privacy, p: dict[str, Any], n: int | None, factor: float) -> dict:
+        """The ledger of a run whose noise is `factor` (>= 1) times what its budget needs. The
+        full-batch and one-pass variants compose exactly in GDP, so mu scales as 1/factor."""
+        if not privacy.private:
+            return ledger_none(privacy.delta)
+        return ledger_gdp(_budget_mu(privacy) / factor, privacy.delta)
+
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         return {**super().resolve_params(problem, n, privacy), "sampling": self.sampling}
 
@@ -90,7 +105,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
         d = problem.d
         T, eta, C = int(p["T"]), float(p["eta"]), float(p["C"])
         b = int(p.get("b", n or 1))
-        z = self._multiplier(privacy, p, n) if privacy.private else 0.0
+        z = z_needed = self._multiplier(privacy, p, n) if privacy.private else 0.0
         if "noise_multiplier" in self.overrides:
             if float(self.overrides["noise_multiplier"]) < z:
                 raise ValueError(f"parameter noise_multiplier={self.overrides['noise_multiplier']!r} "
@@ -148,10 +163,8 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        mu_spent = _budget_mu(privacy)  # every variant is calibrated to the whole budget
-        spent = {"eps": spent_eps(mu_spent, privacy.delta) if privacy.private else math.inf,
-                 "delta": privacy.delta, "mu": mu_spent}
-        p["privacy_mu"] = mu_spent
+        spent = self._spent(privacy, p, n, z / z_needed if z_needed > 0 else 1.0)
+        p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]
         return traj.build(x, t, used, grad_evals, stop, spent, p, sample, warnings)
 
 
@@ -202,9 +215,18 @@ class DPSGD(_NoisyGradientMethod):
                 "eta": knobs["eta_mult"] / constants.M, "C": constants.G,
                 "b": min(n, max(1.0, b))}
 
+    def _calibration(self, privacy: Privacy, p: dict[str, Any], n: int | None):
+        return poisson_gaussian_calibration(privacy.eps, privacy.delta, min(1.0, p["b"] / n),
+                                            int(p["T"]))
+
     def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
-        return poisson_gaussian_multiplier(privacy.eps, privacy.delta, min(1.0, p["b"] / n),
-                                           int(p["T"]))
+        return self._calibration(privacy, p, n).scale
+
+    def _spent(self, privacy: Privacy, p: dict[str, Any], n: int | None, factor: float) -> dict:
+        """PLD-calibrated: the composed Poisson-subsampled releases, not a mu (not mu-GDP)."""
+        if not privacy.private:
+            return ledger_none(privacy.delta)
+        return ledger_pld(with_noise_factor(self._calibration(privacy, p, n), factor))
 
 
 class NoisySGD(_NoisyGradientMethod):

@@ -42,10 +42,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import two_family_noise_scale
+from algorithms.accounting import ledger_none, ledger_pld, two_family_calibration
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, whole_budget_spent
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.mechanisms import clip_rows
 from problems.base import Constants, Problem
 
@@ -102,10 +102,11 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
         r1 = max(1.0, math.sqrt(T / q))
         r2 = max(1.0, b2 * math.sqrt(T) / n)
         if privacy.private:
-            s = two_family_noise_scale(privacy.eps, privacy.delta, anchors, r1, T - anchors,
-                                       b2 / n, r2)
+            cal = two_family_calibration(privacy.eps, privacy.delta, anchors, r1, T - anchors,
+                                         b2 / n, r2)
+            s, spent = cal.scale, ledger_pld(cal)
         else:
-            s = 0.0
+            s, spent = 0.0, ledger_none(privacy.delta)
         z1, z2 = s * r1, s * r2
         p.update(noise_multiplier_anchor=z1, noise_multiplier_diff=z2, anchors=anchors)
         faults = self.planted_faults
@@ -153,6 +154,5 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        spent = whole_budget_spent(privacy)
-        p["privacy_mu"] = spent["mu"]  # calibrated to the whole budget
+        p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]  # None: not mu-GDP
         return traj.build(x, t, n, evals, stop, spent, p, sample, [])

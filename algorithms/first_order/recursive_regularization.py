@@ -61,7 +61,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, spent_eps
+from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, ledger_gdp, ledger_none
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
@@ -229,8 +229,7 @@ class RecursiveRegularization(FirstOrderAlgorithm):
         p["chunk_releases"] = chunk_releases
         p["stage_outputs"] = len(chunk_releases)
         mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
-        spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
-                 "delta": privacy.delta, "mu": mu}
+        spent = ledger_gdp(mu, privacy.delta) if privacy.private else ledger_none(privacy.delta)
         p["privacy_mu"] = mu
         return traj.build(out, t_global, used, grad_evals, stop, spent, p, None, warnings)
 
@@ -378,7 +377,6 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
                 break
             centers.append(out)
             weights.append(s["lambda_t"])
-        spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
-                 "delta": privacy.delta, "mu": mu}
+        spent = ledger_gdp(mu, privacy.delta) if privacy.private else ledger_none(privacy.delta)
         p["privacy_mu"] = mu
         return traj.build(out, t_global, used, evals, stop, spent, p, None, [])

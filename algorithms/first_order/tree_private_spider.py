@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import calibrate, spent_eps
+from algorithms.accounting import calibrate, ledger_gdp, ledger_none
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
@@ -102,6 +102,9 @@ class TreePrivateSpider(FirstOrderAlgorithm):
     knob_defaults: ClassVar[dict[str, Any]] = {"alpha_mult": 1.0, "c_b": 1.0, "c_stop": 1.0,
                                                 "p_fail": 0.1, "stop_rule": "scaled"}
     _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"stop_rule": STOP_RULES}
+    #: "theory": the single-release formula sqrt(2 log(1.25/delta)) / eps per tree node
+    #: (`accounting.calibrate`), floored at tight.
+    calibrations: ClassVar[tuple[str, ...]] = ("tight", "theory")
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         k = self.knobs()
@@ -241,7 +244,6 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                 break
         mu = (1.0 / calibrate(privacy.eps, privacy.delta, 1.0, method=privacy.calibration).multiplier
               if privacy.private else math.inf)
-        spent = {"eps": spent_eps(mu, privacy.delta) if privacy.private else math.inf,
-                 "delta": privacy.delta, "mu": mu}
+        spent = ledger_gdp(mu, privacy.delta) if privacy.private else ledger_none(privacy.delta)
         p["privacy_mu"] = mu
         return traj.build(x, t, int(stream.used), evals, stop, spent, p, None, warnings)

@@ -1,0 +1,169 @@
+"""Outside algorithms are never assumed private: a sweep checks a plugin's first private cell,
+stores the outcome with every cell, and `dprates audit` runs the check from the command line.
+The leaky plugins here are the README's `clipped_sgd` with its clipping removed, and a DP-GD
+with momentum (the README's recipe) whose clip is skipped; each must be flagged."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.test_plugins import ROOT, readme_block
+
+README_PLUGIN = readme_block("# my_plugin.py")
+
+
+def _variant(name: str, *, clip: bool = True, probe: bool = True) -> str:
+    """The README's plugin algorithm under another name, optionally without its clipping or
+    its probe calls (the problem class is dropped: it is registered once per process)."""
+    src = README_PLUGIN.replace('"clipped_sgd"', f'"{name}"').replace("class ClippedSGD",
+                                                                       f"class C_{name}")
+    src = re.sub(r"@problems.register\nclass BoxQuadratic.*?(?=@algorithms.register)", "", src,
+                 flags=re.S)
+    if not clip:
+        src = src.replace("clip_rows(problem.per_sample_grads(x, batch), C).mean(axis=0)",
+                          "problem.per_sample_grads(x, batch).mean(axis=0)")
+    if not probe:
+        src = src.replace("if probe is not None:", "if False:")
+    return src
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory):
+    from bench.plugins import load_plugin
+
+    d = tmp_path_factory.mktemp("plugins")
+    (d / "base.py").write_text(README_PLUGIN)
+    load_plugin(str(d / "base.py"))  # box_quadratic and clipped_sgd
+    for name, kw in {"pp_ok": {}, "pp_leaky": {"clip": False}, "pp_silent": {"probe": False}}.items():
+        (d / f"{name}.py").write_text(_variant(name, **kw))
+        load_plugin(str(d / f"{name}.py"))
+    (d / "momentum.py").write_text(MOMENTUM)
+    load_plugin(str(d / "momentum.py"))
+    return d
+
+
+#: A DP-GD with heavy-ball momentum, as a user writes it from the README's recipe: DP-GD's
+#: rules, its releases, then a momentum step. `leaky`: the clip is skipped (C = inf in the
+#: oracle) while the probe still reports DP-GD's clip and sensitivity.
+MOMENTUM = textwrap.dedent('''
+    import math
+    import numpy as np
+    import algorithms
+    from algorithms import DPGD
+    from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, ledger_gdp
+    from algorithms.first_order.base import TrajectoryBuilder
+    from algorithms.mechanisms import clip_rows
+
+    class _Momentum(DPGD):
+        leaky = False
+        claims = ()
+
+        def _run(self, problem, stream, n, privacy, rng, p, deadline, probe, monitor):
+            T, eta, C = int(p["T"]), float(p["eta"]), float(p["C"])
+            z = composed_gaussian_multiplier(privacy.eps, privacy.delta, T)
+            sample = stream.take(n)
+            x, v = problem.x0.copy(), np.zeros(problem.d)
+            traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
+            for t in range(T):
+                per = problem.per_sample_grads(x, sample)
+                leaf = (per if self.leaky else clip_rows(per, C)).sum(axis=0) / n
+                g = leaf + z * C / n * rng.standard_normal(problem.d)
+                if probe is not None:
+                    probe.release(t=t + 1, oracle=1, x=x.copy(), batch=sample, clip=C, leaf=leaf,
+                                  told=2 * C / n, denom=n, released=g.copy())
+                v = 0.9 * v + g
+                x = x - eta * v
+                traj.step(x, t + 1, n, n, z * C / n, float(np.linalg.norm(g)))
+            spent = ledger_gdp(gdp_mu(privacy.eps, privacy.delta), privacy.delta)
+            p["privacy_mu"] = spent["mu"]
+            return traj.build(x, T, n, T * n, "T_reached", spent, p, sample, [])
+
+    @algorithms.register
+    class DPGDMomentum(_Momentum):
+        name = "dpgd_momentum"
+
+    @algorithms.register
+    class DPGDMomentumLeaky(_Momentum):
+        name = "dpgd_momentum_leaky"
+        leaky = True
+''')
+
+
+def _check(name, **kw):
+    from analysis.plugin_privacy import check_plugin
+
+    return check_plugin(name, **{"problem": "box_quadratic", "d": 3, "eps": 1.0, "n": 2000, **kw})
+
+
+def test_the_readme_plugin_passes_and_its_leaky_variants_do_not(plugins):
+    ok = _check("pp_ok")
+    assert ok.status == "passed" and ok.releases == 100 and 0.1 < ok.max_ratio <= 1.0
+    leaky = _check("pp_leaky")
+    assert leaky.status == "FAILED" and "replayed with one record replaced" in leaky.reason
+    assert leaky.max_ratio > 1e3
+    silent = _check("pp_silent")
+    assert silent.status == "unverified" and "no release to the probe" in silent.reason
+    assert _check("pp_ok", eps=float("inf")).status == "non-private"
+
+
+def test_a_leaky_momentum_plugin_is_caught_although_it_reports_its_clip(plugins):
+    """Layer 1 recomputes the release with the reported clip, so it alone would pass this
+    plugin; the same-seed replay of its own code catches it."""
+    from analysis.plugin_privacy import check_plugin
+
+    kw = {"problem": "mean_estimation", "d": 3, "eps": 1.0, "n": 500, "params": {"c_T": 0.01}}
+    assert check_plugin("dpgd_momentum", **kw).status == "passed"
+    bad = check_plugin("dpgd_momentum_leaky", **kw)
+    assert bad.status == "FAILED" and bad.max_ratio > 1e3, bad
+
+
+def test_a_sweep_checks_plugins_and_stores_the_outcome_with_every_cell(plugins, tmp_path, capsys):
+    from bench.config import parse_spec
+    from bench.runner import run_sweep
+    from bench.store import load
+
+    spec = parse_spec("""
+name = "pp"
+seed = 0
+[grid]
+n = [2000]
+d = [3]
+eps = [1.0, inf]
+[[problem]]
+name = "box_quadratic"
+[[algorithm]]
+name = "pp_ok"
+[[algorithm]]
+name = "pp_leaky"
+[[algorithm]]
+name = "noisy_sgd"
+""")
+    run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False)
+    df = load(tmp_path / "pp.sqlite")
+    labels = dict(zip(df.algorithm, df.privacy_check, strict=False))
+    assert labels["pp_ok"] == "passed" and labels["noisy_sgd"] == "built-in"
+    assert labels["pp_leaky"].startswith("FAILED: replayed with one record replaced")
+    assert (df[df.algorithm == "pp_leaky"].privacy_check == labels["pp_leaky"]).all()
+    err = capsys.readouterr().err
+    assert "pp_leaky: privacy FAILED" in err and "pp_ok" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_dprates_audit_runs_on_a_plugin_from_the_command_line(plugins, jobs):
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.cli", "audit", "dpgd_momentum_leaky", "--plugin",
+         str(plugins / "momentum.py"), "--jobs", jobs, "--runs", "200", "--eps", "1",
+         "--param", "c_T=0.01", "--d", "3"],
+        cwd=ROOT, text=True, capture_output=True, timeout=600,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"dpgd_momentum_leaky\s+FAILED: replayed", out.stdout), out.stdout
+    # the black-box audit runs DP-GD's instance (the plugin derives from DPGD) in the workers
+    assert re.search(r"dpgd_momentum_leaky\s+1\s+[\d.]+", out.stdout), out.stdout
+    assert "Traceback" not in out.stderr
