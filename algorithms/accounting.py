@@ -221,6 +221,7 @@ def _live(families: tuple[GaussianFamily, ...]) -> tuple[GaussianFamily, ...]:
     return tuple((float(z), float(q), int(c)) for z, q, c in families if int(c) > 0)
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of hashable arguments; runs repeat it
 def pld_epsilons(families: tuple[GaussianFamily, ...], deltas: tuple[float, ...],
                  discretization: float = 1e-4) -> tuple[float, ...]:
     """eps at each delta of the adaptive composition of the `families` (see `GaussianFamily`),

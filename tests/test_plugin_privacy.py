@@ -151,6 +151,11 @@ name = "noisy_sgd"
     assert (df[df.algorithm == "pp_leaky"].privacy_check == labels["pp_leaky"]).all()
     err = capsys.readouterr().err
     assert "pp_leaky: privacy FAILED" in err and "pp_ok" not in err
+    from analysis.privacy_ledger import mark, unverified_algorithms
+
+    bad = unverified_algorithms(df)
+    assert set(bad) == {"pp_leaky"}
+    assert mark("pp_leaky", bad) == "pp_leaky [privacy unverified]" and mark("pp_ok", bad) == "pp_ok"
 
 
 @pytest.mark.slow

@@ -160,6 +160,13 @@ params = { c_T = 0.05 }
     gd = df[(df.algorithm == "dp_gd") & (df.eps == 0.5)].iloc[0]
     assert gd.accountant == "gdp" and gd.mu_spent == pytest.approx(gdp_mu(0.5, 1e-6))
     assert set(df[df.eps == math.inf].accountant) == {"none"}
+    from analysis.privacy_ledger import spent_table
+
+    table = spent_table(df).set_index("algorithm")
+    assert table.loc["dp_sgd", "accountant"] == "pld" and table.loc["dp_gd", "accountant"] == "gdp"
+    assert 0.99 <= table.loc["dp_sgd", "spent_min"] <= table.loc["dp_sgd", "spent_max"] <= 1.0
+    assert table.loc["dp_gd", "spent_median"] == pytest.approx(1.0, rel=1e-9)
+    assert set(table["privacy_check"]) == {"built-in"} and set(table["cells"]) == {1}
 
 
 # ------------------------------------------------------------ the calibration field
