@@ -287,29 +287,26 @@ def _calibrate_pld(families_at, eps: float, delta: float, guess: float) -> PldCa
         return pld_epsilons(families_at(s), (delta,), disc)[0]
 
     disc = min(_PLD_COARSEST, eps / 100)
-    lo = hi = None
+    # A bracket [lo, hi] with eps(lo) > target >= eps(hi) at the starting interval.
+    hi = max(guess, 1e-2)
+    while eps_at(hi, disc) > eps:
+        hi *= 2
+    lo = max(hi / 2, _SCALE_FLOOR)
+    while eps_at(lo, disc) <= eps:
+        if lo <= _SCALE_FLOOR:  # see _SCALE_FLOOR: more noise than needed, stored honestly
+            return PldCalibration(lo, _live(families_at(lo)), disc, eps_at(lo, disc), delta)
+        hi, lo = lo, max(lo / 2, _SCALE_FLOOR)
+    s = float(dp_accounting.calibrate_dp_mechanism(
+        lambda: pld.PLDAccountant(neighboring_relation=_replace_one(),
+                                  value_discretization_interval=disc),
+        lambda s: _dp_event(_live(families_at(s))), eps, delta,
+        dp_accounting.ExplicitBracketInterval(lo, hi), tol=1e-3 * lo))
     while True:
-        # A bracket [lo, hi] with eps(lo) > target >= eps(hi) at this interval.
-        if hi is None:
-            hi = max(guess, 1e-2)
-            while eps_at(hi, disc) > eps:
-                hi *= 2
-        lo = lo if lo is not None else hi / 2
-        while eps_at(lo, disc) <= eps:
-            if lo <= _SCALE_FLOOR:  # see _SCALE_FLOOR: more noise than needed, stored honestly
-                return PldCalibration(lo, _live(families_at(lo)), disc, eps_at(lo, disc), delta)
-            hi, lo = lo, max(lo / 2, _SCALE_FLOOR)
-        s = float(dp_accounting.calibrate_dp_mechanism(
-            lambda disc=disc: pld.PLDAccountant(neighboring_relation=_replace_one(),
-                                                value_discretization_interval=disc),
-            lambda s: _dp_event(_live(families_at(s))), eps, delta,
-            dp_accounting.ExplicitBracketInterval(lo, hi), tol=1e-3 * lo))
-        while True:
-            finer = eps_at(s, disc / 10)
-            if finer >= (1 - CALIBRATION_SLACK / 2) * eps or disc / 10 < _PLD_FINEST:
-                return PldCalibration(s, _live(families_at(s)), disc, eps_at(s, disc), delta)
-            disc /= 10
-            s = _secant_down(lambda v, disc=disc: eps_at(v, disc), s, finer, eps)
+        finer = eps_at(s, disc / 10)
+        if finer >= (1 - CALIBRATION_SLACK / 2) * eps or disc / 10 < _PLD_FINEST:
+            return PldCalibration(s, _live(families_at(s)), disc, eps_at(s, disc), delta)
+        disc /= 10
+        s = _secant_down(lambda v, disc=disc: eps_at(v, disc), s, finer, eps)
 
 
 def _secant_down(eps_of, s: float, e: float, eps: float, iters: int = 6) -> float:
@@ -378,8 +375,8 @@ def two_family_calibration(eps: float, delta: float, anchors: int, r1: float, st
     def families(s: float) -> tuple[GaussianFamily, ...]:
         return ((s * r1, 1.0, anchors), (s * r2, q2, steps))
 
-    if q2 == 1:  # mu^2 = 4 (anchors / r1^2 + steps / r2^2) / s^2
-        s = 2 * math.sqrt(anchors / r1**2 + steps / r2**2) / gdp_mu(eps, delta)
+    if q2 == 1 or steps == 0:  # all full-batch: mu^2 = 4 (anchors / r1^2 + steps / r2^2) / s^2
+        s = 2 * math.sqrt(anchors / r1**2 + (steps / r2**2 if q2 == 1 else 0)) / gdp_mu(eps, delta)
         return PldCalibration(s, _live(families(s)), 0.0, eps, delta)
     # Lower bound: the anchors alone need s r1 >= 2 sqrt(anchors) / mu (exact GDP).
     guess = max(1e-2, 2 * math.sqrt(max(anchors, 1)) / (gdp_mu(eps, delta) * r1))
@@ -426,6 +423,23 @@ def ledger_pld(cal: PldCalibration) -> dict:
             "eps_at": {f"{d:.3g}": e for d, e in zip(deltas, eps_at, strict=True)}}
 
 
+def ledger_parallel(parts: list[dict]) -> dict:
+    """The spent record of a run whose parts read disjoint records (parallel composition:
+    Pagan with private scales, its moment release on held-out records and its optimization on
+    the rest): the run spends the worst part's eps at every delta."""
+    delta = parts[0]["delta"]
+    return {"eps": max(p["eps"] for p in parts), "delta": delta, "mu": None,
+            "accountant": "parallel", "parts": parts}
+
+
+def ledger_jl(base: dict, delta_failure: float) -> dict:
+    """The spent record of the JL method (Arora et al. 2023, Theorem 6.1): its base algorithm's
+    ledger at delta - delta_failure, plus the JL embedding's failure probability delta_failure
+    (so no mu: the run is not mu-GDP)."""
+    return {"eps": base["eps"], "delta": base["delta"] + delta_failure, "mu": None,
+            "accountant": "jl", "base": base, "delta_failure": delta_failure}
+
+
 def ledger_eps(spent: dict, delta: float | None = None) -> float:
     """Re-derive a stored run's eps at `delta` (default: its own) from its ledger alone."""
     delta = spent["delta"] if delta is None else delta
@@ -437,7 +451,12 @@ def ledger_eps(spent: dict, delta: float | None = None) -> float:
     if kind == "pld":
         fams = tuple((float(z), float(q), int(c)) for z, q, c in spent["families"])
         return pld_epsilons(fams, (delta,), float(spent["discretization"]))[0]
-    raise ValueError(f"accountant={kind!r} is invalid: must be one of gdp, pld, none")
+    if kind == "parallel":
+        return max(ledger_eps(part, delta) for part in spent["parts"])
+    if kind == "jl":
+        rest = delta - float(spent["delta_failure"])
+        return ledger_eps(spent["base"], rest) if rest > 0 else math.inf
+    raise ValueError(f"accountant={kind!r} is invalid: must be one of gdp, pld, parallel, jl, none")
 
 
 def with_noise_factor(cal: PldCalibration, factor: float) -> PldCalibration:

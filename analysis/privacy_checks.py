@@ -108,12 +108,14 @@ class RecordedRun:
 def record_run(algorithm: str, *, problem: str = "strict_saddle", d: int = 4, n: int = 60_000,
                eps: float = 1.0, delta: float = 1e-6, seed: int = 0,
                faults: tuple[str, ...] = (), params: dict | None = None,
-               problem_params: dict | None = None) -> RecordedRun:
+               problem_params: dict | None = None, calibration: str = "tight",
+               time_limit: float | None = None) -> RecordedRun:
     prob = get_problem(problem, d=d, **(problem_params or {}))
     data = prob.sample(n, np.random.default_rng(seed))
     alg = get_algorithm(algorithm)(planted_faults=faults, **(params or {}))
     rec = Recorder()
-    traj = alg.run(prob, data, Privacy(eps, delta), np.random.default_rng([seed, 1]), probe=rec)
+    traj = alg.run(prob, data, Privacy(eps, delta, calibration), np.random.default_rng([seed, 1]),
+                   probe=rec, time_limit=time_limit)
     return RecordedRun(prob, traj, rec.events, alg.noise == "tree", traj.params.get("tree_scope"), d,
                        data)
 

@@ -23,11 +23,13 @@ UNVERIFIED_MARK = "privacy unverified"
 def unverified_algorithms(df: pd.DataFrame) -> dict[str, str]:
     """algorithm -> its privacy_check label, for the algorithms of `df` not verified (plugins
     whose check failed or could not run; stores without the column have none)."""
-    if "privacy_check" not in df or not len(df):
+    if not len(df):
         return {}
+    if "privacy_check" not in df:  # a store older than the label: plugins are unverified
+        df = df.assign(privacy_check=None)
     out = {}
     for alg, labels in df.groupby("algorithm")["privacy_check"]:
-        bad = [lab for lab in labels.unique() if not is_verified(lab)]
+        bad = [lab for lab in labels.unique() if not is_verified(lab, str(alg))]
         if bad:
             out[str(alg)] = str(bad[0])
     return out

@@ -102,8 +102,8 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
     # instead, from which `algorithms.accounting.ledger_eps` re-derives eps at any delta.
     res["mu_spent"] = None if spent.get("mu") is None else float(spent["mu"])
     res["accountant"] = spent.get("accountant", "gdp")
-    res["privacy_ledger"] = {k: spent[k] for k in ("families", "discretization", "eps_at")
-                             if k in spent} or None
+    res["privacy_ledger"] = {k: v for k, v in spent.items()
+                             if k not in ("eps", "delta", "mu", "accountant")} or None
     return res
 
 
@@ -353,6 +353,7 @@ def privacy_checks(cells: list[Cell]) -> dict[str, str]:
             label = check_plugin(c.algorithm, problem=first.problem, d=first.d, eps=first.eps,
                                  delta=first.delta, params=first.run_params(),
                                  problem_params=dict(first.problem_params),
+                                 calibration=first.calibration,
                                  n=min(first.n or CHECK_RECORDS, CHECK_RECORDS)).label
             if not label.startswith(("passed", "non-private")):
                 print(f"dprates: warning: {c.algorithm}: privacy {label}", file=sys.stderr)

@@ -17,9 +17,12 @@ from tests.test_plugins import ROOT, readme_block
 README_PLUGIN = readme_block("# my_plugin.py")
 
 
-def _variant(name: str, *, clip: bool = True, probe: bool = True) -> str:
-    """The README's plugin algorithm under another name, optionally without its clipping or
-    its probe calls (the problem class is dropped: it is registered once per process)."""
+def _variant(name: str, *, clip: bool = True, probe: bool = True, noise: bool = True,
+             told: str | None = None, oracle: int = 1) -> str:
+    """The README's plugin algorithm under another name, optionally without its clipping, its
+    probe calls or its noise, telling another sensitivity, or reporting its releases as
+    gradient differences without x_prev (the problem class is dropped: it is registered once
+    per process)."""
     src = README_PLUGIN.replace('"clipped_sgd"', f'"{name}"').replace("class ClippedSGD",
                                                                        f"class C_{name}")
     src = re.sub(r"@problems.register\nclass BoxQuadratic.*?(?=@algorithms.register)", "", src,
@@ -29,6 +32,12 @@ def _variant(name: str, *, clip: bool = True, probe: bool = True) -> str:
                           "problem.per_sample_grads(x, batch).mean(axis=0)")
     if not probe:
         src = src.replace("if probe is not None:", "if False:")
+    if not noise:
+        src = src.replace("g = leaf + sigma * rng.standard_normal(problem.d)", "g = leaf + 0.0")
+    if told is not None:
+        src = src.replace("told=2 * C / b,", f"told={told},")
+    if oracle != 1:
+        src = src.replace("probe.release(t=t + 1, oracle=1,", f"probe.release(t=t + 1, oracle={oracle},")
     return src
 
 
@@ -39,7 +48,10 @@ def plugins(tmp_path_factory):
     d = tmp_path_factory.mktemp("plugins")
     (d / "base.py").write_text(README_PLUGIN)
     load_plugin(str(d / "base.py"))  # box_quadratic and clipped_sgd
-    for name, kw in {"pp_ok": {}, "pp_leaky": {"clip": False}, "pp_silent": {"probe": False}}.items():
+    variants = {"pp_ok": {}, "pp_leaky": {"clip": False}, "pp_silent": {"probe": False},
+                "pp_nonoise": {"noise": False}, "pp_bigtold": {"clip": False, "told": "1e12"},
+                "pp_broken": {"oracle": 2}}
+    for name, kw in variants.items():
         (d / f"{name}.py").write_text(_variant(name, **kw))
         load_plugin(str(d / f"{name}.py"))
     (d / "momentum.py").write_text(MOMENTUM)
@@ -48,8 +60,8 @@ def plugins(tmp_path_factory):
 
 
 #: A DP-GD with heavy-ball momentum, as a user writes it from the README's recipe: DP-GD's
-#: rules, its releases, then a momentum step. `leaky`: the clip is skipped (C = inf in the
-#: oracle) while the probe still reports DP-GD's clip and sensitivity.
+#: rules, its releases, then a momentum step. `leaky`: the clip is skipped while the probe
+#: still reports DP-GD's clip and sensitivity; `quiet`: half the noise DP-GD's budget needs.
 MOMENTUM = textwrap.dedent('''
     import math
     import numpy as np
@@ -61,6 +73,7 @@ MOMENTUM = textwrap.dedent('''
 
     class _Momentum(DPGD):
         leaky = False
+        quiet = False
         claims = ()
 
         def _run(self, problem, stream, n, privacy, rng, p, deadline, probe, monitor):
@@ -72,7 +85,7 @@ MOMENTUM = textwrap.dedent('''
             for t in range(T):
                 per = problem.per_sample_grads(x, sample)
                 leaf = (per if self.leaky else clip_rows(per, C)).sum(axis=0) / n
-                g = leaf + z * C / n * rng.standard_normal(problem.d)
+                g = leaf + z * (1 if self.quiet else 2) * C / n * rng.standard_normal(problem.d)
                 if probe is not None:
                     probe.release(t=t + 1, oracle=1, x=x.copy(), batch=sample, clip=C, leaf=leaf,
                                   told=2 * C / n, denom=n, released=g.copy())
@@ -91,6 +104,24 @@ MOMENTUM = textwrap.dedent('''
     class DPGDMomentumLeaky(_Momentum):
         name = "dpgd_momentum_leaky"
         leaky = True
+
+    @algorithms.register
+    class DPGDMomentumQuiet(_Momentum):
+        name = "dpgd_momentum_quiet"
+        quiet = True
+
+    from algorithms.first_order.ellipsoid import Pagan
+    from algorithms.sosp_spiders import AdaptiveTreeSpider
+
+    @algorithms.register
+    class MyTreeSpider(AdaptiveTreeSpider):
+        name = "my_tree_spider"
+        claims = ()
+
+    @algorithms.register
+    class MyPagan(Pagan):
+        name = "my_pagan"
+        claims = ()
 ''')
 
 
@@ -109,6 +140,14 @@ def test_the_readme_plugin_passes_and_its_leaky_variants_do_not(plugins):
     silent = _check("pp_silent")
     assert silent.status == "unverified" and "no release to the probe" in silent.reason
     assert _check("pp_ok", eps=float("inf")).status == "non-private"
+    # clipped but without noise, or telling a huge sensitivity to hide a missing clip: the
+    # sensitivity checks pass both, the noise check does not
+    nonoise = _check("pp_nonoise")
+    assert nonoise.status == "FAILED" and "adds no noise" in nonoise.reason, nonoise
+    big = _check("pp_bigtold")
+    assert big.status == "FAILED" and "implies eps >=" in big.reason, big
+    broken = _check("pp_broken")  # oracle 2 without x_prev: the check itself breaks
+    assert broken.status == "unverified" and "the check failed: KeyError" in broken.reason
 
 
 def test_a_leaky_momentum_plugin_is_caught_although_it_reports_its_clip(plugins):
@@ -120,6 +159,17 @@ def test_a_leaky_momentum_plugin_is_caught_although_it_reports_its_clip(plugins)
     assert check_plugin("dpgd_momentum", **kw).status == "passed"
     bad = check_plugin("dpgd_momentum_leaky", **kw)
     assert bad.status == "FAILED" and bad.max_ratio > 1e3, bad
+    quiet = check_plugin("dpgd_momentum_quiet", **kw)  # half the noise: mu twice the budget's
+    assert quiet.status == "FAILED" and "implies eps >=" in quiet.reason, quiet
+
+
+def test_subclasses_of_the_spider_engine_pass_and_uncovered_families_say_so(plugins):
+    from analysis.plugin_privacy import check_plugin
+
+    tree = check_plugin("my_tree_spider", problem="strict_saddle", d=4, eps=1.0)
+    assert tree.status == "passed" and tree.releases > 5, tree
+    pagan = check_plugin("my_pagan", problem="scaled_linear", d=4, eps=1.0)
+    assert pagan.status == "unverified" and "ellipsoid" in pagan.reason
 
 
 def test_a_sweep_checks_plugins_and_stores_the_outcome_with_every_cell(plugins, tmp_path, capsys):
@@ -141,6 +191,8 @@ name = "pp_ok"
 [[algorithm]]
 name = "pp_leaky"
 [[algorithm]]
+name = "pp_broken"
+[[algorithm]]
 name = "noisy_sgd"
 """)
     run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False)
@@ -154,7 +206,7 @@ name = "noisy_sgd"
     from analysis.privacy_ledger import mark, unverified_algorithms
 
     bad = unverified_algorithms(df)
-    assert set(bad) == {"pp_leaky"}
+    assert set(bad) == {"pp_leaky", "pp_broken"} and len(df) == 8  # no cell lost
     assert mark("pp_leaky", bad) == "pp_leaky [privacy unverified]" and mark("pp_ok", bad) == "pp_ok"
 
 

@@ -47,7 +47,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import ledger_none, ledger_pld, poisson_gaussian_calibration, with_noise_factor
+from algorithms.accounting import (
+    gdp_mu,
+    ledger_gdp,
+    ledger_none,
+    ledger_parallel,
+    ledger_pld,
+    poisson_gaussian_calibration,
+    with_noise_factor,
+)
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
@@ -224,6 +232,10 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             z = float(self.overrides["noise_multiplier"])
         spent = ledger_pld(with_noise_factor(cal, z / cal.scale)) if cal is not None \
             else ledger_none(privacy.delta)
+        if cal is not None and "moment_m" in p:  # the held-out moment release: one Gaussian
+            # release at mu(eps, delta) on records the optimization never reads (parallel)
+            spent = ledger_parallel([spent, ledger_gdp(gdp_mu(privacy.eps, privacy.delta),
+                                                       privacy.delta)])
         # noise N(0, z^2 A^-1) on the sum; the planted covariance fault uses an isotropic
         # z^2 / max(a) I instead (right in the stiffest direction, too little elsewhere)
         if "noise_isotropic" in self.planted_faults:

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms.accounting import ledger_jl
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm
@@ -147,7 +148,8 @@ class JLMethod(FirstOrderAlgorithm):
         params = {**traj.params, "k": k, "c_k": float(self.overrides.get("c_k", 1.0)),
                   "rank": int(problem.rank), "base": self.base.name, "delta_base": privacy.delta / 2}
         # The run is (eps, delta)-DP: the base spent delta / 2, the JL event the other half.
-        spent = {**traj.privacy_spent, "delta": privacy.delta}
+        spent = ledger_jl(traj.privacy_spent, privacy.delta / 2) if privacy.private \
+            else {**traj.privacy_spent, "delta": privacy.delta}
         return dataclasses.replace(
             traj, iterates=traj.iterates[keep] @ phi, steps=traj.steps[keep],
             samples_at=traj.samples_at[keep], est_norm_at=traj.est_norm_at[keep], params=params,
