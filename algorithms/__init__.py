@@ -91,12 +91,10 @@ def check_calibration(name: str, calibration: str) -> None:
     """ValueError (one line) unless algorithm `name` honours `calibration`: each class lists
     the calibrations it implements in `calibrations` (the Spiders and the tree private Spider
     have the papers' formulas; the other families calibrate tightly only)."""
-    from algorithms.accounting import CALIBRATIONS
+    from algorithms.accounting import CALIBRATIONS, require_calibration
 
-    allowed = tuple(getattr(get_algorithm(name), "calibrations", CALIBRATIONS))
-    if calibration not in allowed:
-        raise ValueError(f"calibration={calibration!r} is invalid for {name}: it implements "
-                         f"{', '.join(allowed)} only")
+    require_calibration(name, calibration,
+                        tuple(getattr(get_algorithm(name), "calibrations", CALIBRATIONS)))
 
 
 def get_algorithm(name: str) -> Any:

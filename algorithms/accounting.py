@@ -39,6 +39,14 @@ from scipy.special import log_ndtr, ndtr
 CALIBRATIONS = ("tight", "theory")
 
 
+def require_calibration(algorithm: str, calibration: str, allowed: tuple[str, ...]) -> None:
+    """ValueError (one line) unless `algorithm`, which implements the calibrations `allowed`,
+    can honour `calibration`."""
+    if calibration not in allowed:
+        raise ValueError(f"calibration={calibration!r} is invalid for {algorithm}: it implements "
+                         f"{', '.join(allowed)} only")
+
+
 def _check_eps_delta(eps: float, delta: float) -> None:
     if not (isinstance(eps, (int, float)) and eps > 0 and not math.isnan(eps)):
         raise ValueError(f"eps={eps!r} is invalid: must be > 0 (math.inf for non-private)")

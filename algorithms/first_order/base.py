@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms.accounting import require_calibration
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.faults import check_faults
@@ -124,9 +125,7 @@ class FirstOrderAlgorithm:
     def run(self, problem: Problem, data: Any, privacy: Privacy, rng: np.random.Generator, *,
             time_limit: float | None = None, probe: Any = None, monitor: Any = None) -> Trajectory:
         """Run on `data` (records or a record stream); randomness only from `rng`."""
-        if privacy.calibration not in self.calibrations:
-            raise ValueError(f"calibration={privacy.calibration!r} is invalid for {self.name}: it "
-                             f"implements {', '.join(self.calibrations)} only")
+        require_calibration(self.name, privacy.calibration, self.calibrations)
         stream = problem.as_stream(data)
         if isinstance(stream, CountsStream) and "counts" not in self.data_modes:
             raise ValueError(f"{self.name} runs on records, not a counts stream: pass "
