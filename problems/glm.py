@@ -231,6 +231,20 @@ class GLM(FiniteAtoms, Problem):
         rows = self.atoms[present]
         return self._counts_mean(self._coef(x, rows) - self._coef(y, rows), present, batch)
 
+    def counts_clipped_sum(self, x, y, batch, clip: float) -> np.ndarray:
+        """sum over the batch of grad f(x; z_i) (y None) or grad f(x; z_i) - grad f(y; z_i),
+        each scaled to norm at most `clip`, per atom (`algorithms.counts_maps`): a row is
+        coef_a B z_a with norm |coef_a| ||B z_a||, so its clip factor is a scalar per atom and
+        the sum stays B (Z^T weights), never an (atoms, dim) array."""
+        present = np.flatnonzero(batch.counts)
+        rows = self.atoms[present]
+        coef = self._coef(x, rows) if y is None else self._coef(x, rows) - self._coef(y, rows)
+        norms = np.abs(coef) * self._atom_norms[present]
+        over = norms > clip
+        scale = np.where(over, clip / np.where(over, norms, 1.0), 1.0)
+        weights = batch.counts[present] * coef * scale
+        return self.basis @ (rows[:, 1:].T @ weights)
+
     def record_grad_bound(self, x):
         return float(np.max(np.abs(self._coef(x, self.atoms)) * self._atom_norms))
 

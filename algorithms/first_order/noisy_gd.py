@@ -49,6 +49,7 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
 from problems.base import Constants, Problem
+from problems.counts_dataset import poisson_subsample
 
 _WANG = "Wang, Ye, Xu 2017 (arXiv 1802.05251), as cited by Arora et al. 2023 (arXiv 2206.00846)"
 
@@ -113,7 +114,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 sens = 2 * C / n
                 noise_std = z * sens
             elif self.sampling == "poisson":
-                batch = sample[rng.random(n) < b / n]
+                batch = poisson_subsample(sample, b / n, rng)  # records, or counts thinned
                 denom = b
                 sens = 2 * C / b  # replace-one: the sum moves by up to 2C
                 noise_std = z * C / b  # std of the averaged noise N(0, (z C)^2) / b
@@ -141,7 +142,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
             if not np.all(np.isfinite(x)):
                 stop = "diverged"
                 break
-            if traj.step(x, t, used, len(batch), noise_std, est_norm) and monitor is not None \
+            if traj.step(x, t, used, read, noise_std, est_norm) and monitor is not None \
                     and monitor(x):
                 stop = "target_reached"
                 break
@@ -190,6 +191,8 @@ class DPSGD(_NoisyGradientMethod):
     paper = "Abadi et al. 2016 (arXiv 1607.00133); rate: " + _WANG
     setting = "empirical"
     sampling = "poisson"
+    data_modes = ("records", "counts")
+    counts_rereads = "Poisson subsamples of one sample"
     claims = (_empirical_baseline_claim("dp_sgd"),)
 
     @classmethod

@@ -57,8 +57,8 @@ import numpy as np
 from algorithms.accounting import calibrate, spent_eps
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
+from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
-from algorithms.mechanisms import clip_rows
 from problems.base import Constants, Problem
 
 _ARORA = "Arora et al. 2023, arXiv 2206.00846"
@@ -102,6 +102,7 @@ class TreePrivateSpider(FirstOrderAlgorithm):
     knob_defaults: ClassVar[dict[str, Any]] = {"alpha_mult": 1.0, "c_b": 1.0, "c_stop": 1.0,
                                                 "p_fail": 0.1, "stop_rule": "scaled"}
     _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"stop_rule": STOP_RULES}
+    data_modes = ("records", "counts")  # one pass: consecutive takes of the stream
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         k = self.knobs()
@@ -175,11 +176,11 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                     x_par: np.ndarray | None = None) -> tuple[np.ndarray, float]:
             """One Gaussian release (root: base None; right child: the parent's estimate)."""
             clip_used = math.inf if "no_clipping" in faults else clip
-            if base is None:
-                per = problem.per_sample_grads(x_node, rows)
+            if base is None:  # records, or counts per atom (algorithms.counts_maps)
+                total = clipped_grad_sum(problem, x_node, rows, clip_used)
             else:
-                per = problem.per_sample_grad_diffs(x_node, x_par, rows)
-            leaf = clip_rows(per, clip_used).sum(axis=0) * scale
+                total = clipped_grad_diff_sum(problem, x_node, x_par, rows, clip_used)
+            leaf = total * scale
             sens = 2 * clip * scale
             sigma = calibrate(privacy.eps, privacy.delta, sens, method=privacy.calibration).sigma \
                 if privacy.private else 0.0
