@@ -279,6 +279,8 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
     description = "recursive regularization (convex), linear time: PhasedSGD stages"
     paper = _ARORA + ", Algorithm 3 + Algorithm 5"
     data_modes = ("records",)
+    records_only_reason = ("PhasedSGD takes one sequential step per record, so a run costs n "
+                           "steps in any data mode: counts could not make n free")
     multi_pass = False  # every record is read once
     params_used = ("C", "R", "c_lambda")
     knob_defaults: ClassVar[dict[str, Any]] = {"c_lambda": 1.0}
