@@ -70,6 +70,7 @@ from algorithms.claims import Claim
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.faults import check_faults
 from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
+from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 from problems.counts import CountsBatch, CountsStream
 
@@ -185,6 +186,9 @@ class Spider:
     family = "sosp_spider"
     #: Data modes the engine runs on (counts: exact batch statistics, `problems.counts`).
     data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
+    #: Problem constants the rules divide by (`algorithms.rule_constants`): eta = 1/M, the
+    #: batch rules' G gamma / M^2, the escape window's log(d M B0 / (rho gamma omega)).
+    rule_constants: ClassVar[dict[str, str]] = {"M": "eta = 1 / M", "G": "kappa ~ G gamma / M^2"}
     #: Knob defaults of this configuration that differ from KNOB_DEFAULTS.
     knob_defaults: ClassVar[dict[str, Any]] = {}
 
@@ -223,6 +227,7 @@ class Spider:
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         """theory_params with knobs and direct overrides applied, plus derived quantities."""
+        require_rule_constants(self.name, problem, self.rule_constants)
         knobs = self.knobs()
         direct = {k: v for k, v in self.overrides.items() if k in OVERRIDABLE}
         p = self.theory_params(problem.constants, n, problem.d, privacy, **knobs, **direct)

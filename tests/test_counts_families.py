@@ -96,3 +96,46 @@ def test_linear_recursive_regularization_refuses_counts_with_its_reason():
     with pytest.raises(ValueError, match="one sequential step per record"):
         get_algorithm("recursive_regularization_linear")().run(
             prob, prob.stream(0, budget=10_000, data="counts"), Privacy(1.0), np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------ point 7: impossible pairs
+class _FlatG(problems.get_problem_class("hard_valley")):
+    """A problem stating G = 0 (its rules' divisions by G must be refused, not crash)."""
+
+    @property
+    def constants(self):
+        c = super().constants
+        return type(c)(G=0.0, M=c.M, rho=c.rho, B0=c.B0)
+
+
+@pytest.mark.parametrize("target", [None, 0.1])
+@pytest.mark.parametrize("eps", [1.0, math.inf])
+def test_every_rule_that_divides_by_a_zero_constant_is_a_one_line_error(eps, target):
+    """Every algorithm on M = 0 problems (scaled_linear, scaled_regression) and a G = 0 one:
+    either it runs its rules, or a ValueError names the algorithm, the problem and the
+    constant; never a ZeroDivisionError (or any other exception) from inside the rules."""
+    kw = {} if target is None else {"target_alpha": target}
+    refused = set()
+    for prob in (problems.get_problem("scaled_linear", d=10),
+                 problems.get_problem("scaled_regression", d=10, n_atoms=200), _FlatG(d=4)):
+        for alg in available():
+            try:
+                get_algorithm(alg)(**kw).resolve_params(prob, 30_000, Privacy(eps))
+            except ValueError as exc:
+                msg = str(exc)
+                assert "\n" not in msg
+                if "constants." in msg:
+                    assert alg in msg and repr(prob.name) in msg
+                    refused.add((prob.name, alg))
+    assert ("scaled_linear", "dp_gd") in refused and ("hard_valley", "dp_gd") in refused
+    assert ("scaled_regression", "private_spiderboost") in refused
+    assert ("scaled_linear", "pasan") not in refused  # the box methods need no M
+
+
+def test_cli_reports_the_zero_smoothness_pair_in_one_line(capsys):
+    from bench.cli import main
+
+    rc = main(["run", "dp_gd", "--problem", "scaled_linear", "--n", "3e4", "--d", "10", "--eps", "1"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "dp_gd" in err and "scaled_linear" in err and "constants.M > 0" in err

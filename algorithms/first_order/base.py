@@ -35,6 +35,7 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.counts_maps import clipped_grad_sum
 from algorithms.faults import check_faults
+from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 from problems.counts import CountsBatch, CountsStream
 from problems.counts_dataset import require_resampling_exact
@@ -67,6 +68,9 @@ class FirstOrderAlgorithm:
     counts_rereads: ClassVar[str] = ""
     #: Why an algorithm without "counts" in data_modes runs on records only (its error says so).
     records_only_reason: ClassVar[str] = ""
+    #: Problem constants the parameter rules divide by (constant -> the rule): a problem stating
+    #: one of them as 0 is refused with one line before any work (`algorithms.rule_constants`).
+    rule_constants: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """The Spider-era exponent and rate text follow the first declared claim unless set."""
@@ -118,6 +122,7 @@ class FirstOrderAlgorithm:
         raise NotImplementedError
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        require_rule_constants(self.name, problem, self.rule_constants)
         knobs = {"c_T": 1.0, "c_b": 1.0, "eta_mult": 1.0, **self.knobs()}
         p = self.theory_params(problem.constants, n, problem.d, privacy, **knobs)
         for key in ("T", "eta", "b", "C"):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -76,6 +76,8 @@ def dp_gd_horizon(constants: Constants, n: int, d: int, privacy: Privacy, c_T: f
 
 class _NoisyGradientMethod(FirstOrderAlgorithm):
     params_used = ("T", "eta", "b", "C", "c_T", "c_b", "eta_mult", "noise_multiplier")
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "eta = eta_mult / M", "G": "T = c_T n mu sqrt(M B0 / 2) / (G sqrt(d))"}
     #: "full" (DP-GD), "poisson" (DP-SGD) or "stream" (one pass)
     sampling = "full"
 
@@ -221,6 +223,8 @@ class NoisySGD(_NoisyGradientMethod):
     sampling = "stream"
     data_modes = ("records", "counts")
     params_used = ("eta", "b", "C", "c_b", "eta_mult", "noise_multiplier")
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "eta = eta_mult / M and b = c_b G sqrt(n / (2 M B0))"}
     claims = (Claim("noisy_sgd", "population", "grad_norm",
                     (term("n^-1/4", n=-1 / 4), term("(sqrt(d)/(n eps))^(1/3)", privacy=1 / 3)),
                     "derived here (descent lemma, one pass)", "module docstring",

@@ -78,6 +78,8 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
                     "Theorem 4.2 / B.3 (Table 1, non-convex empirical)"),)
     knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "c_b": 1.0, "c_q": 1.0, "eta_mult": 1.0}
     data_modes = ("records", "counts")
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "eta = eta_mult / (2 M)", "G": "T = c_T ((M B0)^(1/4) / (sqrt(G) abar))^(4/3)"}
     counts_rereads = "full-batch anchors and Poisson subsamples of one sample"
 
     @classmethod

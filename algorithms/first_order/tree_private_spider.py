@@ -59,6 +59,7 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
+from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 
 _ARORA = "Arora et al. 2023, arXiv 2206.00846"
@@ -103,8 +104,11 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                                                 "p_fail": 0.1, "stop_rule": "scaled"}
     _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"stop_rule": STOP_RULES}
     data_modes = ("records", "counts")  # one pass: consecutive takes of the stream
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "step length = beta / (2^(D/2) M)", "G": "C~ = ... + 8 M B0 sqrt(2D) (D/2+1) / (2 G^2)"}
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        require_rule_constants(self.name, problem, self.rule_constants)
         k = self.knobs()
         const, d = problem.constants, problem.d
         G, M, B0 = const.G, const.M, const.B0
