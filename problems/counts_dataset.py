@@ -98,7 +98,7 @@ def empirical_loss(problem: Any, x: np.ndarray, sample: Any) -> float:
 
 # ------------------------------------------------------------------ reads from counts
 def _batch(counts: np.ndarray) -> CountsBatch:
-    return CountsBatch(int(counts.sum()), counts.astype(np.int64))
+    return CountsBatch(int(counts.sum()), counts.astype(np.int64, copy=False))
 
 
 def thin(batch: CountsBatch, q: float, rng: np.random.Generator) -> CountsBatch:

@@ -292,7 +292,7 @@ def test_issue_30_neighbouring_batches_behave_identically():
                                    rtol=1e-12)
         got2 = o2_leaf(prob, x, y, batch, 0.01)
         np.testing.assert_allclose(
-            got2, clip_rows(prob.per_sample_grad_diffs(x, y, rows), 0.01).mean(axis=0), rtol=1e-12)
+            got2, clip_rows(prob.per_sample_grad_diffs(x, y, rows), 0.01).mean(axis=0), rtol=1e-9)
 
 
 # ------------------------------------------------------------------ refusals
