@@ -182,3 +182,40 @@ def test_list_shows_each_algorithms_data_modes(capsys):
     assert line["dp_gd"].endswith("[data: counts|records]")
     assert line["dp_sgd"].endswith("[data: counts (atoms problems)|records]")
     assert "one sequential step per record" in line["recursive_regularization_linear"]
+
+
+def _readme_examples() -> dict[str, list[str]]:
+    """The README's `dprates run ... --n 1e12 --data counts --json` lines, per algorithm."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    common = next(ln for ln in text.splitlines() if ln.startswith('R=".venv/bin/dprates run"'))
+    args = common.split('A="')[1].rstrip('"').split()
+    out = {}
+    for ln in text.splitlines():
+        if ln.startswith("$R "):
+            parts = ln.split()[1:]
+            out[parts[0]] = ["run", *[a for a in parts if a != "$A"], *args]
+    return out
+
+
+def test_readme_has_an_n_1e12_counts_example_per_family():
+    examples = _readme_examples()
+    assert set(CASES) <= set(examples)
+    for argv in examples.values():
+        assert "1e12" in argv and "counts" in argv and "--json" in argv
+
+
+@pytest.mark.slow
+def test_readme_n_1e12_examples_run_on_glm(capsys):
+    """The GLM examples run as printed (in-process): every step at n = 1e12, in seconds."""
+    import json
+
+    from bench.cli import main
+
+    for alg, argv in _readme_examples().items():
+        if "glm" not in argv:
+            continue
+        assert main(argv) == 0, alg
+        m = json.loads(capsys.readouterr().out)["metrics"]
+        assert m["stop_reason"] == "T_reached" and m["samples_used"] >= 10**10, (alg, m)
