@@ -5,9 +5,10 @@
   of the gradients is then the gradient at the batch's mean record, which the coordinate
   counts give exactly: mean_j = low_j + (high_j - low_j) c_j / k.
 * `FiniteAtoms`: records are drawn uniformly from N atoms; the batch mean is the
-  counts-weighted average of the per-atom gradients of the atoms the batch holds, and the clip
-  guard's bound is the largest norm among those atoms (clipping is the identity on the batch
-  exactly when the threshold reaches it), so a small batch costs O(atoms present), not O(N).
+  counts-weighted average of the per-atom gradients of the atoms the batch holds, so a small
+  batch costs O(atoms present), not O(N). `counts_grad` also returns the largest norm among
+  those atoms, a statistic of the data: no guard reads it (issue 30) — on atoms every clip is
+  applied per atom instead (`algorithms.counts_maps`).
 
 Both also give the per-record bounds over the whole support (`record_grad_bound`).
 """

@@ -219,3 +219,10 @@ def test_readme_n_1e12_examples_run_on_glm(capsys):
         assert main(argv) == 0, alg
         m = json.loads(capsys.readouterr().out)["metrics"]
         assert m["stop_reason"] == "T_reached" and m["samples_used"] >= 10**10, (alg, m)
+
+
+def test_privacy_verification_refuses_counts_mode_for_first_order_families():
+    prob = problems.get_problem("glm", d=5)
+    with pytest.raises(ValueError, match="record mode"):
+        get_algorithm("dp_sgd")(planted_faults=("noise_third",), T=2).run(
+            prob, prob.stream(0, budget=1000, data="counts"), Privacy(1.0), np.random.default_rng(0))

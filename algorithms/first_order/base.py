@@ -146,6 +146,9 @@ class FirstOrderAlgorithm:
                                  "data='records'")
             if self.counts_rereads:
                 require_resampling_exact(self.name, problem, self.counts_rereads)
+            if probe is not None or self.planted_faults:
+                raise ValueError("the privacy verification (probe, planted_faults) runs on record "
+                                 "mode: pass records (data='records'), not a counts stream")
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
         if self.setting == "empirical" and n is None:
             raise ValueError(f"n=None is invalid for {self.name}: an empirical-risk algorithm "
