@@ -82,6 +82,19 @@ def require_resampling_exact(algorithm: str, problem: Any, why: str) -> None:
             "one data set are not exact there: run with data='records', or on an atoms problem")
 
 
+def counts_exact(problem_cls: Any, algorithm_cls: Any) -> bool:
+    """Whether counts mode is exact for this (problem class, algorithm class) pair, from the
+    classes alone (specs and defaults decide before building anything): the problem has a
+    counts mode, the algorithm runs on counts, and an algorithm that re-reads its sample
+    meets an atoms layout."""
+    if not getattr(problem_cls, "counts_capable", False):
+        return False
+    if "counts" not in getattr(algorithm_cls, "data_modes", ("records",)):
+        return False
+    rereads = getattr(algorithm_cls, "counts_rereads", "")
+    return not rereads or getattr(problem_cls, "counts_layout_kind", None) == "atoms"
+
+
 # ------------------------------------------------------------------ the data set's oracles
 def empirical_loss(problem: Any, x: np.ndarray, sample: Any) -> float:
     """F_S(x) = the mean of f(x; z_i) over the sample: exact from the counts on an atoms
@@ -224,7 +237,8 @@ class TwinStream(StreamBase):
         return rows
 
 
-__all__ = ["HYPERGEOMETRIC_MAX", "CountsModeError", "TwinRecords", "TwinStream", "disjoint_chunks",
+__all__ = ["HYPERGEOMETRIC_MAX", "CountsModeError", "TwinRecords", "TwinStream", "counts_exact",
+           "disjoint_chunks",
            "draw_without_replacement", "empirical_loss", "layout_kind", "poisson_subsample",
            "require_resampling_exact", "shuffled_passes", "split_chunks", "thin",
            "without_replacement"]

@@ -30,6 +30,8 @@ class TwoPointCoordinates:
     record_low: np.ndarray
     record_high: np.ndarray
     counts_capable = True
+    #: The counts layout's kind (`problems.counts_dataset.layout_kind`), known per class.
+    counts_layout_kind = "product"
 
     def _init_two_point(self) -> None:
         self.layout = BinaryCoordinates(np.full(len(self.record_low), 0.5))
@@ -61,6 +63,7 @@ class FiniteAtoms:
 
     atoms: np.ndarray
     counts_capable = True
+    counts_layout_kind = "atoms"
 
     def _init_atoms(self) -> None:
         self.layout = Categorical(np.full(len(self.atoms), 1.0 / len(self.atoms)))

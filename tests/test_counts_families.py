@@ -226,3 +226,35 @@ def test_privacy_verification_refuses_counts_mode_for_first_order_families():
     with pytest.raises(ValueError, match="record mode"):
         get_algorithm("dp_sgd")(planted_faults=("noise_third",), T=2).run(
             prob, prob.stream(0, budget=1000, data="counts"), Privacy(1.0), np.random.default_rng(0))
+
+
+def test_the_default_is_counts_where_exact():
+    from bench.config import default_data_mode
+
+    assert default_data_mode("glm", "dp_sgd") == "counts"
+    assert default_data_mode("scaled_regression", "pagan") == "counts"
+    assert default_data_mode("hard_valley", "dp_gd") == "counts"  # full batch: exact on products
+    assert default_data_mode("hard_valley", "dp_sgd") == "records"  # re-reads: atoms only
+    assert default_data_mode("scaled_linear", "pasan") == "records"
+    assert default_data_mode("glm", "recursive_regularization_linear") == "records"
+
+
+def test_a_spec_asking_counts_for_a_rereading_family_on_a_product_problem_is_refused():
+    from bench.config import SpecError, parse_spec
+
+    text = """
+name = "x"
+seed = 0
+repetitions = 1
+data = "counts"
+[grid]
+n = [10000]
+d = [4]
+eps = [1.0]
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "dp_sgd"
+"""
+    with pytest.raises(SpecError, match=r"dp_sgd.*hard_valley.*atoms problems only"):
+        parse_spec(text)
