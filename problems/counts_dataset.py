@@ -114,13 +114,24 @@ def _batch(counts: np.ndarray) -> CountsBatch:
     return CountsBatch(int(counts.sum()), counts.astype(np.int64, copy=False))
 
 
+def _require_atoms(batch: CountsBatch) -> None:
+    """The reads below are defined on atom counts (one count per value, summing to k); a
+    product layout's per-coordinate counts do not sum to k in general and are refused (a
+    defence behind `require_resampling_exact`, which refuses such runs before any work)."""
+    if int(batch.counts.sum()) != batch.k:
+        raise CountsModeError(f"counts summing to {int(batch.counts.sum())} are not the atom counts "
+                              f"of {batch.k} records: the reads of a data set need an atoms layout")
+
+
 def thin(batch: CountsBatch, q: float, rng: np.random.Generator) -> CountsBatch:
     """Poisson subsample at rate q: each record kept independently with probability q, i.e.
     Binomial(c_i, q) of the c_i copies of each value (atoms layout)."""
+    _require_atoms(batch)
     return _batch(rng.binomial(batch.counts, q))
 
 
 def _check_hypergeometric(batch: CountsBatch) -> None:
+    _require_atoms(batch)
     if batch.k > HYPERGEOMETRIC_MAX:
         raise CountsModeError(
             f"a data set of {batch.k} records is too large for an exact without-replacement read "

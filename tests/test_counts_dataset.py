@@ -316,3 +316,12 @@ def test_twin_stream_reads_draw_what_counts_reads_draw():
     b = poisson_subsample(twin, 0.1, np.random.default_rng(5))
     np.testing.assert_array_equal(prob.materialize(a), b)
     assert type(b) is np.ndarray or b.source is None  # a subsample is plain records
+
+
+def test_reads_refuse_product_layout_counts():
+    coords = CountsBatch(10, np.array([3, 7, 10]))  # per-coordinate counts: they sum to 20
+    for read in (lambda: thin(coords, 0.5, np.random.default_rng(0)),
+                 lambda: without_replacement(coords, 4, np.random.default_rng(0)),
+                 lambda: split_chunks(coords, [5, 5], np.random.default_rng(0))):
+        with pytest.raises(CountsModeError, match="atoms layout"):
+            read()
