@@ -12,7 +12,8 @@ records costs O(atoms log n): test_counts_perf):
 each cost at most 1.5x its own n = 1e4 figure at every n in 1e6 .. 1e12 (medians of the two
 timed in alternation in one test: the machine is shared; missed by the SpiderBoost phase at
 n = 1e6 .. 1e8, `KNOWN_MISS`, where a looser bound is asserted and the miss reported); and an
-exact emp_grad evaluation (grad F_S from the counts) at n = 1e12 at most 1.5x its n = 1e4 figure. The runs use eps = inf
+exact emp_grad evaluation (grad F_S from the counts) at n = 1e12 at most 1.5x its n = 1e4
+figure. The runs use eps = inf
 with the noise multiplier set (`noise_multiplier=1`, DP-GD and DP-SGD: the same noise draws as a
 private run) so that the accountant's one-off calibration, whose cost depends on (q, T) and not
 on the steps, stays out of the per-step figure; SpiderBoost has no such knob and runs without
