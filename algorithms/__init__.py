@@ -97,6 +97,18 @@ def check_calibration(name: str, calibration: str) -> None:
                         tuple(getattr(get_algorithm(name), "calibrations", CALIBRATIONS)))
 
 
+def data_modes_note(cls: Any) -> str:
+    """The data modes an algorithm runs on, as `dprates list` shows them: "counts|records",
+    "counts (atoms problems)|records" for one that re-reads its sample (exact from counts on an
+    atoms layout only, `problems.counts_dataset`), or "records" with the reason."""
+    if "counts" not in getattr(cls, "data_modes", ("records",)):
+        why = getattr(cls, "records_only_reason", "")
+        return "records" + (f" ({why})" if why else "")
+    if getattr(cls, "counts_rereads", ""):
+        return "counts (atoms problems)|records"
+    return "counts|records"
+
+
 def get_algorithm(name: str) -> Any:
     """The algorithm class `name`; instantiate with parameter overrides, then `.run(...)`."""
     try:
@@ -108,4 +120,4 @@ def get_algorithm(name: str) -> Any:
 
 
 __all__ = ["FirstOrderAlgorithm", "Privacy", "Spider", "Trajectory", "all_claims", "available",
-           "check_calibration", "get_algorithm", "register"]
+           "check_calibration", "data_modes_note", "get_algorithm", "register"]

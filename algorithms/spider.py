@@ -19,10 +19,12 @@ problem's stated constants. Each record is used once (disjoint batches from a st
 
 Data: records (rows; O1 / O2 clip each per-sample row) or a counts stream (`problems.counts`,
 exact batch statistics). With counts, O1 / O2 take the batch mean from the problem's counts
-oracles; that equals the clipped mean only while clipping is the identity, so `o1_leaf` and
-`o2_leaf` check at every call that the clip threshold is at least the problem's bound on the
-largest per-record norm in the batch (over the support, or over the atoms the batch holds;
-`CountsClipError` otherwise, before the release is noised). The privacy
+oracles (`algorithms.counts_maps`): on an atoms layout every per-record clip is applied per
+atom (exact at any threshold); on a product layout the mean equals the clipped mean only while
+clipping is the identity, so `o1_leaf` and `o2_leaf` check at every call that the clip
+threshold is at least the largest per-record norm over the whole support at the public
+iterate (never over the values the batch holds: that would make the check a function of the
+data; `CountsClipError` otherwise, before the release is noised). The privacy
 verification (`probe`, planted faults) needs records.
 
 A step that `bounded_step` shortens to length D adds exactly D^2 to the squared-step drift (not
@@ -65,10 +67,12 @@ import numpy as np
 from algorithms.accounting import Calibration, calibrate, gdp_mu, ledger_gdp, ledger_none
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
+from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.faults import check_faults
 from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
+from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
-from problems.counts import CountsBatch, CountsStream, require_identity_clip
+from problems.counts import CountsBatch, CountsStream
 
 #: Knobs for the constants that O~ hides; all default 1 (README, the protocol, items 3-4).
 KNOB_DEFAULTS: dict[str, Any] = {
@@ -184,6 +188,9 @@ class Spider:
     data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
     #: Both calibrations of `algorithms.accounting` (the papers' formulas and tight GDP).
     calibrations: ClassVar[tuple[str, ...]] = ("tight", "theory")
+    #: Problem constants the rules divide by (`algorithms.rule_constants`): eta = 1/M, the
+    #: batch rules' G gamma / M^2, the escape window's log(d M B0 / (rho gamma omega)).
+    rule_constants: ClassVar[dict[str, str]] = {"M": "eta = 1 / M", "G": "kappa ~ G gamma / M^2"}
     #: Knob defaults of this configuration that differ from KNOB_DEFAULTS.
     knob_defaults: ClassVar[dict[str, Any]] = {}
 
@@ -222,6 +229,7 @@ class Spider:
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         """theory_params with knobs and direct overrides applied, plus derived quantities."""
+        require_rule_constants(self.name, problem, self.rule_constants)
         knobs = self.knobs()
         direct = {k: v for k, v in self.overrides.items() if k in OVERRIDABLE}
         p = self.theory_params(problem.constants, n, problem.d, privacy, **knobs, **direct)
@@ -298,13 +306,13 @@ def o1_leaf(problem: Problem, x: np.ndarray, batch: np.ndarray | CountsBatch,
             clip: float) -> np.ndarray:
     """O1's pre-noise answer: the mean of per-sample gradients clipped to `clip`.
 
-    From a `CountsBatch` (counts mode) the mean comes from the batch's value counts, which is
-    the same number only while clipping is the identity: checked here, at every call.
+    From a `CountsBatch` (counts mode) the mean comes from the batch's value counts: clipped
+    per atom on an atoms layout (exact at any clip), and on a product layout only while the
+    clip is the identity on the whole support at this public iterate (checked at every call;
+    `algorithms.counts_maps`).
     """
-    if isinstance(batch, CountsBatch):
-        mean, bound = problem.counts_grad(x, batch)
-        require_identity_clip("O1", clip, bound)
-        return mean
+    if isinstance(batch, CountsBatch):  # per atom, or the whole-support guard (counts_maps)
+        return clipped_grad_sum(problem, x, batch, clip, "O1") / batch.k
     return clip_rows(problem.per_sample_grads(x, batch), clip).mean(axis=0)
 
 
@@ -313,9 +321,7 @@ def o2_leaf(problem: Problem, x: np.ndarray, x_prev: np.ndarray, batch: np.ndarr
     """O2's pre-noise answer: the mean of per-sample gradient differences clipped to `clip`
     (from counts as in `o1_leaf`)."""
     if isinstance(batch, CountsBatch):
-        mean, bound = problem.counts_grad_diff(x, x_prev, batch)
-        require_identity_clip("O2", clip, bound)
-        return mean
+        return clipped_grad_diff_sum(problem, x, x_prev, batch, clip, "O2") / batch.k
     return clip_rows(problem.per_sample_grad_diffs(x, x_prev, batch), clip).mean(axis=0)
 
 

@@ -80,34 +80,61 @@ ELLIPSOID_AUDIT = {
     "pasan": {"T": 1, "b": AUDIT_B, "alpha": 0.5},
     "private_sgd_iso": {"T": 1, "b": AUDIT_B, "alpha": 0.5},
     "pdp_sgd": {"T": 1, "b": AUDIT_B, "alpha": 0.5, "k": 2, "public_m": 10},
+    # Pagan with C from public records (their moments cost nothing), and from private moments
+    # of held-out records: the canary sits among the records the steps read (the last one;
+    # the first ceil(0.1 n) are held out), so the audited release is the Pagan step under a
+    # data-independent (public) or canary-independent (held-out, disjoint) random C
+    "pagan_public_scales": {"T": 1, "b": AUDIT_B, "alpha": 1e6, "delta0": 1e6, "B": 0.25,
+                            "public_m": 10},
+    "pagan_private_scales": {"T": 1, "b": AUDIT_B, "alpha": 1e6, "delta0": 1e6, "B": 0.25},
+}
+#: The ellipsoid instance puts the canary at the last record for these (see above).
+CANARY_LAST = ("pagan_private_scales",)
+#: The JL method (issue 26: every counts family audited) on `_glm_instance`: one release of
+#: its base algorithm in the projected space (T = 1 / one anchor / one stage of two iterates).
+JL_AUDIT = {
+    "jl_dp_gd": {"T": 1, "eta": 1.0, "k": 2},
+    "jl_private_spiderboost": {"T": 1, "q": 1, "eta": 1.0, "b": AUDIT_B, "k": 2},
+    "jl_recursive_regularization": {"R": 1.0, "c_lambda": 1e6, "K_max": 2, "k": 2},
 }
 
 
-def _ellipsoid_instance() -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+def _ellipsoid_instance(canary_last: bool = False) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """Problem (the stylized box problem, d = 2, scales 1 and 2^-3/2: Pagan's A_22 = 4 A_11),
-    D, D' and the canary's direction."""
+    D, D' (the canary replacing the first record, or the last) and the canary's direction."""
     prob = get_problem("scaled_linear", d=AUDIT_D, power=1.5, mean_frac=0.0)
     # linear loss: the gradient is the record; every record projects onto the ellipsoid's
     # boundary along -e_1 and the canary's along +e_1 (whitened distance 2: the full
     # replace-one sensitivity)
     data = np.tile([-1e3, 0.0], (AUDIT_B, 1))
     other = data.copy()
-    other[0, 0] = 1e3
+    other[-1 if canary_last else 0, 0] = 1e3
     return prob, data, other, np.array([1.0, 0.0])
 
 
-#: Algorithms the one-release audit instance (mean estimation) cannot run: the JL method needs
-#: a GLM; its releases are its base algorithm's, audited above, on the projected records.
-NOT_AUDITED = {"pagan_private_scales": "its optimization part is pagan's (audited); the scale "
-                                        "release is checked by tests/test_ellipsoid.py",
-               "pagan_public_scales": "its releases are pagan's (audited); public data cost nothing",
-               "jl_dp_gd": "the JL method needs a GLM; its base dp_gd is audited",
-               "jl_private_spiderboost": "the JL method needs a GLM; its base is audited",
-               "jl_recursive_regularization": "the JL method needs a GLM; its base is audited"}
+def _glm_instance() -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """The JL audit: a convex GLM (logistic, d = 4, rank 2). At x0 = 0 a record [y = 1, z]
+    has gradient phi'(0) B z = -(1/2) B z, so in the projected space the ordinary records
+    [1, -1e3 e_1] clip to +C u and the canary [1, 1e3 e_1] to -C u, u = Phi B e_1 /
+    ||Phi B e_1|| (the full replace-one sensitivity 2C / n); the direction is B e_1. Scores
+    are divided by ||Phi B e_1|| (Phi is public and data-independent), which makes the lifted
+    output <Phi^T w~, B e_1> / ||Phi B e_1|| one Gaussian shift with the base's noise."""
+    prob = get_problem("glm", d=AUDIT_D * 2, rank=AUDIT_D, link="logistic", n_atoms=50)
+    data = np.tile(np.array([1.0, -1e3, 0.0]), (AUDIT_B + 1, 1))
+    other = data.copy()
+    other[0] = [1.0, 1e3, 0.0]
+    return prob, data, other, prob.basis[:, 0].copy()
+
+
+#: Algorithms no audit instance here can run (none since issue 26: the JL method runs on
+#: `_glm_instance`, the estimated-scale Pagans on the ellipsoid instance).
+NOT_AUDITED: dict[str, str] = {}
 #: Outputs that are not one Gaussian shift (a Poisson mixture, a normalized direction): the
 #: audit reports eps_lb for them, and no mu.
 NON_GAUSSIAN_OUTPUT = ("dp_sgd", "tree_private_spider", "recursive_regularization_linear",
-                       "pasan", "private_sgd_iso", "pdp_sgd")
+                       "pasan", "private_sgd_iso", "pdp_sgd",
+                       # the step's scale follows the privately estimated C (a scale mixture)
+                       "pagan_private_scales")
 
 
 def audit_instance_name(algorithm: str) -> str | None:
@@ -134,8 +161,11 @@ def _scores(algorithm: str, eps: float, delta: float, faults: tuple[str, ...], w
         raise ValueError(f"algorithm={algorithm!r} has no one-release audit instance: it derives "
                          "from no audited built-in algorithm")
     if like in ELLIPSOID_AUDIT:
-        prob, data, other, v = _ellipsoid_instance()
+        prob, data, other, v = _ellipsoid_instance(like in CANARY_LAST)
         params = ELLIPSOID_AUDIT[like]
+    elif like in JL_AUDIT:
+        prob, data, other, v = _glm_instance()
+        params = JL_AUDIT[like]
     elif getattr(cls, "family", "") == "first_order":
         params = FIRST_ORDER_AUDIT[like]
     elif cls.bounded_step:  # no step-length cap: the released estimate reaches the output as is
@@ -155,6 +185,8 @@ def _scores(algorithm: str, eps: float, delta: float, faults: tuple[str, ...], w
         rng = np.random.default_rng([seed, zlib.crc32(algorithm.encode()), which, r])
         traj = alg.run(prob, ds, Privacy(eps, delta), rng)
         out[i] = float((traj.iterates[-1] - prob.x0) @ v)
+        if algorithm in JL_AUDIT:  # the public Phi's stretch of v (see _glm_instance)
+            out[i] /= float(np.linalg.norm(alg.projected_problem.projection @ v))
         mu = traj.params["privacy_mu"]
     return out, mu
 

@@ -12,12 +12,15 @@ record may feed one release only (single pass): the releases' batches, concatena
 the data set's records in order. (Position, not content: records repeat legitimately on
 finite supports, so "the same bytes twice" is no evidence of reuse.)
 
-All layers run in record mode. That covers the counts data mode (problems.counts): a counts
-run computes every release from the batch's value counts, which equals the record-mode release
-on any records with those counts (the engine refuses counts mode unless clipping is the
-identity), and the counts are distributed as those of i.i.d. records; so each counts-mode
-release is a record-mode release on some data set, and a guarantee that holds for every data
-set holds for it.
+All layers run in record mode (they plant canaries and adversarial records no finite support
+holds, and probe per-record contributions only records expose). That covers the counts data
+mode (problems.counts, problems.counts_dataset): a counts run computes every release from the
+batch's value counts, which equals the record-mode release on any records with those counts
+(on an atoms layout every per-record map is applied per atom, algorithms.counts_maps; on a
+product layout a clip is allowed only where a guard on public values proves it the identity),
+and the counts and every read of them (thinning, hypergeometric splits) are distributed as
+those of i.i.d. records; so each counts-mode release is a record-mode release on some data set,
+and a guarantee that holds for every data set holds for it.
 
 Layer 2, noise: with zero gradients (mean estimation at its mean, no spread, a step size of
 1e-12 so the iterate stays there), the released estimate is the privacy noise alone. Its

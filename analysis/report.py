@@ -63,10 +63,11 @@ repetitions before taking medians. Calibration tests check 90-98% coverage on si
 Data modes. "records": every record is drawn and its per-sample gradient computed. "counts" (exact
 batch statistics): on problems whose records take finitely many values, the stream hands out the
 value counts of the next k records, distributed exactly as for k i.i.d. records and prefix-
-consistent (a tree of binomial / hypergeometric draws); O1 and O2 compute the batch means from the
-counts, valid because every clip threshold is checked, at every call, to be at least a bound on the
-largest per-record norm in the batch (clipping is then the identity). It is the same algorithm on the
-same distribution; tests hold it equal to record mode on records made from the same counts. The
+consistent (a tree of binomial / hypergeometric draws); subsamples come from exact reads of the
+counts (binomial thinning, hypergeometric splits), and every clipped or projected batch mean is
+computed per atom on atoms problems, or on two-point problems only where a guard on public values
+(the whole support at the public iterate) proves the clip the identity. It is the same algorithm on
+the same distribution; tests hold it equal to record mode on records made from the same counts. The
 privacy verification runs in record mode. The title page names each problem's mode.
 
 Theory vs tuned mode. Theory mode runs every hidden constant (knob) at 1: it checks the parameter

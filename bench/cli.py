@@ -62,10 +62,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name, desc in problems.describe().items():
         modes = "|".join(problems.data_modes(name))
         print(f"  {name:24s} {desc}  [data: {modes}]")
-    print("algorithms:")
+    print("algorithms (data modes: counts where the problem's layout makes it exact):")
     for name in algorithms.available():
         cls = algorithms.get_algorithm(name)
-        print(f"  {name:24s} {cls.description}  [claimed: {cls.claimed_rate}]")
+        print(f"  {name:24s} {cls.description}  [claimed: {cls.claimed_rate}] "
+              f"[data: {algorithms.data_modes_note(cls)}]")
     return 0
 
 

@@ -10,9 +10,11 @@ A spec (see bench/configs/quick.toml for a commented example):
     stop_at_target = true          # optional (target_alpha sweeps): end a run once alpha_SOSP
                                    # <= its target; n* is unchanged, later metrics are not measured
     data = "counts"                # optional: counts (exact batch statistics: samples are free)
-                                   # | records; default: counts for the problems that support
-                                   # it, records for the others; "counts" with a problem that
-                                   # has no counts mode is an error
+                                   # | records; default: counts for each (problem, algorithm)
+                                   # pair where it is exact, records for the others; "counts"
+                                   # with a problem that has no counts mode, or with an
+                                   # algorithm that re-reads its sample on a two-point
+                                   # (product-layout) problem, is an error
 
     [grid]                         # cartesian product over every list
     n = [100000, 1000000]          # sample budgets: the fixed-budget (error) view ...
@@ -216,11 +218,14 @@ def _param_table(key: str, v: Any) -> dict[str, Any]:
 
 
 def default_data_mode(problem: str, algorithm: str) -> str:
-    """The first of the problem's data modes (its default first) that the algorithm runs on."""
+    """"counts" where counts mode is exact for the pair (`problems.counts_dataset.counts_exact`:
+    e.g. DP-SGD re-reads its sample, exact on atoms problems only), else "records"."""
     import algorithms
+    from problems import get_problem_class
+    from problems.counts_dataset import counts_exact
 
-    modes = [m for m in data_modes(problem) if m in algorithms.get_algorithm(algorithm).data_modes]
-    return modes[0] if modes else "records"
+    cls = algorithms.get_algorithm(algorithm)
+    return "counts" if counts_exact(get_problem_class(problem), cls) else "records"
 
 
 def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
@@ -402,6 +407,18 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
             if data not in modes:
                 raise SpecError(f"data={data!r} is invalid for algorithm {alg['name']!r}: it runs "
                                 f"on {', '.join(modes)} only")
+        if data == "counts":
+            from problems import get_problem_class
+            from problems.counts_dataset import counts_exact
+
+            for prob in problem_list:
+                for alg in alg_list:
+                    cls = algorithms.get_algorithm(alg["name"])
+                    if not counts_exact(get_problem_class(prob["name"]), cls):
+                        raise SpecError(f"data='counts' is invalid for algorithm {alg['name']!r} "
+                                        f"on problem {prob['name']!r}: it re-reads its sample "
+                                        f"({cls.counts_rereads}), exact from counts on atoms "
+                                        "problems only")
     for alg in alg_list:  # a calibration the algorithm does not implement is refused here
         try:
             algorithms.check_calibration(alg["name"], calibration)

@@ -15,6 +15,7 @@ from analysis.claims import claim_metric
 from analysis.metrics import evaluate, target_monitor
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
+from problems.counts_dataset import counts_exact
 from problems.streams import DataStream
 
 #: Records hashed per cell to check pairing: cells with the same data seed must agree.
@@ -65,8 +66,8 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **instance_params(problem, problem_params,
                                                        (params or {}).get("target_alpha")))
-    if data is None:
-        data = next(m for m in (prob.default_data_mode(), "records") if m in cls.data_modes)
+    if data is None:  # counts where exact for this pair (problems.counts_dataset.counts_exact)
+        data = "counts" if prob.supports_counts and counts_exact(type(prob), cls) else "records"
     if data not in DATA_MODES:
         raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")
     if data not in cls.data_modes:

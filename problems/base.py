@@ -194,8 +194,9 @@ class Problem(ABC):
 
     def counts_grad(self, x: np.ndarray, batch: CountsBatch) -> tuple[np.ndarray, float]:
         """Counts-mode O1: the batch mean of grad f(x; z_i) and an upper bound on the largest
-        per-record norm in the batch (the engine's clip guard). Default: the mean from
-        `batch_mean_grad`, the bound over the whole support."""
+        per-record norm in the batch. Default: the mean from `batch_mean_grad`, the bound over
+        the whole support. The engines' clips do not read this bound (it may be a statistic of
+        the batch): `algorithms.counts_maps` clips per atom, or guards on `record_grad_bound`."""
         return self.batch_mean_grad(x, batch), self.record_grad_bound(x)
 
     def counts_grad_diff(self, x: np.ndarray, y: np.ndarray,

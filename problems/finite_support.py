@@ -5,9 +5,10 @@
   of the gradients is then the gradient at the batch's mean record, which the coordinate
   counts give exactly: mean_j = low_j + (high_j - low_j) c_j / k.
 * `FiniteAtoms`: records are drawn uniformly from N atoms; the batch mean is the
-  counts-weighted average of the per-atom gradients of the atoms the batch holds, and the clip
-  guard's bound is the largest norm among those atoms (clipping is the identity on the batch
-  exactly when the threshold reaches it), so a small batch costs O(atoms present), not O(N).
+  counts-weighted average of the per-atom gradients of the atoms the batch holds, so a small
+  batch costs O(atoms present), not O(N). `counts_grad` also returns the largest norm among
+  those atoms, a statistic of the data: no guard reads it (issue 30) — on atoms every clip is
+  applied per atom instead (`algorithms.counts_maps`).
 
 Both also give the per-record bounds over the whole support (`record_grad_bound`).
 """
@@ -29,6 +30,8 @@ class TwoPointCoordinates:
     record_low: np.ndarray
     record_high: np.ndarray
     counts_capable = True
+    #: The counts layout's kind (`problems.counts_dataset.layout_kind`), known per class.
+    counts_layout_kind = "product"
 
     def _init_two_point(self) -> None:
         self.layout = BinaryCoordinates(np.full(len(self.record_low), 0.5))
@@ -60,6 +63,7 @@ class FiniteAtoms:
 
     atoms: np.ndarray
     counts_capable = True
+    counts_layout_kind = "atoms"
 
     def _init_atoms(self) -> None:
         self.layout = Categorical(np.full(len(self.atoms), 1.0 / len(self.atoms)))

@@ -73,9 +73,14 @@ def _phi(link: str, m: np.ndarray) -> np.ndarray:
 
 
 def _dphi(link: str, m: np.ndarray) -> np.ndarray:
+    # -expit(-m) = -1 / (1 + e^m) and s(1 - s) = e^-|m| / (1 + e^-|m|)^2, with numpy's exp:
+    # the same values to an ulp, ~4x faster than scipy's expit (the counts-mode hot path);
+    # e^m overflowing to inf gives the limit 0
     if link == "logistic":
-        return -expit(-m)
-    return -expit(m) * expit(-m)
+        with np.errstate(over="ignore"):
+            return -1.0 / (1.0 + np.exp(m))
+    e = np.exp(-np.abs(m))
+    return -e / (1.0 + e) ** 2
 
 
 def _d2phi(link: str, m: np.ndarray) -> np.ndarray:
@@ -126,6 +131,9 @@ class GLM(FiniteAtoms, Problem):
         y = np.where(z[:, 0] >= 0, 1.0, -1.0)  # sign(<e_1, z>)
         y[rng.random(self.n_atoms) < self.flip] *= -1
         self.atoms = np.column_stack([y, z])
+        # counts mode's per-atom sums: coordinates and label-signed coordinates, contiguous
+        self._atom_z = np.ascontiguousarray(self.atoms[:, 1:])
+        self._atom_yz = self.atoms[:, :1] * self._atom_z
 
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, _BASIS_TAG]))
         q, r = np.linalg.qr(rng.standard_normal((self.d, self.rank)))
@@ -230,6 +238,27 @@ class GLM(FiniteAtoms, Problem):
         present = np.flatnonzero(batch.counts)
         rows = self.atoms[present]
         return self._counts_mean(self._coef(x, rows) - self._coef(y, rows), present, batch)
+
+    def counts_clipped_sum(self, x, y, batch, clip: float) -> np.ndarray:
+        """sum over the batch of grad f(x; z_i) (y None) or grad f(x; z_i) - grad f(y; z_i),
+        each scaled to norm at most `clip`, per atom (`algorithms.counts_maps`): a row is
+        coef_a B z_a with norm |coef_a| ||B z_a||, so its clip factor is a scalar per atom and
+        the sum stays B (Z^T weights), never an (atoms, dim) array. When most atoms are present
+        it runs over all of them (absent ones weigh 0): no gathers, the same cost at any n."""
+        counts = batch.counts
+        present = np.flatnonzero(counts)
+        if 2 * len(present) >= self.n_atoms:
+            labels, z, yz, norms, c = (self.atoms[:, 0], self._atom_z, self._atom_yz,
+                                       self._atom_norms, counts)
+        else:
+            labels, z, yz = self.atoms[present, 0], self._atom_z[present], self._atom_yz[present]
+            norms, c = self._atom_norms[present], counts[present]
+        # margins y <w, B z> = (y z) . (B^T w), for x alone or x and y as two columns
+        points = x if y is None else np.column_stack([x, y])
+        dphi = _dphi(self.link, yz @ (self.basis.T @ points))
+        coef = labels * (dphi if y is None else dphi[:, 0] - dphi[:, 1])
+        scale = np.minimum(1.0, clip / np.maximum(np.abs(coef) * norms, 1e-300))  # 1 inside
+        return self.basis @ (z.T @ (c * coef * scale))
 
     def record_grad_bound(self, x):
         return float(np.max(np.abs(self._coef(x, self.atoms)) * self._atom_norms))

@@ -8,10 +8,14 @@ take them like the SOSP Spiders. Privacy is enforced the same way: per-sample gr
 clipped to C before they are averaged (`algorithms.mechanisms.clip_rows`), whatever the
 problem's stated constants, and the noise comes from `algorithms.accounting`.
 
-Counts mode (`problems.counts`): an algorithm that lists "counts" in `data_modes` takes its
-records as value counts over a finite support, and every clipped batch mean is computed
-exactly from them (`batch_grad_sum`); as in the Spider engine this is exact only while clipping
-is the identity on the batch, and a run stops with CountsClipError otherwise.
+Counts mode (`problems.counts`, `problems.counts_dataset`): an algorithm that lists "counts"
+in `data_modes` takes its records as value counts over a finite support; its sample is a
+`CountsBatch`, its subsamples come from exact reads of the counts (binomial thinning,
+hypergeometric splits) and every per-record map (clip, gradient-difference clip, ellipsoid
+projection) is applied per atom (`algorithms.counts_maps`). On a product layout a map is
+allowed only where the whole-support guard proves it the identity (CountsClipError
+otherwise), and an algorithm that re-reads its sample (`counts_rereads`) is refused there
+before any work.
 
 Settings: an *empirical* algorithm optimizes F_S on a finite sample S of n records that it may
 visit many times (it materializes the first n records of the stream, so n must be finite); a
@@ -29,10 +33,12 @@ import numpy as np
 from algorithms.accounting import require_calibration
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
+from algorithms.counts_maps import clipped_grad_sum
 from algorithms.faults import check_faults
-from algorithms.spider import o1_leaf
+from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 from problems.counts import CountsBatch, CountsStream
+from problems.counts_dataset import require_resampling_exact
 
 _INT_PARAMS = ("T", "b")
 
@@ -59,6 +65,15 @@ class FirstOrderAlgorithm:
     #: The calibrations this family implements (`algorithms.accounting`): tight only, unless a
     #: subclass writes its paper's formula (a run with another one is refused before any work).
     calibrations: ClassVar[tuple[str, ...]] = ("tight",)
+    #: Counts mode: how the algorithm re-reads its one sample (e.g. "Poisson subsamples"), or
+    #: "" when it reads each record once or the full batch only; a re-reading algorithm is
+    #: refused on a product layout before any work (`problems.counts_dataset`).
+    counts_rereads: ClassVar[str] = ""
+    #: Why an algorithm without "counts" in data_modes runs on records only (its error says so).
+    records_only_reason: ClassVar[str] = ""
+    #: Problem constants the parameter rules divide by (constant -> the rule): a problem stating
+    #: one of them as 0 is refused with one line before any work (`algorithms.rule_constants`).
+    rule_constants: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """The Spider-era exponent and rate text follow the first declared claim unless set."""
@@ -110,6 +125,7 @@ class FirstOrderAlgorithm:
         raise NotImplementedError
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        require_rule_constants(self.name, problem, self.rule_constants)
         knobs = {"c_T": 1.0, "c_b": 1.0, "eta_mult": 1.0, **self.knobs()}
         p = self.theory_params(problem.constants, n, problem.d, privacy, **knobs)
         for key in ("T", "eta", "b", "C"):
@@ -127,9 +143,16 @@ class FirstOrderAlgorithm:
         """Run on `data` (records or a record stream); randomness only from `rng`."""
         require_calibration(self.name, privacy.calibration, self.calibrations)
         stream = problem.as_stream(data)
-        if isinstance(stream, CountsStream) and "counts" not in self.data_modes:
-            raise ValueError(f"{self.name} runs on records, not a counts stream: pass "
-                             "data='records'")
+        if isinstance(stream, CountsStream):
+            if "counts" not in self.data_modes:
+                why = f" ({self.records_only_reason})" if self.records_only_reason else ""
+                raise ValueError(f"{self.name} runs on records, not a counts stream{why}: pass "
+                                 "data='records'")
+            if self.counts_rereads:
+                require_resampling_exact(self.name, problem, self.counts_rereads)
+            if probe is not None or self.planted_faults:
+                raise ValueError("the privacy verification (probe, planted_faults) runs on record "
+                                 "mode: pass records (data='records'), not a counts stream")
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
         if self.setting == "empirical" and n is None:
             raise ValueError(f"n=None is invalid for {self.name}: an empirical-risk algorithm "
@@ -146,12 +169,12 @@ class FirstOrderAlgorithm:
 
 def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:
     """(sum over the batch of grad f(x; z_i) clipped to norm `clip`, the number of records):
-    the Spider engine's O1 answer (`algorithms.spider.o1_leaf`, records or a `CountsBatch`
-    behind its clip guard) times the batch size; an empty batch sums to 0."""
+    records, a `CountsBatch` (per atom, or behind the whole-support guard) or a record twin
+    (`algorithms.counts_maps.clipped_grad_sum`); an empty batch sums to 0."""
     k = int(batch.k) if isinstance(batch, CountsBatch) else len(batch)
     if k == 0:
         return np.zeros(problem.d), 0
-    return o1_leaf(problem, x, batch, clip) * k, k
+    return clipped_grad_sum(problem, x, batch, clip), k
 
 
 def batch_size(batch: Any) -> int:

@@ -58,9 +58,15 @@ from algorithms.accounting import (
 )
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
-from algorithms.first_order.private_moments import moment_noise_std, private_second_moments
+from algorithms.counts_maps import mapped_grad_sum, mapped_rows_mean
+from algorithms.first_order.base import (
+    FirstOrderAlgorithm,
+    TrajectoryBuilder,
+    batch_size,
+)
+from algorithms.first_order.private_moments import capped_squares, moment_noise_std, noisy_second_moments
 from problems.base import Constants, Problem
+from problems.counts_dataset import poisson_subsample
 
 _ASI = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconstructed "
         "(algorithms/first_order/ellipsoid.py)")
@@ -148,10 +154,18 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     #: where C comes from: "true" (the problem's scales, or I when not shaped), "private"
     #: (Algorithm 3 on held-out records) or "public" (second moments of public records)
     scale_source = "true"
+    #: counts mode on atoms layouts: Poisson thinning and the projection per atom (exact)
+    data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
+    counts_rereads: ClassVar[str] = "Poisson subsamples of one sample"
 
-    def _estimate_scales(self, problem: Problem, sample: np.ndarray, privacy: Privacy,
+    def _take_sample(self, stream: Any, n: int, p: dict[str, Any]) -> tuple[Any, Any]:
+        """(records held out for the scale estimate or None, the sample the steps read): the
+        first n records of the stream, records or counts."""
+        return None, stream.take(n)
+
+    def _estimate_scales(self, problem: Problem, held: Any, sample: Any, privacy: Privacy,
                          rng: np.random.Generator, rng_public: np.random.Generator | None,
-                         p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+                         p: dict[str, Any]) -> tuple[Any, np.ndarray]:
         raise NotImplementedError
 
     def _post_process(self, released: np.ndarray, problem: Problem, x: np.ndarray, t: int,
@@ -203,12 +217,12 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
         d = problem.d
-        sample = stream.take(n)
+        held, sample = self._take_sample(stream, int(n), p)
         # public data (PDP-SGD, public moments) from its own child generator, drawn first
         rng_public = np.random.default_rng(rng.integers(2**63)) if self.uses_public else None
         if self.scale_source != "true":  # C estimated at run time (PaganEstimatedScales)
-            sample, c = self._estimate_scales(problem, sample, privacy, rng, rng_public, p)
-            n = len(sample)
+            sample, c = self._estimate_scales(problem, held, sample, privacy, rng, rng_public, p)
+            n = batch_size(sample)
             self._set_shape(p, c, n)  # on the n - m records it reads
         T, b = int(p["T"]), float(p["b"])
         a = np.array(p["A_diag"])
@@ -252,11 +266,12 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         acc_norm, acc_diag = 0.0, np.zeros(d)
         evals, stop, t = 0, "T_reached", 0
         while t < T:
-            batch = sample[rng.random(n) < q]
-            grads = project(problem.per_sample_grads(x, batch), a_proj) if len(batch) \
-                else np.zeros((0, d))
-            evals += len(batch)
-            total = grads.sum(axis=0)
+            batch = poisson_subsample(sample, q, rng)  # records, or counts thinned
+            # each per-sample gradient projected onto E_A: per atom from counts (counts_maps)
+            total = mapped_grad_sum(problem, x, batch, lambda g: project(g, a_proj),
+                                    "ellipsoid projection")
+            read = batch_size(batch)
+            evals += read
             released = (total + noise_sd * rng.standard_normal(d)) / b if z > 0 else total / b
             if probe is not None:
                 probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
@@ -273,7 +288,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             x = np.clip(x, -box, box)
             t += 1
             avg += (x - avg) / (t + 1)  # the average of x_0..x_t
-            traj.step(avg, t, n, len(batch), z / b, float(np.linalg.norm(released)))
+            traj.step(avg, t, n, read, z / b, float(np.linalg.norm(released)))
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
@@ -343,17 +358,23 @@ class PaganPrivateScales(Pagan):
                              "it must hold out at least one record and leave at least one")
         return p
 
-    def _estimate_scales(self, problem, sample, privacy, rng, rng_public, p):
-        m = math.ceil(float(p["moment_frac"]) * len(sample))
-        held, rest = sample[:m], sample[m:]
-        grads = problem.per_sample_grads(np.asarray(problem.x0, dtype=float), held)
+    def _take_sample(self, stream, n, p):
+        # the first m records held out, the next n - m for the steps (records: the same rows
+        # as taking n and splitting; counts: two consecutive takes, exact and disjoint)
+        m = math.ceil(float(p["moment_frac"]) * n)
+        return stream.take(m), stream.take(n - m)
+
+    def _estimate_scales(self, problem, held, sample, privacy, rng, rng_public, p):
         tau = np.full(problem.d, float(p["moment_cap"]))
         eps = privacy.eps if privacy.private else math.inf
+        # the capped squared coordinates' mean (per atom from counts), then one noisy release
+        mean, m = mapped_rows_mean(problem, np.asarray(problem.x0, dtype=float), held,
+                                   lambda g: capped_squares(g, tau), "second-moment cap")
         std = moment_noise_std(tau, m, eps, privacy.delta)
-        est, _ = private_second_moments(grads, tau, eps, privacy.delta, rng,
-                                        floor=max(float(p["moment_floor_mult"]) * std, 1e-300))
+        est, _ = noisy_second_moments(mean, m, tau, eps, privacy.delta, rng,
+                                      floor=max(float(p["moment_floor_mult"]) * std, 1e-300))
         p.update(moment_m=m, moment_noise_std=std)
-        return rest, pagan_diagonal_from_moments(est)
+        return sample, pagan_diagonal_from_moments(est)
 
 
 class PaganPublicScales(Pagan):
@@ -372,7 +393,7 @@ class PaganPublicScales(Pagan):
                     "Theorem 2 with C from public second moments, stylized case",
                     "Pagan's rate up to the estimate's accuracy"),)
 
-    def _estimate_scales(self, problem, sample, privacy, rng, rng_public, p):
+    def _estimate_scales(self, problem, held, sample, privacy, rng, rng_public, p):
         public = problem.sample(int(p["public_m"]), rng_public)
         second = np.mean(problem.per_sample_grads(np.asarray(problem.x0, dtype=float), public) ** 2,
                          axis=0)

@@ -93,6 +93,7 @@ class JLMethod(FirstOrderAlgorithm):
         cls.multi_pass = getattr(cls.base, "multi_pass", False)
         cls.setting = cls.base.setting
         cls.data_modes = cls.base.data_modes
+        cls.counts_rereads = cls.base.counts_rereads
 
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         super().__init__(planted_faults=planted_faults, **overrides)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -57,6 +57,7 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
 from problems.base import Constants, Problem
+from problems.counts_dataset import poisson_subsample
 
 _WANG = "Wang, Ye, Xu 2017 (arXiv 1802.05251), as cited by Arora et al. 2023 (arXiv 2206.00846)"
 
@@ -83,6 +84,8 @@ def dp_gd_horizon(constants: Constants, n: int, d: int, privacy: Privacy, c_T: f
 
 class _NoisyGradientMethod(FirstOrderAlgorithm):
     params_used = ("T", "eta", "b", "C", "c_T", "c_b", "eta_mult", "noise_multiplier")
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "eta = eta_mult / M", "G": "T = c_T n mu sqrt(M B0 / 2) / (G sqrt(d))"}
     #: "full" (DP-GD), "poisson" (DP-SGD) or "stream" (one pass)
     sampling = "full"
 
@@ -128,7 +131,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 sens = 2 * C / n
                 noise_std = z * sens
             elif self.sampling == "poisson":
-                batch = sample[rng.random(n) < b / n]
+                batch = poisson_subsample(sample, b / n, rng)  # records, or counts thinned
                 denom = b
                 sens = 2 * C / b  # replace-one: the sum moves by up to 2C
                 noise_std = z * C / b  # std of the averaged noise N(0, (z C)^2) / b
@@ -156,7 +159,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
             if not np.all(np.isfinite(x)):
                 stop = "diverged"
                 break
-            if traj.step(x, t, used, len(batch), noise_std, est_norm) and monitor is not None \
+            if traj.step(x, t, used, read, noise_std, est_norm) and monitor is not None \
                     and monitor(x):
                 stop = "target_reached"
                 break
@@ -203,6 +206,8 @@ class DPSGD(_NoisyGradientMethod):
     paper = "Abadi et al. 2016 (arXiv 1607.00133); rate: " + _WANG
     setting = "empirical"
     sampling = "poisson"
+    data_modes = ("records", "counts")
+    counts_rereads = "Poisson subsamples of one sample"
     claims = (_empirical_baseline_claim("dp_sgd"),)
 
     @classmethod
@@ -240,6 +245,8 @@ class NoisySGD(_NoisyGradientMethod):
     sampling = "stream"
     data_modes = ("records", "counts")
     params_used = ("eta", "b", "C", "c_b", "eta_mult", "noise_multiplier")
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "eta = eta_mult / M and b = c_b G sqrt(n / (2 M B0))"}
     claims = (Claim("noisy_sgd", "population", "grad_norm",
                     (term("n^-1/4", n=-1 / 4), term("(sqrt(d)/(n eps))^(1/3)", privacy=1 / 3)),
                     "derived here (descent lemma, one pass)", "module docstring",

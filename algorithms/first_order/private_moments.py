@@ -28,6 +28,22 @@ def moment_noise_std(tau: np.ndarray, m: int, eps: float, delta: float) -> float
     return float(np.linalg.norm(np.asarray(tau, dtype=float) ** 2)) / (m * gdp_mu(eps, delta))
 
 
+def capped_squares(grads: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Each row's squared coordinates capped at tau_j^2 (a non-finite entry counts as the cap)."""
+    grads = np.asarray(grads, dtype=float)
+    return np.minimum(np.where(np.isfinite(grads), grads, np.inf) ** 2, np.asarray(tau, float) ** 2)
+
+
+def noisy_second_moments(mean: np.ndarray, m: int, tau: np.ndarray, eps: float, delta: float,
+                         rng: np.random.Generator, floor: np.ndarray | float = 0.0,
+                         noise_factor: float = 1.0) -> tuple[np.ndarray, float]:
+    """The release: `mean` (the capped squares' mean over m records) plus Gaussian noise of
+    std `moment_noise_std`, floored (post-processing); (estimates, noise std)."""
+    std = moment_noise_std(np.asarray(tau, dtype=float), m, eps, delta)
+    noisy = mean + noise_factor * std * rng.standard_normal(len(mean))
+    return np.maximum(noisy, floor), std
+
+
 def private_second_moments(grads: np.ndarray, tau: np.ndarray, eps: float, delta: float,
                            rng: np.random.Generator, floor: np.ndarray | float = 0.0,
                            noise_factor: float = 1.0) -> tuple[np.ndarray, float]:
@@ -43,8 +59,5 @@ def private_second_moments(grads: np.ndarray, tau: np.ndarray, eps: float, delta
     m = len(grads)
     if m < 1:
         raise ValueError("grads is invalid: at least one held-out record is needed")
-    sq = np.minimum(np.where(np.isfinite(grads), grads, np.inf) ** 2, tau2)
-    mean = sq.mean(axis=0)
-    std = moment_noise_std(np.asarray(tau, dtype=float), m, eps, delta)
-    noisy = mean + noise_factor * std * rng.standard_normal(len(tau2))
-    return np.maximum(noisy, floor), std
+    mean = capped_squares(grads, tau).mean(axis=0)
+    return noisy_second_moments(mean, m, tau, eps, delta, rng, floor, noise_factor)

@@ -45,9 +45,14 @@ import numpy as np
 from algorithms.accounting import ledger_none, ledger_pld, two_family_calibration
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
-from algorithms.mechanisms import clip_rows
+from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
+from algorithms.first_order.base import (
+    FirstOrderAlgorithm,
+    TrajectoryBuilder,
+    batch_size,
+)
 from problems.base import Constants, Problem
+from problems.counts_dataset import poisson_subsample
 
 _ARORA = "Arora et al. 2023, arXiv 2206.00846"
 
@@ -71,6 +76,10 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
                     (term("(sqrt(d)/(n eps))^(2/3)", privacy=2 / 3),), _ARORA,
                     "Theorem 4.2 / B.3 (Table 1, non-convex empirical)"),)
     knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "c_b": 1.0, "c_q": 1.0, "eta_mult": 1.0}
+    data_modes = ("records", "counts")
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "eta = eta_mult / (2 M)", "G": "T = c_T ((M B0)^(1/4) / (sqrt(G) abar))^(4/3)"}
+    counts_rereads = "full-batch anchors and Poisson subsamples of one sample"
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -121,19 +130,18 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
         while t < T:
             if t % q == 0:
                 clip = math.inf if "no_clipping" in faults else G
-                leaf = clip_rows(problem.per_sample_grads(x, sample), clip).mean(axis=0)
+                leaf = clipped_grad_sum(problem, x, sample, clip) / n
                 sens, noise_std, batch, oracle = 2 * G / n, z1 * G / n, n, 1
                 evals += n
                 noisy = leaf + noise_factor * noise_std * rng.standard_normal(d) if s > 0 else leaf
                 est = noisy
             else:
-                rows = sample[rng.random(n) < b2 / n]
+                rows = poisson_subsample(sample, b2 / n, rng)  # records, or counts thinned
                 c2 = min(M * float(np.linalg.norm(x - x_prev)), 2 * G)
                 clip = math.inf if "no_clipping" in faults else c2
-                diffs = problem.per_sample_grad_diffs(x, x_prev, rows) if len(rows) else np.zeros((0, d))
-                leaf = clip_rows(diffs, clip).sum(axis=0) / b2
-                sens, noise_std, batch, oracle = 2 * c2 / b2, z2 * c2 / b2, len(rows), 2
-                evals += 2 * len(rows)
+                leaf = clipped_grad_diff_sum(problem, x, x_prev, rows, clip) / b2
+                sens, noise_std, batch, oracle = 2 * c2 / b2, z2 * c2 / b2, batch_size(rows), 2
+                evals += 2 * batch
                 noisy = leaf + noise_factor * noise_std * rng.standard_normal(d) if s > 0 else leaf
                 est = est + noisy
             if probe is not None:

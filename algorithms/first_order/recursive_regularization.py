@@ -66,6 +66,7 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
 from algorithms.mechanisms import clip_rows
+from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 
 _ARORA = "Arora, Bassily, Gonzalez, Guzman, Menart, Ullah 2023 (arXiv 2206.00846)"
@@ -129,6 +130,8 @@ class RecursiveRegularization(FirstOrderAlgorithm):
     data_modes = ("records", "counts")
     params_used = ("C", "R", "c_lambda", "c_K", "K_max")
     knob_defaults: ClassVar[dict[str, Any]] = {"c_lambda": 1.0, "c_K": 1.0, "K_max": K_MAX_DEFAULT}
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "lambda = c_lambda G^2 / (M R^2) max{1/n, d/(n eps)^2}", "G": "T = ceil(log2(M / lambda))"}
     claims = (Claim("recursive_regularization", "population", "grad_norm",
                     (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
                     _ARORA, "Theorem 5.1 (1), Table 1 (convex, population; optimal)",
@@ -137,6 +140,7 @@ class RecursiveRegularization(FirstOrderAlgorithm):
     def _check_input(self, problem: Problem, n: int | None, why: str = "") -> None:
         if n is None:
             raise ValueError(f"n=None is invalid for {self.name}: its stages split a sample of n")
+        require_rule_constants(self.name, problem, self.rule_constants)
         if not getattr(problem, "convex", False):
             raise ValueError(f"problem {problem.name!r} is invalid for {self.name}: Theorem 5.1 "
                              f"assumes a convex loss{why} (the problem does not declare "
@@ -278,6 +282,8 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
     description = "recursive regularization (convex), linear time: PhasedSGD stages"
     paper = _ARORA + ", Algorithm 3 + Algorithm 5"
     data_modes = ("records",)
+    records_only_reason = ("PhasedSGD takes one sequential step per record, so a run costs n "
+                           "steps in any data mode: counts could not make n free")
     multi_pass = False  # every record is read once
     params_used = ("C", "R", "c_lambda")
     knob_defaults: ClassVar[dict[str, Any]] = {"c_lambda": 1.0}

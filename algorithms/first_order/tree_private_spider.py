@@ -57,8 +57,9 @@ import numpy as np
 from algorithms.accounting import calibrate, ledger_gdp, ledger_none
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
+from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
-from algorithms.mechanisms import clip_rows
+from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 
 _ARORA = "Arora et al. 2023, arXiv 2206.00846"
@@ -105,8 +106,12 @@ class TreePrivateSpider(FirstOrderAlgorithm):
     #: "theory": the single-release formula sqrt(2 log(1.25/delta)) / eps per tree node
     #: (`accounting.calibrate`), floored at tight.
     calibrations: ClassVar[tuple[str, ...]] = ("tight", "theory")
+    data_modes = ("records", "counts")  # one pass: consecutive takes of the stream
+    rule_constants: ClassVar[dict[str, str]] = {
+        "M": "step length = beta / (2^(D/2) M)", "G": "C~ = ... + 8 M B0 sqrt(2D) (D/2+1) / (2 G^2)"}
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
+        require_rule_constants(self.name, problem, self.rule_constants)
         k = self.knobs()
         const, d = problem.constants, problem.d
         G, M, B0 = const.G, const.M, const.B0
@@ -178,11 +183,11 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                     x_par: np.ndarray | None = None) -> tuple[np.ndarray, float]:
             """One Gaussian release (root: base None; right child: the parent's estimate)."""
             clip_used = math.inf if "no_clipping" in faults else clip
-            if base is None:
-                per = problem.per_sample_grads(x_node, rows)
+            if base is None:  # records, or counts per atom (algorithms.counts_maps)
+                total = clipped_grad_sum(problem, x_node, rows, clip_used)
             else:
-                per = problem.per_sample_grad_diffs(x_node, x_par, rows)
-            leaf = clip_rows(per, clip_used).sum(axis=0) * scale
+                total = clipped_grad_diff_sum(problem, x_node, x_par, rows, clip_used)
+            leaf = total * scale
             sens = 2 * clip * scale
             sigma = calibrate(privacy.eps, privacy.delta, sens, method=privacy.calibration).sigma \
                 if privacy.private else 0.0

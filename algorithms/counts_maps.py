@@ -1,0 +1,120 @@
+"""Per-record maps from value counts, exactly: clipped sums of gradients and of gradient
+differences, and the sum of any row map (the ellipsoid projection), over records, a counts
+batch, or a record twin (`problems.counts_dataset`).
+
+Atoms layout (`problems.counts.Categorical`): a batch is c_a copies of atom a, so the sum over
+its records of map(grad f(x; z_i)) is sum_a c_a map(grad f(x; atom_a)): exact for any
+per-record map, at any clip threshold, in O(atoms present x d) (a problem may supply a
+structured form, `counts_clipped_sum`, e.g. the GLM's O(atoms x rank + d rank)). The JL
+projection needs nothing more: the projected GLM is a GLM over the same atoms.
+
+Product layout (`problems.counts.BinaryCoordinates`): the counts give the batch's mean record
+only, so a per-record map is exact only where it is the identity on every record. The guard
+(`require_identity_clip`) decides that from public values only: the clip against the largest
+per-record norm over the *whole support* at the public iterate (`record_grad_bound`,
+`record_grad_diff_bound`), never over the values a batch happens to hold (issue 30: a guard on
+the batch's own atoms made "raise or release" an un-noised function of the data). A map that
+is not the identity there raises `CountsClipError` before the release is made or noised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from algorithms.mechanisms import clip_rows
+from problems.counts import CountsBatch, CountsClipError, require_identity_clip
+from problems.counts_dataset import CountsModeError, layout_kind
+
+
+def _present(problem: Any, batch: CountsBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    present = np.flatnonzero(batch.counts)
+    return present, problem.atoms[present], batch.counts[present].astype(float)
+
+
+def _guard(problem: Any, oracle: str, clip: float, bound: float) -> None:
+    """The product layout's guard on the whole-support bound (public), naming the problem."""
+    try:
+        require_identity_clip(oracle, clip, bound)
+    except CountsClipError as exc:
+        raise CountsClipError(f"problem {problem.name!r} (product layout): {exc}") from None
+
+
+def clipped_grad_sum(problem: Any, x: np.ndarray, batch: Any, clip: float,
+                     oracle: str = "O1") -> np.ndarray:
+    """sum over the batch of grad f(x; z_i) scaled to norm at most `clip` (module docstring)."""
+    if not isinstance(batch, CountsBatch):
+        rows = np.asarray(batch)
+        if len(rows) == 0:
+            return np.zeros(problem.d)
+        return clip_rows(problem.per_sample_grads(x, rows), clip).sum(axis=0)
+    if batch.k == 0:
+        return np.zeros(problem.d)
+    kind = layout_kind(problem)
+    if kind == "atoms":
+        fast = getattr(problem, "counts_clipped_sum", None)
+        if fast is not None:
+            return fast(x, None, batch, clip)
+        _, atoms, c = _present(problem, batch)
+        return c @ clip_rows(problem.per_sample_grads(x, atoms), clip)
+    _guard(problem, oracle, clip, problem.record_grad_bound(x))
+    return problem.batch_mean_grad(x, batch) * batch.k
+
+
+def clipped_grad_diff_sum(problem: Any, x: np.ndarray, y: np.ndarray, batch: Any, clip: float,
+                          oracle: str = "O2") -> np.ndarray:
+    """sum over the batch of (grad f(x; z_i) - grad f(y; z_i)) scaled to norm at most `clip`."""
+    if not isinstance(batch, CountsBatch):
+        rows = np.asarray(batch)
+        if len(rows) == 0:
+            return np.zeros(problem.d)
+        return clip_rows(problem.per_sample_grad_diffs(x, y, rows), clip).sum(axis=0)
+    if batch.k == 0:
+        return np.zeros(problem.d)
+    kind = layout_kind(problem)
+    if kind == "atoms":
+        fast = getattr(problem, "counts_clipped_sum", None)
+        if fast is not None:
+            return fast(x, y, batch, clip)
+        _, atoms, c = _present(problem, batch)
+        return c @ clip_rows(problem.per_sample_grad_diffs(x, y, atoms), clip)
+    _guard(problem, oracle, clip, problem.record_grad_diff_bound(x, y))
+    return problem.batch_mean_grad_diff(x, y, batch) * batch.k
+
+
+def mapped_grad_sum(problem: Any, x: np.ndarray, batch: Any,
+                    rowmap: Callable[[np.ndarray], np.ndarray], what: str) -> np.ndarray:
+    """sum over the batch of rowmap(grad f(x; z_i)), rowmap acting row by row on a (b, d)
+    array (e.g. the ellipsoid projection). From counts on an atoms layout only: a general map
+    has no guard on a product layout (`what` names it in the refusal)."""
+    if not isinstance(batch, CountsBatch):
+        rows = np.asarray(batch)
+        if len(rows) == 0:
+            return np.zeros(problem.d)
+        return rowmap(problem.per_sample_grads(x, rows)).sum(axis=0)
+    if batch.k == 0:
+        return np.zeros(problem.d)
+    if layout_kind(problem) != "atoms":
+        raise CountsModeError(f"the {what} is exact from counts only on an atoms layout; problem "
+                              f"{problem.name!r} has a product layout: run with data='records'")
+    _, atoms, c = _present(problem, batch)
+    return c @ rowmap(problem.per_sample_grads(x, atoms))
+
+
+def mapped_rows_mean(problem: Any, x: np.ndarray, batch: Any,
+                     rowmap: Callable[[np.ndarray], np.ndarray], what: str) -> tuple[np.ndarray, int]:
+    """(mean over the batch of rowmap(grad f(x; z_i)), batch size); rowmap may change the row
+    width (e.g. squared coordinates capped: the private second moments)."""
+    if not isinstance(batch, CountsBatch):
+        rows = np.asarray(batch)
+        return rowmap(problem.per_sample_grads(x, rows)).mean(axis=0), len(rows)
+    if layout_kind(problem) != "atoms":
+        raise CountsModeError(f"the {what} is exact from counts only on an atoms layout; problem "
+                              f"{problem.name!r} has a product layout: run with data='records'")
+    _, atoms, c = _present(problem, batch)
+    return c @ rowmap(problem.per_sample_grads(x, atoms)) / batch.k, batch.k
+
+
+__all__ = ["clipped_grad_diff_sum", "clipped_grad_sum", "mapped_grad_sum", "mapped_rows_mean"]
