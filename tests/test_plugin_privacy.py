@@ -56,7 +56,18 @@ def plugins(tmp_path_factory):
         load_plugin(str(d / f"{name}.py"))
     (d / "momentum.py").write_text(MOMENTUM)
     load_plugin(str(d / "momentum.py"))
-    return d
+    yield d
+    # Unregister them: later test files count the registry's algorithms and problems.
+    import algorithms
+    import problems
+    from bench import plugins as registry
+
+    for entry in [e for e in registry.loaded() if e.startswith(str(d))]:
+        info = registry._LOADED.pop(entry)
+        for name in info.algorithms:
+            algorithms._REGISTRY.pop(name, None)
+        for name in info.problems:
+            problems._REGISTRY.pop(name, None)
 
 
 #: A DP-GD with heavy-ball momentum, as a user writes it from the README's recipe: DP-GD's
