@@ -344,6 +344,9 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                 raise SpecError(f"algorithm[{i}] ({aname}): {exc}") from None
         alg_list.append({"name": aname, "params": params, "grid": kgrid})
 
+    if "target_alpha" in grid:
+        _check_targets_below_start(grid, problem_list, alg_list)
+
     fits = []
     raw_fits = raw.get("fit", [])
     if not isinstance(raw_fits, list):
@@ -406,6 +409,51 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
                      stop_at_target=stop, data=data, plugins=plugins)
+
+
+def start_metric(problem: str, d: int, params: dict, metric: str) -> tuple[float, str]:
+    """The value of a claim metric at the problem's public start x0, and its name: alpha_SOSP
+    (alpha_sosp), ||grad F(x0)|| (grad_norm; also emp_grad_norm, whose value at x0 is the
+    population one up to sampling error), or F(x0) - min F (excess_risk)."""
+    import problems
+    from analysis.metrics import sosp_alpha
+
+    prob = problems.get_problem(problem, d=d, **params)
+    if metric == "alpha_sosp":
+        return float(sosp_alpha(prob, prob.x0)["alpha"]), "alpha_SOSP(x0)"
+    if metric == "excess_risk" and hasattr(prob, "excess_risk"):
+        return float(prob.excess_risk(prob.x0)), "F(x0) - min F"
+    import numpy as np
+
+    return float(np.linalg.norm(prob.population_grad(prob.x0))), "||grad F(x0)||"
+
+
+def _check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
+                               alg_list: list[dict]) -> None:
+    """Refuse a target at or above the start's value of the metric it targets: such a cell
+    is "reached" at step 0 (samples_to_target 0) and measures nothing (issue 28, point 1)."""
+    import problems
+    from analysis.claims import claim_metric
+
+    metrics = sorted({claim_metric(a["name"]) for a in alg_list})
+    cache: dict[tuple, tuple[float, str]] = {}
+    for prob in problem_list:
+        for d in grid["d"]:
+            for ta in grid["target_alpha"]:
+                params = problems.instance_params(prob["name"], prob["params"], ta)
+                for metric in metrics:
+                    key = (prob["name"], d, repr(sorted(params.items())), metric)
+                    if key not in cache:
+                        cache[key] = start_metric(prob["name"], d, params, metric)
+                    start, what = cache[key]
+                    if ta >= start:
+                        users = ", ".join(a["name"] for a in alg_list
+                                          if claim_metric(a["name"]) == metric)
+                        raise SpecError(
+                            f"grid.target_alpha contains {ta:g}: at or above the start's {what} = "
+                            f"{start:.3g} on {prob['name']} (d={d}; the metric of {users}), so "
+                            f"the target is met at step 0 and measures nothing; targets must be "
+                            f"< {start:.3g}")
 
 
 def _same(a: Any, b: Any) -> bool:
