@@ -595,8 +595,8 @@ def failures_page(pdf: PdfPages, data: StoreData) -> None:
 
 
 CSV_COLUMNS = ["algorithm", "problem", "character", "view", "mode", "x", "predicted", "exponent",
-               "ci_low", "ci_high", "verdict", "regime", "declared", "rules_predicted", "rules_verdict", "fit", "where", "spec",
-               "window", "n_design", "n_points",
+               "ci_low", "ci_high", "verdict", "regime", "declared", "rules_predicted",
+               "rules_verdict", "fit", "where", "spec", "window", "n_design", "n_points",
                "n_censored", "dropped_design", "se_ols", "r2", "method", "two_term_p",
                "two_term_ci_low", "two_term_ci_high", "two_term_verdict", "median_steps",
                "median_first_o1", "n_stuck", "alpha_x0", "alpha_top", "flags", "d", "eps", "n"]

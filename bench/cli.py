@@ -58,6 +58,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     import algorithms
     import problems
 
+    if args.params:
+        return _list_params(args.params)
     print("problems (data modes, default first):")
     for name, desc in problems.describe().items():
         modes = "|".join(problems.data_modes(name))
@@ -67,6 +69,37 @@ def cmd_list(args: argparse.Namespace) -> int:
         cls = algorithms.get_algorithm(name)
         print(f"  {name:24s} {cls.description}  [claimed: {cls.claimed_rate}]")
     return 0
+
+
+def _list_params(name: str) -> int:
+    """A problem's parameters (with defaults) or an algorithm's knobs and overrides."""
+    import algorithms
+    import problems
+    from bench.config import algorithm_parameters, problem_parameters
+
+    if name in problems.available():
+        cls = problems.get_problem_class(name)
+        print(f"problem {name} ({problems.character(name)}): parameters (--problem-param KEY=VALUE, "
+              "or [[problem]] params in a spec), defaults:")
+        print(f"  {'d':14s} (the grid's d)")
+        for k, v in problem_parameters(name).items():
+            note = "  (set per target alpha unless fixed)" if k == cls.per_target_param else ""
+            print(f"  {k:14s} {v!r}{note}")
+        return 0
+    if name in algorithms.available():
+        from algorithms.spider import KNOB_DEFAULTS
+
+        cls = algorithms.get_algorithm(name)
+        defaults = {**(KNOB_DEFAULTS if getattr(cls, "family", "") == "sosp_spider" else {}),
+                    **getattr(cls, "knob_defaults", {})}
+        keys = algorithm_parameters(name)
+        print(f"algorithm {name}: knobs and overrides (--param KEY=VALUE, or [[algorithm]] params / "
+              "grid in a spec); a knob's theory default in brackets, an override replaces a rule:")
+        for k in keys:
+            print(f"  {k:24s} " + (f"[{defaults[k]!r}]" if k in defaults else "override"))
+        return 0
+    raise ValueError(f"--params={name!r} is invalid: must be a problem ({', '.join(problems.available())}) "
+                     f"or an algorithm ({', '.join(algorithms.available())})")
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
@@ -125,6 +158,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                              f"--param target_alpha={params['target_alpha']}: give one")
         params["target_alpha"] = args.target_alpha
     n = parse_count(args.n, "--n")
+    import problems
+    from bench.config import check_problem_params
+
+    problems.get_problem_class(args.problem)  # an unknown name: one line with the allowed ones
+    check_problem_params(args.problem, parse_assignments(args.problem_param, "--problem-param"),
+                         "--problem-param")
     res = run_cell(args.algorithm, args.problem, n, args.d, args.eps, delta=args.delta,
                    seed=args.seed, params=params,
                    problem_params=parse_assignments(args.problem_param, "--problem-param"),
@@ -415,9 +454,10 @@ def describe_cost(plan, jobs: int) -> str:
         return (f"estimated cost: {format_seconds(est.mid)} of CPU, about {wall}; {est.bounded} "
                 f"of {len(plan.pending)} cells priced at their upper bound (budget or horizon T: "
                 f"no stored cells of their algorithm and problem yet) ({plan.cost_basis})")
-    return (f"estimated cost: at most {format_seconds(est.mid)} of CPU, {wall} ({plan.cost_basis}; "
-            "target cells priced at their budget or horizon T; a rerun after some cells are "
-            "stored learns the real rates)")
+    return (f"estimated cost: {format_seconds(max(est.mid, 1.0))} of CPU or more, {wall} at the "
+            f"default rates ({plan.cost_basis}: each cell priced at its budget or horizon T plus "
+            "0.3 s; algorithms that loop in Python can take far longer; a rerun after some cells "
+            "are stored learns the real rates)")
 
 
 def _default_store(spec_name: str) -> str:
@@ -568,6 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", action="store_true", help="print CSV instead of the table")
     p.set_defaults(func=cmd_claims)
     p = sub.add_parser("list", help="registered problems and algorithms")
+    p.add_argument("--params", default=None, metavar="NAME",
+                   help="list a problem's parameters or an algorithm's knobs instead")
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("run", help="run one algorithm on one problem and print its metrics",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

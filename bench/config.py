@@ -215,6 +215,45 @@ def _param_table(key: str, v: Any) -> dict[str, Any]:
     return dict(v)
 
 
+def problem_parameters(name: str) -> dict[str, Any]:
+    """The parameters problem `name` takes besides d, with their defaults (from its class)."""
+    import inspect
+
+    import problems
+
+    sig = inspect.signature(problems.get_problem_class(name).__init__)
+    return {k: (None if p.default is inspect.Parameter.empty else p.default)
+            for k, p in sig.parameters.items()
+            if k not in ("self", "d") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+
+
+def algorithm_parameters(name: str) -> list[str]:
+    """The knobs and overrides algorithm `name` accepts, as its own validation lists them
+    (every family refuses an unknown key with "...: allowed: a, b, ..."; we ask it)."""
+    import algorithms
+
+    cls = algorithms.get_algorithm(name)
+    try:
+        cls(**{"__no_such_parameter__": 0})
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if "allowed: " in msg:
+            return [k.strip() for k in msg.split("allowed: ", 1)[1].split(",") if k.strip()]
+    return []
+
+
+def check_problem_params(name: str, params: dict[str, Any], where: str) -> None:
+    """One line naming an unknown problem parameter and the allowed ones (not the constructor's
+    "unexpected keyword argument" TypeError)."""
+    allowed = problem_parameters(name)
+    for k, v in params.items():
+        if k not in allowed and k != "d":
+            shown = ", ".join(allowed) or "none"
+            at = f"{where} {k}={v!r}" if where.startswith("--") else f"{where}.{k}={v!r}"
+            raise SpecError(f"{at} is invalid: {name} has no parameter {k!r}; its "
+                            f"parameters are {shown} (`dprates list --params {name}`)")
+
+
 def default_data_mode(problem: str, algorithm: str) -> str:
     """The first of the problem's data modes (its default first) that the algorithm runs on."""
     import algorithms
@@ -308,6 +347,7 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         params = _param_table(f"problem[{i}].params", p.get("params"))
         if "d" in params:
             raise SpecError(f"problem[{i}].params.d is not allowed: set dimensions in grid.d")
+        check_problem_params(pname, params, f"problem[{i}].params")
         for d, ta in itertools.product(grid["d"], grid.get("target_alpha") or [None]):
             try:
                 problems.get_problem(pname, d=d, **problems.instance_params(pname, params, ta))
