@@ -268,3 +268,40 @@ def test_exploratory_fit_groups_by_what_varies_and_says_so(store: Path, capsys):
     assert main([*argv, "--by", "algorithm,target"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no column 'target'" in err[0]
+
+
+def test_exports_from_a_store_fit_latex_and_claims_rows(store: Path, tmp_path: Path, capsys):
+    """`dprates fit --format latex` (booktabs, one row per fit row, the direction line in the
+    caption) and `dprates claims --measured STORE` (the same rows as page 1) on a store."""
+    import io
+
+    import pandas as pd
+
+    assert main(["fit", str(store), "--boot", "200", "--format", "latex"]) == 0
+    tex = capsys.readouterr().out
+    claims = claims_table(open_store_data(store), n_boot=200)
+    body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0].strip().splitlines()
+    assert len(body) == len(claims) and tex.count(r"\toprule") == 1
+    assert "x = target alpha -" in tex and "faster = slope of log n" in tex
+    assert main(["claims", "--measured", str(store), "--format", "csv", "--boot", "200"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(table) == 21
+    measured = table[table["verdict"] != "not measured"]
+    assert set(measured["algorithm"]) == {"gaussian_spider", "adaptive_tree_spider"}
+    assert (measured["verdict"] == "not in regime").all()  # the fixture's window is saturated
+
+
+def test_regate_rewrites_verdicts_from_flags(tmp_path: Path, capsys):
+    import pandas as pd
+
+    rows = [{"algorithm": "gaussian_spider", "problem": "hard_valley", "view": "sample_complexity",
+             "mode": "theory", "x": "alpha", "exponent": -2.4, "ci_low": -2.5, "ci_high": -2.3,
+             "verdict": "slower than claimed", "rules_verdict": "slower than claimed",
+             "fit": "f", "spec": "nospec", "flags": flags}
+            for flags in ("ceiling: the window reaches within 10x of the start saddle's alpha_SOSP", "")]
+    path = tmp_path / "c.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert main(["regate", str(path)]) == 0
+    out = pd.read_csv(path)
+    assert out["verdict"].tolist() == ["not in regime", "slower than claimed"]
+    assert out["regime"].tolist()[1] == "in regime" and out["exponent"].tolist() == [-2.4, -2.4]

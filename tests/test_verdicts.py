@@ -85,3 +85,110 @@ def test_spec_check_refuses_a_target_at_or_above_the_start(capsys, tmp_path):
     assert main(["sweep", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "targets must be < 0.915" in err
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+CSV = ROOT / "reports" / "reference_exponents.csv"
+
+
+def test_committed_csv_verdicts_obey_the_gate():
+    """Every flagged row of the committed reference CSV says "not in regime" (re-derived by
+    `dprates regate`, not by hand), and every unflagged row keeps a CI reading."""
+    table = pd.read_csv(CSV)
+    flagged = table["flags"].fillna("").map(lambda f: bool(regime_reason(f)))
+    assert flagged.sum() == 58  # issue 28: 58 of the 85 rows carry a ceiling or floor flag
+    assert (table.loc[flagged, "verdict"] == NOT_IN_REGIME).all()
+    assert (table.loc[~flagged, "verdict"] != NOT_IN_REGIME).all()
+    assert (table.loc[flagged, "regime"] == table.loc[flagged, "flags"].map(regime_reason)).all()
+
+
+def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
+    from algorithms import all_claims
+    from analysis.tables import claims_summary, read_fits
+
+    fits = read_fits([CSV])
+    summary = claims_summary(fits)
+    claims = all_claims()
+    assert len(summary) == len(claims) == 21
+    assert list(zip(summary["algorithm"], summary["metric"], strict=True)) == \
+        [(c.algorithm, c.metric) for c in claims]
+    for r in summary.itertuples():
+        hits = fits[(fits["algorithm"] == r.algorithm) & (fits["metric"] == r.metric)]
+        if hits.empty:
+            assert r.verdict == "not measured"
+        elif (hits["regime"] == "in regime").any():  # an in-regime fit decides it
+            assert r.regime == "in regime" and r.verdict != NOT_IN_REGIME
+        else:  # no fit in regime: says so with the reason, the slope in parentheses
+            assert r.verdict == NOT_IN_REGIME and r.regime.startswith(("ceiling", "floor"))
+            assert r.measured.startswith("(")
+    gs = summary[summary["algorithm"] == "gaussian_spider"].iloc[0]
+    # The headline: hard_valley, theory mode (the declared one), the first spec.
+    assert gs["decided by"].startswith("headline2/valley_n_star_vs_alpha, theory, hard_valley")
+    assert gs["measured"] == "-2.46 [-2.48, -2.43]"
+    note = claims_summary(fits, privacy={("dp_gd", ""): "privacy unverified"})
+    assert note.loc[note["algorithm"] == "dp_gd", "privacy"].iloc[0] == "privacy unverified"
+
+
+def test_readme_claims_table_is_the_generated_one():
+    """README Results opens with the table `make readme-claims` writes from the CSV."""
+    from bench.cli import README_BEGIN, README_END, readme_claims_block
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()
+    assert block == readme_claims_block([str(CSV)]), \
+        "README's claims table differs from reports/reference_exponents.csv: run make readme-claims"
+
+
+def _latex_ok(tex: str, n_cols: int) -> None:
+    """booktabs structure: one each of toprule / midrule / bottomrule, every row n_cols cells,
+    balanced braces, no unescaped special character in the cells."""
+    import re
+
+    assert tex.count(r"\toprule") == tex.count(r"\midrule") == tex.count(r"\bottomrule") == 1
+    assert "|" not in tex.split(r"\begin{tabular}", 1)[1].split("}", 1)[0]  # no vertical rules
+    body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0]
+    rows = [r for r in body.strip().split("\n") if r.strip()]
+    for r in rows:
+        assert r.endswith(r"\\")
+        cells = re.split(r"(?<!\\)&", r[:-2])
+        assert len(cells) == n_cols, r
+        for c in cells:
+            assert not re.search(r"(?<!\\)[_%$#^~]", c.replace(r"\textasciitilde{}", "")
+                                 .replace(r"\textasciicircum{}", "")), c
+    depth = 0
+    for ch in re.sub(r"\\[{}]", "", tex):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        assert depth >= 0
+    assert depth == 0
+
+
+def test_claims_exports_markdown_latex_csv(tmp_path, capsys):
+    import io
+    import shutil
+    import subprocess
+
+    from analysis.tables import EXPORT_COLUMNS
+    from bench.cli import main
+
+    assert main(["claims", "--measured", str(CSV), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    lines = [ln for ln in md.splitlines() if ln.startswith("|")]
+    assert len(lines) == 2 + 21 and lines[0].count(" | ") == len(EXPORT_COLUMNS) - 2
+    assert main(["claims", "--measured", str(CSV), "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(table) == 21 and {"exponent", "ci_low", "ci_high", "verdict"} <= set(table.columns)
+    for fmt_args in ([], ["--standalone"]):
+        out = tmp_path / "claims.tex"
+        assert main(["claims", "--measured", str(CSV), "--format", "latex", "-o", str(out),
+                     *fmt_args]) == 0
+        tex = out.read_text()
+        _latex_ok(tex, len(EXPORT_COLUMNS) - 1)  # no privacy notes: that column is dropped
+        assert r"\usepackage{booktabs}" in tex if fmt_args else "% requires" in tex
+    if shutil.which("pdflatex"):  # compile as is where a TeX is installed
+        res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "claims.tex"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stdout[-2000:]
+    assert main(["claims", "--format", "latex"]) == 2
+    assert "need --measured" in capsys.readouterr().err
+    assert main(["claims", "--measured", str(tmp_path / "nope.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
