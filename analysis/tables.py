@@ -158,7 +158,8 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
     rows = []
     for c in all_claims():
         base = {"algorithm": c.algorithm, "claim": f"{c.metric} ~ {c.rate}",
-                "source": f"{c.paper}, {c.where}", "setting": c.setting, "metric": c.metric}
+                "source": f"{c.paper}, {c.where}", "short source": short_source(c.paper, c.where),
+                "setting": c.setting, "metric": c.metric}
         hits = pd.DataFrame()
         if len(fits) and "metric" in fits:
             hits = fits[(fits["algorithm"] == c.algorithm) & (fits["metric"] == c.metric)]
@@ -192,6 +193,22 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
                      "exponent": best.get("exponent"), "ci_low": lo, "ci_high": hi,
                      "predicted": best.get("predicted")})
     return pd.DataFrame(rows)
+
+
+def short_source(paper: str, where: str) -> str:
+    """The theorem first, then the paper as "Lead et al. YEAR, arXiv ID" (page 1's cell, where
+    a full author list would push the theorem out of view)."""
+    import re
+
+    arxiv = re.search(r"arXiv[: ]*(\d{4}\.\d{4,5})", paper)
+    year = re.search(r"\b(19|20)\d\d\b", paper)
+    lead = paper.split(",")[0].split(" (")[0].strip()
+    if " " not in lead and year:
+        lead = f"{lead} et al. {year.group(0)}"
+    elif year and year.group(0) not in lead:
+        lead = f"{lead} {year.group(0)}"
+    ref = lead + (f", arXiv {arxiv.group(1)}" if arxiv and arxiv.group(1) not in lead else "")
+    return f"{where} ({ref})"
 
 
 def verdict_counts(summary: pd.DataFrame) -> dict[str, int]:

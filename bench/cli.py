@@ -286,7 +286,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _print_claims(claims) -> None:
     import pandas as pd
 
-    from analysis.report import claims_display
+    from analysis.tables import claims_display, direction_lines
 
     if claims is None or not len(claims):
         print("no declared fit has data (is the sweep finished? does the spec declare [[fit]]?)")
@@ -303,6 +303,8 @@ def _print_claims(claims) -> None:
         print("flags (number of fits):")
         for part, k in counts.items():
             print(f"  [{k}] {part}")
+    for line in direction_lines(list(zip(claims["view"], claims["x"], strict=True))):
+        print(f"what faster / slower mean: {line}")
 
 
 def exploratory_groups(df, x: str, by: str | None) -> list[str]:
