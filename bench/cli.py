@@ -139,7 +139,8 @@ README_END = "<!-- claims-table: end -->"
 
 def readme_claims_block(sources: list[str]) -> str:
     """The README's generated claims table (markdown, with its notes) from `sources`."""
-    from analysis.tables import claims_summary, export, read_fits, summary_for_export, summary_notes
+    from analysis.tables import claims_summary, export, summary_for_export, summary_notes
+    from bench.measured import read_fits
 
     summary = claims_summary(read_fits(sources))
     return export(summary_for_export(summary), "markdown", notes=summary_notes(summary)).strip()
@@ -156,7 +157,8 @@ def replace_readme_block(text: str, block: str) -> str:
 
 
 def _measured_claims(args: argparse.Namespace) -> int:
-    from analysis.tables import claims_summary, export, read_fits, summary_for_export, summary_notes
+    from analysis.tables import claims_summary, export, summary_for_export, summary_notes
+    from bench.measured import read_fits
 
     if args.update_readme:
         path = Path(args.update_readme)
@@ -381,7 +383,7 @@ def cmd_regate(args: argparse.Namespace) -> int:
 
     from analysis.claims import apply_gate
     from analysis.report import CSV_COLUMNS
-    from analysis.tables import _declared_from_specs
+    from bench.measured import declared_from_specs
 
     path = Path(args.csv)
     if not path.is_file():
@@ -391,7 +393,7 @@ def cmd_regate(args: argparse.Namespace) -> int:
         raise ValueError(f"csv={args.csv!r} is invalid: not a claims CSV (dprates report --csv)")
     before = table["verdict"].value_counts().to_dict()
     if "declared" not in table:
-        table["declared"] = _declared_from_specs(table)
+        table["declared"] = declared_from_specs(table)
     gated = apply_gate(table.fillna({"rules_verdict": "", "two_term_verdict": ""}))
     cols = [c for c in CSV_COLUMNS if c in gated] + [c for c in gated if c not in CSV_COLUMNS]
     out = Path(args.output or path)
@@ -401,6 +403,42 @@ def cmd_regate(args: argparse.Namespace) -> int:
           + ", ".join(f"{k} {v}" for k, v in sorted(before.items()))
           + "; after " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())))
     return 0
+
+
+def cmd_reference_quick(args: argparse.Namespace) -> int:
+    """Reduced reference specs, their verdicts per claim against the committed full CSV."""
+    import time
+
+    import pandas as pd
+
+    from bench import quick_reference as qr
+
+    t0 = time.perf_counter()
+    specs = qr.reduced_specs(args.manifest)
+    print(f"quick reference: {len(specs)} reduced specs ({sum(len(s.cells()) for s in specs)} "
+          f"cells) into {args.out}; verdicts against {args.full}")
+    res = qr.run(args.manifest, args.out, jobs=args.jobs, full_csv=args.full, n_boot=args.boot)
+    table = res["table"]
+    with pd.option_context("display.width", 220, "display.max_colwidth", 60,
+                           "display.max_columns", 20):
+        print(table[["algorithm", "full", "quick", "agree", "full measured", "quick measured",
+                     "full decided by"]].to_string(index=False))
+    covered = table[table["agree"] != "not covered"]
+    agree = int((covered["agree"] == "yes").sum())
+    print(f"\n{agree} of {len(covered)} covered claims agree with the full reference "
+          f"({len(table) - len(covered)} not covered by the reduced specs)")
+    for r in covered[covered["agree"] == "no"].to_dict("records"):
+        print(f"  differs: {r['algorithm']}: full {r['full']} ({r['full measured']}), quick "
+              f"{r['quick']} ({r['quick measured']})")
+    if args.report:
+        from analysis.report import write_report
+        from bench.store import open_store_data
+
+        rep = write_report([open_store_data(s) for s in res["stores"]], args.report, n_boot=args.boot)
+        print(f"wrote {args.report} ({rep['pages']} pages)")
+    print(f"total {time.perf_counter() - t0:.0f} s (sweeps "
+          + ", ".join(f"{k} {v:.0f} s" for k, v in res["timings"].items()) + ")")
+    return 0 if agree == len(covered) else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -798,6 +836,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("csv", help="a claims CSV (dprates report --csv), e.g. reports/reference_exponents.csv")
     p.add_argument("-o", "--output", default=None, help="write here (default: rewrite the CSV)")
     p.set_defaults(func=cmd_regate)
+    p = sub.add_parser("reference-quick", help="reduced reference specs and, per claim, whether "
+                       "the verdict agrees with the committed full reference (make reference-quick)")
+    p.add_argument("--manifest", default="bench/configs/reference_quick.toml")
+    p.add_argument("--out", default="results/quick_reference", help="directory of the stores")
+    p.add_argument("--full", default="reports/reference_exponents.csv",
+                   help="the full reference's claims CSV")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--report", default=None, help="also write a PDF report of the stores")
+    p.set_defaults(func=cmd_reference_quick)
     p = sub.add_parser("report", help="PDF report of one or several stores")
     p.add_argument("store", nargs="+")
     p.add_argument("-o", "--output", required=True, help="the .pdf to write")

@@ -104,7 +104,8 @@ def test_committed_csv_verdicts_obey_the_gate():
 
 def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
     from algorithms import all_claims
-    from analysis.tables import claims_summary, read_fits
+    from analysis.tables import claims_summary
+    from bench.measured import read_fits
 
     fits = read_fits([CSV])
     summary = claims_summary(fits)
@@ -192,3 +193,39 @@ def test_claims_exports_markdown_latex_csv(tmp_path, capsys):
     assert "need --measured" in capsys.readouterr().err
     assert main(["claims", "--measured", str(tmp_path / "nope.csv")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_reduced_specs_keep_windows_designs_and_first_seeds():
+    """The quick reference's specs: the full spec's windows, design points and fits, its
+    first k seeds (the same data seeds: cells differ from the full ones only in rep), and with
+    theory_only the knob grids cut to the theory defaults."""
+    from bench.config import load_spec
+    from bench.quick_reference import CONFIGS, load_manifest, reduce_spec
+
+    for entry in load_manifest():
+        full = load_spec(CONFIGS / f"{entry['name']}.toml")
+        quick = reduce_spec(full, entry["repetitions"], entry["theory_only"])
+        assert quick.fits == full.fits and quick.grid == full.grid and quick.name == full.name
+        assert quick.repetitions == entry["repetitions"] < full.repetitions
+        full_keys = {c.key for c in full.cells()}
+        cells = quick.cells()
+        assert {c.rep for c in cells} == set(range(entry["repetitions"]))
+        if entry["theory_only"]:
+            assert all(v == [1.0] for a in quick.algorithms for v in a["grid"].values())
+            assert {c.key for c in cells} <= full_keys  # the full run's own theory cells
+        else:
+            assert {c.key for c in cells} <= full_keys
+
+
+def test_quick_reference_comparison_counts_agreement_per_claim():
+    from bench.quick_reference import compare
+
+    full = pd.DataFrame([{"algorithm": "a", "claim": "c1", "verdict": "consistent",
+                          "decided by": "headline2/f, theory", "measured": "1"},
+                         {"algorithm": "b", "claim": "c2", "verdict": "slower than claimed",
+                          "decided by": "headline2/f, theory", "measured": "2"},
+                         {"algorithm": "c", "claim": "c3", "verdict": NOT_IN_REGIME,
+                          "decided by": "seed002_scaling_d/f, theory", "measured": "3"}])
+    quick = full.assign(verdict=["consistent", "inconclusive", NOT_IN_REGIME])
+    table = compare(quick, full, {"headline2"})
+    assert table["agree"].tolist() == ["yes", "no", "not covered"]
