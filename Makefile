@@ -56,7 +56,7 @@ reference: $(STAMP_DEMO)
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print
 	$(MAKE) readme-claims
 
-# The quick reference: reduced versions of the reference specs (bench/configs/reference_quick.toml:
+# The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:
 # fewer seeds, the same windows), then per claim whether the verdict agrees with the committed
 # reports/reference_exponents.csv (exit 1 if one differs). <= 15 min on 2 cores.
 reference-quick: $(STAMP_DEMO)

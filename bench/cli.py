@@ -414,6 +414,8 @@ def cmd_reference_quick(args: argparse.Namespace) -> int:
     from bench import quick_reference as qr
 
     t0 = time.perf_counter()
+    args.manifest = args.manifest or qr.MANIFEST
+    args.full = args.full or qr.FULL_CSV
     specs = qr.reduced_specs(args.manifest)
     print(f"quick reference: {len(specs)} reduced specs ({sum(len(s.cells()) for s in specs)} "
           f"cells) into {args.out}; verdicts against {args.full}")
@@ -838,10 +840,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_regate)
     p = sub.add_parser("reference-quick", help="reduced reference specs and, per claim, whether "
                        "the verdict agrees with the committed full reference (make reference-quick)")
-    p.add_argument("--manifest", default="bench/configs/reference_quick.toml")
+    p.add_argument("--manifest", default=None,
+                   help="the reduced specs (default: bench/reference_quick.toml of this checkout)")
     p.add_argument("--out", default="results/quick_reference", help="directory of the stores")
-    p.add_argument("--full", default="reports/reference_exponents.csv",
-                   help="the full reference's claims CSV")
+    p.add_argument("--full", default=None, help="the full reference's claims CSV (default: "
+                   "reports/reference_exponents.csv of this checkout)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--report", default=None, help="also write a PDF report of the stores")

@@ -6,7 +6,7 @@ A reduced spec is the committed spec with fewer repetitions (its first k data se
 paired seeds the full run used first) and, where the manifest says `theory_only`, each knob
 grid cut to its theory default (the declared theory fits keep every cell they fit; the tuned
 envelope is then not measured). Windows, design points, budgets and fits are unchanged. The
-manifest, bench/configs/reference_quick.toml, lists the specs and says why each was chosen.
+manifest, bench/reference_quick.toml, lists the specs and says why each was chosen.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pandas as pd
 from bench.config import SpecError, SweepSpec, load_spec
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
-MANIFEST = CONFIGS / "reference_quick.toml"
+MANIFEST = Path(__file__).resolve().parent / "reference_quick.toml"  # not a spec: beside configs/
 FULL_CSV = Path(__file__).resolve().parent.parent / "reports" / "reference_exponents.csv"
 
 
