@@ -423,8 +423,8 @@ def cmd_reference_quick(args: argparse.Namespace) -> int:
     table = res["table"]
     with pd.option_context("display.width", 220, "display.max_colwidth", 60,
                            "display.max_columns", 20):
-        print(table[["algorithm", "full", "quick", "agree", "full measured", "quick measured",
-                     "full decided by"]].to_string(index=False))
+        print(table[["algorithm", "full", "quick", "agree", "same fit", "full measured",
+                     "quick measured", "full decided by"]].to_string(index=False))
     covered = table[table["agree"] != "not covered"]
     agree = int((covered["agree"] == "yes").sum())
     print(f"\n{agree} of {len(covered)} covered claims agree with the full reference "

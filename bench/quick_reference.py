@@ -86,9 +86,11 @@ def compare(quick: pd.DataFrame, full: pd.DataFrame, covered_specs: set[str]) ->
         covered = full_spec in covered_specs
         agree = ("not covered" if not covered else
                  "yes" if q["verdict"] == f["verdict"] else "no")
+        same = str(q["decided by"]).split(", x =")[0] == str(f["decided by"]).split(", x =")[0]
         rows.append({"algorithm": f["algorithm"], "claim": f["claim"],
                      "full": f["verdict"], "quick": q["verdict"] if covered else "-",
-                     "agree": agree, "full decided by": f["decided by"],
+                     "agree": agree, "same fit": ("yes" if same else "no") if covered else "-",
+                     "full decided by": f["decided by"],
                      "quick measured": q["measured"] if covered else "-",
                      "full measured": f["measured"]})
     return pd.DataFrame(rows)

@@ -229,3 +229,4 @@ def test_quick_reference_comparison_counts_agreement_per_claim():
     quick = full.assign(verdict=["consistent", "inconclusive", NOT_IN_REGIME])
     table = compare(quick, full, {"headline2"})
     assert table["agree"].tolist() == ["yes", "no", "not covered"]
+    assert table["same fit"].tolist() == ["yes", "yes", "-"]
