@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench reference reference-seed001 reference-seed002 clean
+.PHONY: demo test lint bench reference reference-quick reference-seed001 reference-seed002 readme-claims clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,18 @@ reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print
+	$(MAKE) readme-claims
+
+# The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:
+# fewer seeds, the same windows), then per claim whether the verdict agrees with the committed
+# reports/reference_exponents.csv (exit 1 if one differs). <= 15 min on 2 cores.
+reference-quick: $(STAMP_DEMO)
+	$(BIN)/dprates reference-quick --report reports/reference_quick.pdf
+
+# README Results' claims table, rewritten from the committed CSV (tests/test_verdicts.py fails
+# when they disagree).
+readme-claims: $(STAMP_DEMO)
+	$(BIN)/dprates claims --measured reports/reference_exponents.csv --update-readme README.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -197,6 +197,53 @@ def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
 #: The verdict when the O~ exponent is outside the CI but the implemented rules' own slope is
 #: inside it: the claim holds up to the polylog factors its O~ hides.
 UP_TO_LOGS = "consistent up to the rules' log factors"
+#: The verdict of a fit that fails the regime gate (a ceiling or floor flag): its slope says
+#: nothing about the claim, whatever its CI (issue 28, point 1). Its reason is in `regime`.
+NOT_IN_REGIME = "not in regime"
+#: The verdict of a claim no window can test (its bound binds only past the budget).
+OUT_OF_REACH = "out of reach"
+#: The verdict of a declared claim that no fit measures.
+NOT_MEASURED = "not measured"
+#: The flags that fail the regime gate: where the window touches the start (ceiling) or the
+#: non-private floor, the measured slope is the saturation's, not the claim's. "censored" is
+#: not among them: censoring is intrinsic to the sample-complexity view and is counted.
+GATE_FLAGS = ("ceiling", "floor")
+
+
+def regime_reason(flags: str | float | None) -> str:
+    """The reason a fit fails the regime gate ("" when it passes): its ceiling / floor flags,
+    from the "; "-joined `flags` text a fit row (or a claims CSV) carries."""
+    if not isinstance(flags, str):
+        return ""
+    parts = [p.strip() for p in flags.split("; ") if p.strip()]
+    return "; ".join(p for p in parts if p.split(":")[0].strip() in GATE_FLAGS)
+
+
+def gate_verdict(verdict: str, flags: str | float | None) -> str:
+    """The verdict after the regime gate: "not in regime" when the flags fail it, else the
+    verdict as read from the CI."""
+    return NOT_IN_REGIME if regime_reason(flags) else verdict
+
+
+def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
+    """A fit table (from `run_fit`, or a claims CSV read back) with the regime gate applied
+    from its own `flags` column: `regime` holds "in regime" or the reason, and every verdict
+    read from a CI on that window (verdict, rules_verdict, two_term_verdict) becomes "not in
+    regime" where the gate fails. Idempotent: a gated table comes back unchanged."""
+    if table.empty or "flags" not in table:
+        return table
+    out = table.copy()
+    reasons = [regime_reason(f) for f in out["flags"]]
+    out["regime"] = [r or "in regime" for r in reasons]
+    failed = np.array([bool(r) for r in reasons], dtype=bool)
+    # The two-term fit models the floor (b n^-q), so only a ceiling fails it.
+    ceiling = np.array(["ceiling" in r for r in reasons], dtype=bool)
+    for col, mask in (("verdict", failed), ("rules_verdict", failed), ("two_term_verdict", ceiling)):
+        if col in out:
+            col_vals = out[col].astype(object)
+            has = (col_vals.notna() & (col_vals.astype(str) != "")).to_numpy()
+            out[col] = np.where(mask & has, NOT_IN_REGIME, col_vals)
+    return out
 
 
 def rules_prediction(sub: pd.DataFrame, fit: FitSpec, calibration: str) -> float:
@@ -261,21 +308,24 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         start = (_excess_at_x0(data, sub) if excess else sub["grad_x0"] if first_order
                  else sub["alpha_x0"]).to_numpy(float)
         start_name = "F(x0) - min F" if excess else "||grad F(x0)||"
+        x0 = float(start.min())
+        point = start_point(sub)
         if first_order and fit.view == "error":  # stuck: never halved the start's value
             stuck = int((sub["y"].to_numpy(float) >= 0.5 * start).sum())
         else:
             stuck = int((~sub["left_saddle"].astype(bool)).sum())
         if stuck:
             flags.append(f"ceiling: runs in the window never halved {start_name}" if first_order
-                         else "ceiling: runs in the window never left the start saddle")
-        x0 = float(start.min())
+                         else f"ceiling: runs in the window never left {point} "
+                         f"(alpha_SOSP {x0:.3g}: never halved)")
         # The largest alpha the fit involves: targets / thresholds (sample complexity) or the
         # achieved alpha (error view).
         top = float(sub["alpha"].max()) if fit.view == "sample_complexity" else float(sub["y"].max())
         if x0 < 10 * top:
-            flags.append(f"ceiling: the window reaches within 10x of the start's {start_name}"
-                         if first_order else
-                         "ceiling: the window reaches within 10x of the start saddle's alpha_SOSP")
+            flags.append(f"ceiling: the window reaches within 10x of the start's {start_name} "
+                         f"({top:.3g} against {x0:.3g})" if first_order else
+                         f"ceiling: the window reaches within 10x of {point}'s alpha_SOSP "
+                         f"({top:.3g} against {x0:.3g})")
         if _floor_flag(data, sub, fit):
             flags.append("floor: a design point within 3x of its eps = inf median")
         if res.n_censored:
@@ -289,6 +339,8 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         rules_verdict = rates.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
         if verdict.endswith("than claimed") and rules_verdict == "consistent":
             verdict = UP_TO_LOGS
+        # The regime gate (issue 28, point 1) is applied to the whole table below, from the
+        # flags: one code path for fresh fits and for a claims CSV read back.
         row.update(fit=fit.name, metric=metric, where=", ".join(f"{k}={v}" for k, v in fit.where.items()),
                    view=fit.view, mode=mode, predicted=predicted,
                    rules_predicted=rules, rules_verdict=rules_verdict,
@@ -298,7 +350,21 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                    median_steps=float(sub["n_steps"].median()),
                    median_first_o1=float(sub["first_o1_batch"].median()))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return apply_gate(pd.DataFrame(rows))
+
+
+def start_point(sub: pd.DataFrame) -> str:
+    """How the ceiling flag names the start x0 of the fit's instance: "the start saddle" where
+    x0 is one (grad F(x0) = 0, lambda_min < 0), else "the start x0" with its gradient norm."""
+    from analysis.metrics import sosp_alpha
+    from problems import get_problem
+
+    r = sub.iloc[0]
+    prob = get_problem(r["problem"], d=int(r["d"]), **json.loads(r["instance_params"]))
+    s = sosp_alpha(prob, prob.x0)
+    if s["grad_norm"] <= 1e-9 * max(1.0, s["alpha"]) and s["lambda_min"] < 0:
+        return "the start saddle"
+    return f"the start x0 (||grad F(x0)|| = {s['grad_norm']:.3g}, not a saddle)"
 
 
 def matching_claim(cls: Any, metric: str) -> Any:
@@ -359,18 +425,70 @@ def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: 
 
 
 def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> pd.DataFrame:
-    """Every declared fit of the spec, in its declared mode, plus the other mode when the
-    spec's knob grids make both available (theory mode is the check of the parameter rules)."""
+    """Every declared fit of the spec, per algorithm and group one row per mode that says
+    something of its own:
+
+    - a fit declared `mode = "theory"` gives theory rows only;
+    - a fit declared tuned gives its tuned rows and, beside them, theory rows (the check of
+      the parameter rules as written); an algorithm without a knob grid has one knob setting,
+      so its tuned row would repeat its theory row: it gets the theory row only (or, where its
+      fixed params are not the theory defaults, the tuned row only, named "fixed");
+    - an algorithm whose knob grid lacks a theory default gets a theory row that says so
+      (verdict "not measured", `regime` naming the missing value) instead of no row.
+
+    `declared` is True on the rows of the fit's declared mode (the rows a claim's verdict
+    is decided from, `claims_summary`)."""
     frames = []
-    has_grid = any(a["grid"] for a in data.spec.algorithms)
+    grids = {a["name"]: a["grid"] for a in data.spec.algorithms}
     for fit in data.spec.fits:
-        modes = [fit.mode]
-        if has_grid:
-            modes = ["tuned", "theory"] if fit.mode == "tuned" else ["theory", "tuned"]
-        for mode in modes:
-            frames.append(run_fit(data, fit, mode, n_boot=n_boot, seed=seed))
+        modes = ["theory"] if fit.mode == "theory" else ["tuned", "theory"]
+        parts = {m: run_fit(data, fit, m, n_boot=n_boot, seed=seed) for m in modes}
+        if "tuned" in parts and len(parts["tuned"]):
+            tuned, theory = parts["tuned"], parts["theory"]
+            no_grid = tuned["algorithm"].map(lambda a: not grids.get(a))
+            has_theory = set(theory["algorithm"]) if len(theory) else set()
+            drop = no_grid & tuned["algorithm"].isin(has_theory)
+            fixed = no_grid & ~drop
+            tuned = tuned[~drop].copy()
+            tuned.loc[fixed[~drop], "mode"] = "fixed"
+            parts["tuned"] = tuned
+            parts["theory"] = pd.concat([theory, _missing_theory_rows(fit, tuned, theory, grids)],
+                                        ignore_index=True)
+        for m in modes:
+            part = parts[m]
+            if len(part):
+                part = part.assign(declared=(part["mode"] == fit.mode) | (part["mode"] == "fixed")
+                                   | part["algorithm"].map(lambda a: not grids.get(a)))
+                frames.append(part)
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _missing_theory_rows(fit: FitSpec, tuned: pd.DataFrame, theory: pd.DataFrame,
+                         grids: dict[str, dict]) -> pd.DataFrame:
+    """A theory row per tuned row whose algorithm has a knob grid but no theory row: the
+    grid lacks a knob's theory default, so theory mode has no cell to fit (said, not dropped)."""
+    have = set(theory["algorithm"]) if len(theory) else set()
+    rows = []
+    for _, r in tuned.iterrows():
+        alg = r["algorithm"]
+        grid = grids.get(alg) or {}
+        if not grid or alg in have:
+            continue
+        cls = get_algorithm(alg)
+        defaults = {**KNOB_DEFAULTS, **getattr(cls, "knob_defaults", {})}
+        missing = [f"{k}={defaults[k]}" for k, v in grid.items()
+                   if k in defaults and defaults[k] not in v]
+        why = (f"no theory cell: the knob grid lacks the theory default {', '.join(missing)}"
+               if missing else "no theory cell: the knob grid replaces a parameter rule")
+        keep = {k: r[k] for k in ("algorithm", "problem", "problem_params", "d", "n", "eps",
+                                  "delta", "fit", "metric", "where", "view", "x", "y", "spec",
+                                  "character", "claimed_rate", "window", "predicted") if k in r}
+        rows.append({**keep, "mode": "theory", "exponent": math.nan, "ci_low": math.nan,
+                     "ci_high": math.nan, "verdict": NOT_MEASURED, "regime": why, "flags": "",
+                     "rules_predicted": math.nan, "rules_verdict": "", "n_design": 0,
+                     "n_points": 0})
+    return pd.DataFrame(rows)
 
 
 #: The claim metric each stored column measures (error view).

@@ -34,6 +34,14 @@ from analysis.claims import (
     paired_table,
     path_table,
 )
+from analysis.tables import (
+    VERDICT_COLOURS,
+    claims_display,
+    claims_summary,
+    direction_lines,
+    summary_notes,
+    verdict_counts,
+)
 from problems import character as problem_character
 
 A4 = (8.27, 11.69)
@@ -91,15 +99,43 @@ is "consistent up to the rules' log factors". inconclusive: no prediction, or a 
 than 0.15 (error view) or 0.66 (sample-complexity view), about twice the gap between the two
 headline predictions. A benign problem is expected to give "faster than claimed": the claims are
 worst-case bounds that bind only where the path to an alpha-SOSP is long (the hard instance).
+
+Which way each x counts. "Faster" always means the favourable side in the regime the claim is
+about, and that regime differs by x: against x = sqrt(d)/(n eps) it is x -> 0 (large n), so a
+larger error exponent is faster; against eps it is eps -> 0 (strong privacy), so an error
+exponent above the claim's (less negative) is faster: the error grows more slowly as eps
+shrinks. A weak eps dependence therefore reads "slower" against privacy and "faster" against eps:
+one fact, two directions. In samples, n* against alpha or eps: a slope above the claim's (less
+negative) is faster. Against n, d or rank: an exponent below the claim's is faster. Every fit
+table carries this line for its x.
+
+The regime gate. A fit whose window fails the gate (a "ceiling" flag: the window reaches within
+10x of the start's metric, or runs never halved it; a "floor" flag: a design point within 3x of
+the eps = inf median) gets the verdict "not in regime" with that reason, never consistent /
+slower / faster, and is counted so; censoring is counted, not gated. A target at or above the
+start's metric is refused when the spec is checked.
 """
 
 
 def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5) -> None:
-    fig = plt.figure(figsize=A4)
-    fig.text(0.08, 0.95, title, fontsize=15, weight="bold", va="top")
-    fig.text(0.08, 0.91, body, fontsize=size, va="top", family="monospace", wrap=False)
-    pdf.savefig(fig)
-    plt.close(fig)
+    """Monospaced text on as many A4 pages as it needs: lines wider than the page are wrapped,
+    and a page holds what fits between the title and the bottom margin."""
+    width = int(0.84 * A4[0] * 72 / (0.61 * size))  # DejaVu Sans Mono: 0.6 em per character
+    lines = []
+    for line in body.split("\n"):
+        indent = len(line) - len(line.lstrip())
+        lines += textwrap.wrap(line, width, subsequent_indent=" " * (indent + 2),
+                               drop_whitespace=False) or [""]
+    per_page = int(0.86 * A4[1] * 72 / (1.2 * size * 1.02))
+    chunks = [lines[i:i + per_page] for i in range(0, max(1, len(lines)), per_page)]
+    for k, chunk in enumerate(chunks):
+        fig = plt.figure(figsize=A4)
+        more = f" (continued, {k + 1} of {len(chunks)})" if k else ""
+        fig.text(0.08, 0.95, title + more, fontsize=15, weight="bold", va="top")
+        fig.text(0.08, 0.91, "\n".join(chunk), fontsize=size, va="top", family="monospace",
+                 wrap=False)
+        pdf.savefig(fig)
+        plt.close(fig)
 
 
 def _wrap(text: str, width: int = 95) -> str:
@@ -174,7 +210,12 @@ def title_page(pdf: PdfPages, data: StoreData) -> None:
     fig.text(0.08, 0.95, "dprates report", fontsize=20, weight="bold", va="top")
     fig.text(0.08, 0.91, f"{spec.name}: measured convergence exponents of private optimizers",
              fontsize=11, va="top")
-    fig.text(0.08, 0.86, "\n".join(lines), fontsize=8, va="top", family="monospace")
+    width = int(0.84 * A4[0] * 72 / (0.61 * 8))
+    wrapped = []
+    for line in lines:
+        wrapped += textwrap.wrap(line, width, subsequent_indent=" " * 14, break_long_words=True,
+                                 break_on_hyphens=False) or [""]
+    fig.text(0.08, 0.86, "\n".join(wrapped[:92]), fontsize=8, va="top", family="monospace")
     pdf.savefig(fig)
     plt.close(fig)
 
@@ -197,62 +238,29 @@ def _table_figure(title: str, chunk: pd.DataFrame, box: list[float], fontsize: f
 
 
 
-def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
-    """The claims table as strings (the PDF's table and `dprates fit`)."""
-    def f(v: Any, digits: int = 3) -> str:
-        return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.{digits}g}"
-    out = pd.DataFrame({
-        "fit": claims["fit"],
-        "where": claims["where"] if "where" in claims else "",
-        "algorithm": claims["algorithm"], "problem": claims["problem"],
-        "view": claims["view"].str.replace("sample_complexity", "samples"),
-        "mode": claims["mode"], "x": claims["x"],
-        "predicted": [f(v) for v in claims["predicted"]],
-        "rules": [f(v) for v in claims.get("rules_predicted", pd.Series(math.nan, claims.index))],
-        "exponent": [f(v) for v in claims["exponent"]],
-        "CI": [f"[{f(lo)}, {f(hi)}]" for lo, hi in zip(claims["ci_low"], claims["ci_high"], strict=True)],
-        "window": [f"[{w[0]:g}, {w[1]:g}]" if isinstance(w, (tuple, list)) else "-"
-                   for w in claims["window"]],
-        "verdict": claims["verdict"],
-        "flags": [",".join(sorted({p.split(":")[0] for p in (fl or "").split("; ") if p}))
-                  for fl in claims["flags"]],
-    })
-    if "two_term_p" in claims and claims["two_term_p"].notna().any():
-        out["two-term p"] = ["-" if not (isinstance(p, float) and math.isfinite(p)) else
-                             f"{p:.2f} [{lo:.2f}, {hi:.2f}] {v.replace(' than claimed', '')}"
-                             for p, lo, hi, v in
-                             zip(claims["two_term_p"], claims["two_term_ci_low"],
-                                 claims["two_term_ci_high"], claims["two_term_verdict"].fillna(""),
-                                 strict=True)]
-    extra = [c for c in ("d", "eps", "n", "delta") if c in claims and claims[c].notna().any()
-             and claims[c].nunique() > 1]
-    for c in extra:
-        out.insert(4, c, [f(v) for v in claims[c]])
-    if not out["where"].astype(bool).any():
-        out = out.drop(columns="where")
-    return out
-
-
 def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
     disp = claims_display(claims)
-    per_page = 20
+    per_page = 18
     for start in range(0, max(1, len(disp)), per_page):
         chunk = disp.iloc[start:start + per_page]
-        fig = _table_figure("Claims: predicted vs measured exponents (95% CI)", chunk,
-                            [0.03, 0.2, 0.94, 0.7], fontsize=7.5, row_scale=1.35)
+        fig = _table_figure("Declared fits: predicted vs measured exponents (95% CI)", chunk,
+                            [0.03, 0.3, 0.94, 0.6], fontsize=7.5, row_scale=1.35)
         counts: dict[str, int] = {}
         for fl in claims.iloc[start:start + per_page]["flags"]:
             for part in filter(None, (fl or "").split("; ")):
                 counts[part] = counts.get(part, 0) + 1
+        dirs = direction_lines(list(zip(claims.iloc[start:start + per_page]["view"],
+                                        claims.iloc[start:start + per_page]["x"], strict=True)))
         text = ("fit: the spec's [[fit]] name; where: its filter. views: samples = slope of log n* "
                 "against log x (x = alpha, eps or d: sample complexity); error = slope of log alpha "
                 "against log x (x = privacy = sqrt(d)/(n eps), n or eps).\nPredictions from each "
                 "algorithm's claimed exponent (O~) and its own rules (log factors included); "
                 "tree_spider claims none (ablation).")
+        text += "\n" + "\n".join(textwrap.shorten(d, 200) for d in dirs)
         if counts:
             text += "\nflags (number of rows), see the methods page:\n" + "\n".join(
-                textwrap.shorten(f"[{k}] {msg}", 190) for msg, k in list(counts.items())[:12])
-        fig.text(0.04, 0.17, text, fontsize=7, va="top")
+                textwrap.shorten(f"[{k}] {msg}", 190) for msg, k in list(counts.items())[:8])
+        fig.text(0.04, 0.29, text, fontsize=7, va="top")
         pdf.savefig(fig)
         plt.close(fig)
 
@@ -343,9 +351,11 @@ def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
     where = (" where " + ", ".join(f"{k} = {v}" for k, v in fit.where.items())) if fit.where else ""
-    fig.suptitle(f"{data.spec.name}: {fit.name} ({fit.view.replace('_', ' ')} view{where})\n"
-                 "markers: median; band: interquartile range; lines: fit over the shaded "
-                 "window; dotted: predicted slope", fontsize=10)
+    chars = int(5.4 * ncols * 72 / (0.55 * 10)) - 4  # the suptitle's width in characters
+    head = f"{data.spec.name}: {fit.name} ({fit.view.replace('_', ' ')} view{where})"
+    legend = ("markers: median; band: interquartile range; lines: fit over the shaded window; "
+              "dotted: predicted slope")
+    fig.suptitle("\n".join(textwrap.wrap(head, chars) + textwrap.wrap(legend, chars)), fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -596,8 +606,8 @@ def failures_page(pdf: PdfPages, data: StoreData) -> None:
 
 
 CSV_COLUMNS = ["algorithm", "problem", "character", "view", "mode", "x", "predicted", "exponent",
-               "ci_low", "ci_high", "verdict", "rules_predicted", "rules_verdict", "fit", "where", "spec",
-               "window", "n_design", "n_points",
+               "ci_low", "ci_high", "verdict", "regime", "declared", "rules_predicted",
+               "rules_verdict", "fit", "where", "spec", "window", "n_design", "n_points",
                "n_censored", "dropped_design", "se_ols", "r2", "method", "two_term_p",
                "two_term_ci_low", "two_term_ci_high", "two_term_verdict", "median_steps",
                "median_first_o1", "n_stuck", "alpha_x0", "alpha_top", "flags", "d", "eps", "n"]
@@ -659,17 +669,112 @@ def _crossover_line(p: dict) -> str:
                       f"an extrapolation {res.crossover_where} the window."))
 
 
-def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
-                 paired: list[list[dict]]) -> None:
-    """One page a reader can take away alone: the question, the key figure (n* against alpha
-    for both algorithms on up to two hard instances, with the crossover where it falls inside
-    the window), the verdict table, and what theory and tuned mode each say."""
-    if not len(claims):
+#: Page 1's columns: (summary column, header, share of the table's width, wrap width in
+#: characters at SUMMARY_FONT, at most this many lines).
+SUMMARY_TABLE = [
+    ("algorithm", "algorithm", 0.11, 23, 2),
+    ("claim", "claim", 0.15, 33, 2),
+    ("short source", "theorem (paper)", 0.185, 42, 2),
+    ("claimed", "claimed", 0.045, 7, 1),
+    ("measured", "measured [95% CI]", 0.105, 23, 2),
+    ("rules", "rules", 0.04, 6, 1),
+    ("verdict", "verdict", 0.085, 18, 2),
+    ("regime", "regime", 0.13, 29, 2),
+    ("decided by", "decided by (spec/fit, mode, problem, x)", 0.15, 33, 2),
+]
+SUMMARY_FONT = 6.0
+
+
+def _cell_lines(text: Any, width: int, max_lines: int) -> list[str]:
+    """`text` wrapped to `width` characters, breaking names like recursive_regularization_linear
+    after an underscore rather than mid-word; at most `max_lines` lines (then shortened)."""
+    marked = str(text).replace("_", "_\x01")  # a break opportunity after each underscore
+    lines = [ln.replace("\x01", "").strip() for ln in
+             textwrap.wrap(marked.replace("\x01", " \x01"), width + 1, break_long_words=True)]
+    lines = [ln.replace("_ ", "_") for ln in lines] or [""]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = textwrap.shorten(lines[-1] + " ...", width, placeholder=" ...")
+    return lines
+
+
+def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str) -> None:
+    """Page 1: the claims summary as a real table (one row per declared claim, coloured by
+    verdict, "not measured" / "not in regime" / "out of reach" rows shown), continued on as
+    many pages as it needs, the counts and what faster / slower mean beneath."""
+    cols = list(SUMMARY_TABLE)
+    if "privacy" in summary and summary["privacy"].astype(str).str.strip().astype(bool).any():
+        cols = [(c, h, w * 0.93, max(6, int(n * 0.93)), m) for c, h, w, n, m in cols]
+        cols.append(("privacy", "privacy", 0.07, 14, 3))
+    rows = [[_cell_lines(r.get(c, ""), n, m) for c, _, _, n, m in cols]
+            for r in summary.to_dict("records")]
+    header = [_cell_lines(h, n, 3) for _, h, _, n, _ in cols]
+    line_pt = SUMMARY_FONT * 1.3
+    pad_pt = 2.6
+    box = [0.03, 0.15, 0.94, 0.76]
+    ax_h_pt = box[3] * A4_LANDSCAPE[1] * 72
+    def height(cells: list[list[str]]) -> float:
+        return (max(len(c) for c in cells) * line_pt + pad_pt) / ax_h_pt
+
+    pages, current, used = [], [], height(header)
+    for k, r in enumerate(rows):
+        h = height(r)
+        if current and used + h > 1.0:
+            pages.append(current)
+            current, used = [], height(header)
+        current.append(k)
+        used += h
+    pages.append(current)
+    counts = verdict_counts(summary)
+    notes = summary_notes(summary)
+    for i, idx in enumerate(pages):
+        fig = plt.figure(figsize=A4_LANDSCAPE)
+        more = f" (continued, {i + 1} of {len(pages)})" if len(pages) > 1 and i else ""
+        fig.text(0.03, 0.965, title + more, fontsize=13, weight="bold", va="top")
+        fig.text(0.03, 0.93, "; ".join(f"{v} {k}" for k, v in counts.items()) + f" ({len(summary)} "
+                 "declared claims)", fontsize=8, va="top")
+        ax = fig.add_axes(box)
+        ax.axis("off")
+        texts = ["\n".join(c) for c in header]
+        cell_text = [["\n".join(c) for c in rows[k]] for k in idx]
+        table = ax.table(cellText=cell_text, colLabels=texts, colWidths=[c[2] for c in cols],
+                         loc="upper left", cellLoc="left", colLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(SUMMARY_FONT)
+        for j in range(len(cols)):
+            cell = table[0, j]
+            cell.set_height(height(header))
+            cell.set_facecolor("#d9d9d9")
+            cell.get_text().set_weight("bold")
+            cell.get_text().set_va("center")
+        for row_no, k in enumerate(idx, start=1):
+            colour = VERDICT_COLOURS.get(str(summary.iloc[k]["verdict"]), "#ffffff")
+            for j in range(len(cols)):
+                cell = table[row_no, j]
+                cell.set_height(height(rows[k]))
+                cell.set_facecolor(colour)
+                cell.get_text().set_va("center")
+                cell.PAD = 0.02
+        legend = "   ".join(f"{name}" for name in VERDICT_COLOURS)
+        fig.text(0.03, 0.135 if len(idx) else 0.85, "\n".join(
+            textwrap.fill(n, 210) for n in notes) + "\nrow colours: " + legend, fontsize=6.5,
+            va="top")
+        pdf.savefig(fig)
+        plt.close(fig)
+
+
+def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
+                  paired: list[list[dict]]) -> None:
+    """Page 2: the question, the key figure (n* against alpha for both algorithms on up to two
+    hard instances, with the crossover where it falls inside the window) and the crossover
+    lines, with what the plotted fits' verdicts mean."""
+    panels = _key_panels(datas, claims) if len(claims) else []
+    if not panels:
         return
-    panels = _key_panels(datas, claims)
     fig = plt.figure(figsize=A4)
-    fig.text(0.07, 0.965, "Summary", fontsize=16, weight="bold", va="top")
-    fig.text(0.07, 0.935, textwrap.fill(SUMMARY_QUESTION, 105), fontsize=7.5, va="top")
+    fig.text(0.07, 0.965, "Headline: samples to reach alpha on the hard instances", fontsize=14,
+             weight="bold", va="top")
+    fig.text(0.07, 0.935, textwrap.fill(SUMMARY_QUESTION, 100), fontsize=7.5, va="top")
     width = 0.85 / max(1, len(panels)) - (0.04 if len(panels) > 1 else 0.0)
     for k, (data, fit, problem) in enumerate(panels):
         ax = fig.add_axes([0.1 + k * (width + 0.08), 0.5, width, 0.33])
@@ -691,48 +796,88 @@ def summary_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                     and math.isfinite(res.crossover)
                     and fit.window[0] <= res.crossover <= fit.window[1]):
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
-    cross_text = "\n".join(textwrap.fill(_crossover_line(p), 110)
-                           for p in _hard_alpha_pairs(paired, claims))
-    hard_rows = claims[(claims["character"] == "hard") & (claims["view"] == "sample_complexity")]
-    lines = []
-    def num(v: Any) -> str:
-        return f"{v:6.2f}" if isinstance(v, (int, float)) and math.isfinite(v) else "     -"
-
-    for r in hard_rows.itertuples():
-        where = " ".join(f"{c}={getattr(r, c):g}" for c in ("d", "eps")
-                         if isinstance(getattr(r, c, None), (int, float)) and c != r.x)
-        lines.append(f"{r.algorithm:20s} {r.problem:11s} {where:12s} {r.mode:6s} {r.x:5s} "
-                     f"{num(r.predicted)} {num(getattr(r, 'rules_predicted', math.nan))} "
-                     f"{num(r.exponent)} [{r.ci_low:.2f}, {r.ci_high:.2f}]  {r.verdict}")
-    modes = []
-    for mode in ("theory", "tuned"):
-        mr = hard_rows[hard_rows["mode"] == mode]
-        if len(mr):
-            modes.append(f"{mode} mode: " + "; ".join(
-                f"{a} on {pr}{'' if x == 'alpha' else f' (x = {x})'}: {v}"
-                for a, pr, x, v in zip(mr["algorithm"], mr["problem"], mr["x"], mr["verdict"],
-                                       strict=True)))
-    body = "\n".join([cross_text, "",
-                       "Verdicts on the hard instances (sample complexity; slopes of log n*):",
-                       f"{'algorithm':20s} {'problem':11s} {'':12s} {'mode':6s} {'x':5s} "
-                       f"{'O~':>6s} {'rules':>6s} {'meas.':>6s} [95% CI]       verdict",
-                       *lines[:18], "", *[textwrap.fill(m, 110) for m in modes], "",
-                       textwrap.fill("O~: the claimed exponent. rules: the slope the algorithm's "
-                                     "own implemented rules predict over the same design points, "
-                                     "log factors included. Theory mode runs every hidden "
-                                     "constant at 1 (a check of the rules as written); tuned mode "
-                                     "takes the best knob setting per design point.", 110)])
-    fig.text(0.05, 0.46, body, fontsize=6.2, va="top", family="monospace")
+    lines = [textwrap.fill(_crossover_line(p), 105) for p in _hard_alpha_pairs(paired, claims)]
+    shown = claims[claims["fit"].isin([f.name for _, f, _ in panels])]
+    lines += ["", *[textwrap.fill(v, 105) for v in direction_lines(
+        list(zip(shown["view"], shown["x"], strict=True)))]]
+    lines += ["", textwrap.fill(
+        "Each line's label carries its fit: slope [95% CI] and the claim's. The verdicts of "
+        "these fits, with the regime gate's reasons, are on page 1 and the claims pages. Theory "
+        "mode runs every hidden constant at 1 (a check of the rules as written); tuned mode "
+        "takes the best knob setting per design point.", 105)]
+    fig.text(0.07, 0.44, "\n".join(lines), fontsize=7, va="top")
     pdf.savefig(fig)
     plt.close(fig)
 
 
+def overflowing_text(fig: plt.Figure) -> list[str]:
+    """Text that runs off the page or out of its table cell: each visible, non-empty Text
+    artist's drawn bounding box against the figure's, and each table cell's text against the
+    cell (1 pt of slack)."""
+    from matplotlib.table import Table
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    slack = fig.dpi / 72
+    # Tick labels outside an axis' view limits keep stale positions but are not drawn.
+    undrawn = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if not ax.axison:  # axis("off"): none of its tick labels is drawn
+                undrawn |= {id(lb) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                            for lb in (tick.label1, tick.label2)}
+                continue
+            drawn = {id(lb) for tick in axis._update_ticks() for lb in (tick.label1, tick.label2)}
+            undrawn |= {id(lb) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                        for lb in (tick.label1, tick.label2) if id(lb) not in drawn}
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip() or id(t) in undrawn:
+            continue
+        bb = t.get_window_extent(renderer)
+        if (bb.x0 < page.x0 - slack or bb.x1 > page.x1 + slack or bb.y0 < page.y0 - slack
+                or bb.y1 > page.y1 + slack):
+            out.append(f"off the page: {t.get_text()[:60]!r}")
+    for table in fig.findobj(Table):
+        for (r, c), cell in table.get_celld().items():
+            text = cell.get_text()
+            if not text.get_text().strip():
+                continue
+            cb, tb = cell.get_window_extent(renderer), text.get_window_extent(renderer)
+            if tb.width > cb.width + slack or tb.height > cb.height + slack:
+                out.append(f"out of its cell ({r}, {c}): {text.get_text()[:60]!r}")
+    return out
+
+
+class LayoutCheckedPdf:
+    """A PdfPages that checks every page with `overflowing_text` before saving it, appending
+    "page N: ..." to `problems` (tests; `write_report(layout_problems=...)`)."""
+
+    def __init__(self, pdf: PdfPages, problems: list[str]) -> None:
+        self._pdf, self._problems = pdf, problems
+
+    def savefig(self, fig: plt.Figure, **kw: Any) -> None:
+        page = self._pdf.get_pagecount() + 1
+        self._problems.extend(f"page {page}: {m}" for m in overflowing_text(fig))
+        self._pdf.savefig(fig, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pdf, name)
+
+
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
-                 csv: str | Path | None = None, figures: str | Path | None = None) -> dict[str, Any]:
+                 csv: str | Path | None = None, figures: str | Path | None = None,
+                 privacy: dict | None = None,
+                 layout_problems: list[str] | None = None) -> dict[str, Any]:
     """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`)
     to `out` (one claims table and forest plot for all; scaling, paired, trajectory and failure
     pages per store). `csv`: also write the claims table; `figures`: a directory for PNGs of
-    each declared fit and the forest plot."""
+    each declared fit and the forest plot. Page 1 is the claims summary (`analysis.tables.
+    claims_summary`; `privacy`: its optional per-row privacy notes), page 2 the headline plots.
+    `layout_problems`: a list that receives every text running off a page or out of its
+    table cell (see `overflowing_text`)."""
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
@@ -745,8 +890,12 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     if figdir is not None:
         figdir.mkdir(parents=True, exist_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with PdfPages(out) as pdf:
-        summary_page(pdf, datas, claims, paired)
+    summary = claims_summary(claims, privacy=privacy)
+    with PdfPages(out) as raw_pdf:
+        pdf = raw_pdf if layout_problems is None else LayoutCheckedPdf(raw_pdf, layout_problems)
+        summary_table_pages(pdf, summary, "Claims: measured against claimed rates, "
+                            + ", ".join(d.spec.name for d in datas)[:80])
+        headline_page(pdf, datas, claims, paired)
         for data in datas:
             title_page(pdf, data)
         if len(claims):
@@ -776,4 +925,4 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
                            table["window"]]
         table[[c for c in CSV_COLUMNS if c in table]].to_csv(csv, index=False, float_format="%.4g")
     return {"claims": claims, "paired": [p for part in paired for p in part], "pages": pages,
-            "path": out}
+            "path": out, "summary": summary}

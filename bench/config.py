@@ -217,6 +217,45 @@ def _param_table(key: str, v: Any) -> dict[str, Any]:
     return dict(v)
 
 
+def problem_parameters(name: str) -> dict[str, Any]:
+    """The parameters problem `name` takes besides d, with their defaults (from its class)."""
+    import inspect
+
+    import problems
+
+    sig = inspect.signature(problems.get_problem_class(name).__init__)
+    return {k: (None if p.default is inspect.Parameter.empty else p.default)
+            for k, p in sig.parameters.items()
+            if k not in ("self", "d") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+
+
+def algorithm_parameters(name: str) -> list[str]:
+    """The knobs and overrides algorithm `name` accepts, as its own validation lists them
+    (every family refuses an unknown key with "...: allowed: a, b, ..."; we ask it)."""
+    import algorithms
+
+    cls = algorithms.get_algorithm(name)
+    try:
+        cls(**{"__no_such_parameter__": 0})
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if "allowed: " in msg:
+            return [k.strip() for k in msg.split("allowed: ", 1)[1].split(",") if k.strip()]
+    return []
+
+
+def check_problem_params(name: str, params: dict[str, Any], where: str) -> None:
+    """One line naming an unknown problem parameter and the allowed ones (not the constructor's
+    "unexpected keyword argument" TypeError)."""
+    allowed = problem_parameters(name)
+    for k, v in params.items():
+        if k not in allowed and k != "d":
+            shown = ", ".join(allowed) or "none"
+            at = f"{where} {k}={v!r}" if where.startswith("--") else f"{where}.{k}={v!r}"
+            raise SpecError(f"{at} is invalid: {name} has no parameter {k!r}; its "
+                            f"parameters are {shown} (`dprates list --params {name}`)")
+
+
 def default_data_mode(problem: str, algorithm: str) -> str:
     """"counts" where counts mode is exact for the pair (`problems.counts_dataset.counts_exact`:
     e.g. DP-SGD re-reads its sample, exact on atoms problems only), else "records"."""
@@ -313,6 +352,7 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         params = _param_table(f"problem[{i}].params", p.get("params"))
         if "d" in params:
             raise SpecError(f"problem[{i}].params.d is not allowed: set dimensions in grid.d")
+        check_problem_params(pname, params, f"problem[{i}].params")
         for d, ta in itertools.product(grid["d"], grid.get("target_alpha") or [None]):
             try:
                 problems.get_problem(pname, d=d, **problems.instance_params(pname, params, ta))
@@ -348,6 +388,9 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
             except (ValueError, TypeError) as exc:
                 raise SpecError(f"algorithm[{i}] ({aname}): {exc}") from None
         alg_list.append({"name": aname, "params": params, "grid": kgrid})
+
+    if "target_alpha" in grid:
+        _check_targets_below_start(grid, problem_list, alg_list)
 
     fits = []
     raw_fits = raw.get("fit", [])
@@ -428,6 +471,51 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
                      stop_at_target=stop, data=data, plugins=plugins)
+
+
+def start_metric(problem: str, d: int, params: dict, metric: str) -> tuple[float, str]:
+    """The value of a claim metric at the problem's public start x0, and its name: alpha_SOSP
+    (alpha_sosp), ||grad F(x0)|| (grad_norm; also emp_grad_norm, whose value at x0 is the
+    population one up to sampling error), or F(x0) - min F (excess_risk)."""
+    import problems
+    from analysis.metrics import sosp_alpha
+
+    prob = problems.get_problem(problem, d=d, **params)
+    if metric == "alpha_sosp":
+        return float(sosp_alpha(prob, prob.x0)["alpha"]), "alpha_SOSP(x0)"
+    if metric == "excess_risk" and hasattr(prob, "excess_risk"):
+        return float(prob.excess_risk(prob.x0)), "F(x0) - min F"
+    import numpy as np
+
+    return float(np.linalg.norm(prob.population_grad(prob.x0))), "||grad F(x0)||"
+
+
+def _check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
+                               alg_list: list[dict]) -> None:
+    """Refuse a target at or above the start's value of the metric it targets: such a cell
+    is "reached" at step 0 (samples_to_target 0) and measures nothing (issue 28, point 1)."""
+    import problems
+    from analysis.claims import claim_metric
+
+    metrics = sorted({claim_metric(a["name"]) for a in alg_list})
+    cache: dict[tuple, tuple[float, str]] = {}
+    for prob in problem_list:
+        for d in grid["d"]:
+            for ta in grid["target_alpha"]:
+                params = problems.instance_params(prob["name"], prob["params"], ta)
+                for metric in metrics:
+                    key = (prob["name"], d, repr(sorted(params.items())), metric)
+                    if key not in cache:
+                        cache[key] = start_metric(prob["name"], d, params, metric)
+                    start, what = cache[key]
+                    if ta >= start:
+                        users = ", ".join(a["name"] for a in alg_list
+                                          if claim_metric(a["name"]) == metric)
+                        raise SpecError(
+                            f"grid.target_alpha contains {ta:g}: at or above the start's {what} = "
+                            f"{start:.3g} on {prob['name']} (d={d}; the metric of {users}), so "
+                            f"the target is met at step 0 and measures nothing; targets must be "
+                            f"< {start:.3g}")
 
 
 def _same(a: Any, b: Any) -> bool:

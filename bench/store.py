@@ -206,6 +206,8 @@ def load(path: str | Path, current: bool = True) -> pd.DataFrame:
         df = pd.read_sql_query(query + " ORDER BY key", st.conn)
     for col in JSON_COLUMNS:
         df[col] = [json.loads(v) if isinstance(v, str) else None for v in df[col]]
+    # The knob names as a tuple, not a list: a DataFrame can group by it (groupby("knobs")).
+    df["knobs"] = [tuple(k) if k is not None else () for k in df["knobs"]]
     names = sorted({k for p in df["params"] if p for k in p})
     for k in names:
         df[f"param_{k}"] = [(p or {}).get(k) for p in df["params"]]

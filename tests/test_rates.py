@@ -286,3 +286,25 @@ def test_censored_median_fit_coverage():
         censored += f.n_censored
     assert censored > 0
     assert 0.90 <= cover / SIMS <= 0.98, cover / SIMS
+
+
+def test_two_term_batch_solver_matches_scipy_replicate_by_replicate():
+    """The bootstrap's vectorized solver reaches scipy least_squares' solution (same objective,
+    starts and bounds) on resampled data sets, replicate by replicate."""
+    from analysis.rates import _two_term_solve, _two_term_solve_batch
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for n in np.geomspace(1e4, 1e7, 5):
+        for eps in (0.1, 1.0):
+            for _ in range(4):
+                x = math.sqrt(10) / (n * eps)
+                y = (2 * x**0.5 + 1.5 * n ** (-1 / 3)) * math.exp(0.3 * rng.standard_normal())
+                rows.append((x, n, y))
+    X, N, Y = map(np.array, zip(*rows, strict=True))
+    lx, ln, ly = np.log(X), np.log(N), np.log(Y)
+    picks = rng.integers(0, len(X), size=(40, len(X)))
+    batch = _two_term_solve_batch(lx[picks], ln[picks], ly[picks])
+    ref = np.array([_two_term_solve(lx[p], ln[p], ly[p])[0] for p in picks])
+    assert np.abs(batch[:, 1] - ref[:, 1]).max() < 1e-3
+    assert np.median(np.abs(batch - ref)) < 1e-5

@@ -469,7 +469,7 @@ name = "adaptive_tree_spider"
     spec_path.write_text(text)
     store = tmp_path / "learn.sqlite"
     assert main(["sweep", str(spec_path), "--out", str(store), "--dry-run"]) == 0
-    assert "at most" in capsys.readouterr().out  # nothing learned yet: an upper bound
+    assert "at the default rates" in capsys.readouterr().out  # nothing learned yet
     run_sweep(parse_spec(text), store, backend="sequential", progress=False)
     cells = load(store)
     model = CostModel.from_store(store)

@@ -1,0 +1,232 @@
+"""Verdicts that cannot be misread: the regime gate (issue 28, point 1), the claims summary
+and its exports (issue 32), checked on hand-made tables whose right answers are known."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.claims import NOT_IN_REGIME, apply_gate, regime_reason
+
+
+def _row(**kw):
+    base = {"algorithm": "gaussian_spider", "problem": "hard_valley", "view": "sample_complexity",
+            "mode": "theory", "x": "alpha", "predicted": -7 / 3, "exponent": -2.4, "ci_low": -2.5,
+            "ci_high": -2.3, "verdict": "consistent", "rules_verdict": "consistent",
+            "two_term_verdict": "", "flags": ""}
+    return {**base, **kw}
+
+
+def test_gate_turns_every_flagged_row_into_not_in_regime_with_its_reason():
+    table = pd.DataFrame([
+        _row(),
+        _row(flags="ceiling: the window reaches within 10x of the start saddle's alpha_SOSP "
+                   "(0.4 against 0.915)", verdict="slower than claimed"),
+        _row(flags="floor: a design point within 3x of its eps = inf median",
+             verdict="faster than claimed", two_term_verdict="consistent"),
+        _row(flags="censored: some runs never reached their threshold", verdict="slower than claimed"),
+        _row(flags="censored: some runs never reached their threshold; ceiling: runs in the window "
+                   "never left the start saddle (alpha_SOSP 0.915: never halved)",
+             two_term_verdict="consistent"),
+    ])
+    out = apply_gate(table)
+    assert out["verdict"].tolist() == ["consistent", NOT_IN_REGIME, NOT_IN_REGIME,
+                                       "slower than claimed", NOT_IN_REGIME]
+    # censoring is counted, not gated
+    assert out["regime"][0] == "in regime" and out["regime"][3] == "in regime"
+    assert out["regime"][1].startswith("ceiling: the window reaches within 10x")
+    assert out["regime"][4] == ("ceiling: runs in the window never left the start saddle "
+                                "(alpha_SOSP 0.915: never halved)")
+    assert (out["rules_verdict"][[1, 2, 4]] == NOT_IN_REGIME).all()
+    # The two-term model carries the floor as a term of its own: only a ceiling fails it.
+    assert out["two_term_verdict"][2] == "consistent" and out["two_term_verdict"][4] == NOT_IN_REGIME
+    assert apply_gate(out).equals(out)  # idempotent: a CSV read back and gated again is unchanged
+
+
+def test_regime_reason_reads_flags_as_written_in_a_csv():
+    assert regime_reason(math.nan) == "" and regime_reason("") == ""
+    assert regime_reason("floor: x; censored: y") == "floor: x"
+
+
+SPEC_TARGETS = """
+name = "t"
+seed = 1
+[grid]
+target_alpha = [{targets}]
+budget = 100000
+d = [10]
+eps = [1.0]
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "gaussian_spider"
+"""
+
+
+def test_spec_check_refuses_a_target_at_or_above_the_start(capsys, tmp_path):
+    """hard_valley's start saddle has alpha_SOSP = lambda_min^2 / rho with lambda_min =
+    -(1 - beta) / w^2 (its docstring's closed form, 0.915): a target of 2.0, or the start's
+    value itself, is met at step 0."""
+    import pytest
+
+    from bench.cli import main
+    from bench.config import SpecError, parse_spec
+    from problems import get_problem
+
+    start = ((1 - 5e-5) / 0.5**2) ** 2 / get_problem("hard_valley", d=10).constants.rho
+    for bad in ("2.0, 0.5", f"{start + 1e-12!r}, 0.5"):
+        with pytest.raises(SpecError, match=r"grid.target_alpha contains .*at or above the start's "
+                           r"alpha_SOSP\(x0\) = 0.915 on hard_valley"):
+            parse_spec(SPEC_TARGETS.format(targets=bad))
+    parse_spec(SPEC_TARGETS.format(targets=f"{start - 1e-6!r}, 0.5"))  # just below: accepted
+    path = tmp_path / "t.toml"
+    path.write_text(SPEC_TARGETS.format(targets="2.0"))
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "targets must be < 0.915" in err
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+CSV = ROOT / "reports" / "reference_exponents.csv"
+
+
+def test_committed_csv_verdicts_obey_the_gate():
+    """Every flagged row of the committed reference CSV says "not in regime" (re-derived by
+    `dprates regate`, not by hand), and every unflagged row keeps a CI reading."""
+    table = pd.read_csv(CSV)
+    flagged = table["flags"].fillna("").map(lambda f: bool(regime_reason(f)))
+    assert flagged.sum() == 58  # issue 28: 58 of the 85 rows carry a ceiling or floor flag
+    assert (table.loc[flagged, "verdict"] == NOT_IN_REGIME).all()
+    assert (table.loc[~flagged, "verdict"] != NOT_IN_REGIME).all()
+    assert (table.loc[flagged, "regime"] == table.loc[flagged, "flags"].map(regime_reason)).all()
+
+
+def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
+    from algorithms import all_claims
+    from analysis.tables import claims_summary
+    from bench.measured import read_fits
+
+    fits = read_fits([CSV])
+    summary = claims_summary(fits)
+    claims = all_claims()
+    assert len(summary) == len(claims) == 21
+    assert list(zip(summary["algorithm"], summary["metric"], strict=True)) == \
+        [(c.algorithm, c.metric) for c in claims]
+    for r in summary.itertuples():
+        hits = fits[(fits["algorithm"] == r.algorithm) & (fits["metric"] == r.metric)]
+        if hits.empty:
+            assert r.verdict == "not measured"
+        elif (hits["regime"] == "in regime").any():  # an in-regime fit decides it
+            assert r.regime == "in regime" and r.verdict != NOT_IN_REGIME
+        else:  # no fit in regime: says so with the reason, the slope in parentheses
+            assert r.verdict == NOT_IN_REGIME and r.regime.startswith(("ceiling", "floor"))
+            assert r.measured.startswith("(")
+    gs = summary[summary["algorithm"] == "gaussian_spider"].iloc[0]
+    # The headline: hard_valley, theory mode (the declared one), the first spec.
+    assert gs["decided by"].startswith("headline2/valley_n_star_vs_alpha, theory, hard_valley")
+    assert gs["measured"] == "-2.46 [-2.48, -2.43]"
+    note = claims_summary(fits, privacy={("dp_gd", ""): "privacy unverified"})
+    assert note.loc[note["algorithm"] == "dp_gd", "privacy"].iloc[0] == "privacy unverified"
+
+
+def test_readme_claims_table_is_the_generated_one():
+    """README Results opens with the table `make readme-claims` writes from the CSV."""
+    from bench.cli import README_BEGIN, README_END, readme_claims_block
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()
+    assert block == readme_claims_block([str(CSV)]), \
+        "README's claims table differs from reports/reference_exponents.csv: run make readme-claims"
+
+
+def _latex_ok(tex: str, n_cols: int) -> None:
+    """booktabs structure: one each of toprule / midrule / bottomrule, every row n_cols cells,
+    balanced braces, no unescaped special character in the cells."""
+    import re
+
+    assert tex.count(r"\toprule") == tex.count(r"\midrule") == tex.count(r"\bottomrule") == 1
+    assert "|" not in tex.split(r"\begin{tabular}", 1)[1].split("}", 1)[0]  # no vertical rules
+    body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0]
+    rows = [r for r in body.strip().split("\n") if r.strip()]
+    for r in rows:
+        assert r.endswith(r"\\")
+        cells = re.split(r"(?<!\\)&", r[:-2])
+        assert len(cells) == n_cols, r
+        for c in cells:
+            assert not re.search(r"(?<!\\)[_%$#^~]", c.replace(r"\textasciitilde{}", "")
+                                 .replace(r"\textasciicircum{}", "")), c
+    depth = 0
+    for ch in re.sub(r"\\[{}]", "", tex):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        assert depth >= 0
+    assert depth == 0
+
+
+def test_claims_exports_markdown_latex_csv(tmp_path, capsys):
+    import io
+    import shutil
+    import subprocess
+
+    from analysis.tables import EXPORT_COLUMNS
+    from bench.cli import main
+
+    assert main(["claims", "--measured", str(CSV), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    lines = [ln for ln in md.splitlines() if ln.startswith("|")]
+    assert len(lines) == 2 + 21 and lines[0].count(" | ") == len(EXPORT_COLUMNS) - 2
+    assert main(["claims", "--measured", str(CSV), "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(table) == 21 and {"exponent", "ci_low", "ci_high", "verdict"} <= set(table.columns)
+    for fmt_args in ([], ["--standalone"]):
+        out = tmp_path / "claims.tex"
+        assert main(["claims", "--measured", str(CSV), "--format", "latex", "-o", str(out),
+                     *fmt_args]) == 0
+        tex = out.read_text()
+        _latex_ok(tex, len(EXPORT_COLUMNS) - 1)  # no privacy notes: that column is dropped
+        assert r"\usepackage{booktabs}" in tex if fmt_args else "% requires" in tex
+    if shutil.which("pdflatex"):  # compile as is where a TeX is installed
+        res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "claims.tex"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stdout[-2000:]
+    assert main(["claims", "--format", "latex"]) == 2
+    assert "need --measured" in capsys.readouterr().err
+    assert main(["claims", "--measured", str(tmp_path / "nope.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_reduced_specs_keep_windows_designs_and_first_seeds():
+    """The quick reference's specs: the full spec's windows, design points and fits, its
+    first k seeds (the same data seeds: cells differ from the full ones only in rep), and with
+    theory_only the knob grids cut to the theory defaults."""
+    from bench.config import load_spec
+    from bench.quick_reference import CONFIGS, load_manifest, reduce_spec
+
+    for entry in load_manifest():
+        full = load_spec(CONFIGS / f"{entry['name']}.toml")
+        quick = reduce_spec(full, entry["repetitions"], entry["theory_only"])
+        assert quick.fits == full.fits and quick.grid == full.grid and quick.name == full.name
+        assert quick.repetitions == entry["repetitions"] < full.repetitions
+        full_keys = {c.key for c in full.cells()}
+        cells = quick.cells()
+        assert {c.rep for c in cells} == set(range(entry["repetitions"]))
+        if entry["theory_only"]:
+            assert all(v == [1.0] for a in quick.algorithms for v in a["grid"].values())
+            assert {c.key for c in cells} <= full_keys  # the full run's own theory cells
+        else:
+            assert {c.key for c in cells} <= full_keys
+
+
+def test_quick_reference_comparison_counts_agreement_per_claim():
+    from bench.quick_reference import compare
+
+    full = pd.DataFrame([{"algorithm": "a", "claim": "c1", "verdict": "consistent",
+                          "decided by": "headline2/f, theory", "measured": "1"},
+                         {"algorithm": "b", "claim": "c2", "verdict": "slower than claimed",
+                          "decided by": "headline2/f, theory", "measured": "2"},
+                         {"algorithm": "c", "claim": "c3", "verdict": NOT_IN_REGIME,
+                          "decided by": "seed002_scaling_d/f, theory", "measured": "3"}])
+    quick = full.assign(verdict=["consistent", "inconclusive", NOT_IN_REGIME])
+    table = compare(quick, full, {"headline2"})
+    assert table["agree"].tolist() == ["yes", "no", "not covered"]
+    assert table["same fit"].tolist() == ["yes", "yes", "-"]
