@@ -36,6 +36,7 @@ from algorithms import get_algorithm
 from algorithms.spider import KNOB_DEFAULTS
 from analysis import rates
 from analysis.declarations import FitSpec, StoreData
+from analysis.privacy_ledger import UNVERIFIED_MARK, unverified_algorithms
 from problems import character as problem_character
 
 #: Which dimensions are folded into each x scale (the others split the fit into groups).
@@ -461,7 +462,15 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
                                    | part["algorithm"].map(lambda a: not grids.get(a)))
                 frames.append(part)
     frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True)
+    # Every fit table marks the algorithms whose privacy is not verified (plugins whose check
+    # failed or could not run: analysis.plugin_privacy); "" for the others.
+    unverified = unverified_algorithms(data.cells)
+    table["privacy"] = [f"{UNVERIFIED_MARK}: {unverified[a]}" if a in unverified else ""
+                        for a in table["algorithm"]]
+    return table
 
 
 def _missing_theory_rows(fit: FitSpec, tuned: pd.DataFrame, theory: pd.DataFrame,

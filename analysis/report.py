@@ -34,6 +34,7 @@ from analysis.claims import (
     paired_table,
     path_table,
 )
+from analysis.privacy_ledger import UNVERIFIED_MARK, spent_table, spent_text, unverified_algorithms
 from analysis.tables import (
     VERDICT_COLOURS,
     claims_display,
@@ -867,6 +868,13 @@ class LayoutCheckedPdf:
         return getattr(self._pdf, name)
 
 
+def privacy_page(pdf: PdfPages, datas: list[StoreData]) -> None:
+    """Spent / declared eps per algorithm, its accountant, its privacy check (fair rules: each
+    algorithm gets the noise its accountant needs, no more)."""
+    body = "\n\n".join(f"{d.spec.name}\n" + spent_text(spent_table(d.cells)) for d in datas)
+    _text_page(pdf, "Privacy: spent / declared eps and verification", body, size=7.5)
+
+
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
                  csv: str | Path | None = None, figures: str | Path | None = None,
                  privacy: dict | None = None,
@@ -890,6 +898,9 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     if figdir is not None:
         figdir.mkdir(parents=True, exist_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if privacy is None:  # the algorithms whose privacy is not verified, marked on page 1
+        privacy = {(a, ""): f"{UNVERIFIED_MARK}: {label}" for d in datas
+                   for a, label in unverified_algorithms(d.cells).items()}
     summary = claims_summary(claims, privacy=privacy)
     with PdfPages(out) as raw_pdf:
         pdf = raw_pdf if layout_problems is None else LayoutCheckedPdf(raw_pdf, layout_problems)
@@ -903,6 +914,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             forest_page(pdf, claims, figdir)
         declared_claims_page(pdf, claims)
         path_page(pdf, [path_table(d) for d in datas])
+        privacy_page(pdf, datas)
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):
             if len(datas) > 1:
                 section_page(pdf, data)

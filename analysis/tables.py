@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.claims import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
+from analysis.privacy_ledger import UNVERIFIED_MARK
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
 #: that a weak eps dependence reading "slower" against privacy and "faster" against eps is read
@@ -94,7 +95,11 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({
         "fit": claims["fit"],
         "where": claims["where"] if "where" in claims else "",
-        "algorithm": claims["algorithm"], "problem": claims["problem"],
+        "algorithm": [a if not isinstance(pv, str) or not pv else f"{a} [{UNVERIFIED_MARK}]"
+                      for a, pv in zip(claims["algorithm"],
+                                       claims.get("privacy", pd.Series("", claims.index)),
+                                       strict=True)],
+        "problem": claims["problem"],
         "view": claims["view"].str.replace("sample_complexity", "samples"),
         "mode": claims["mode"], "x": claims["x"],
         "predicted": [f(v) for v in claims["predicted"]],

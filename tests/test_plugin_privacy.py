@@ -194,7 +194,7 @@ seed = 0
 [grid]
 n = [2000]
 d = [3]
-eps = [1.0, inf]
+eps = [0.5, 1.0, inf]
 [[problem]]
 name = "box_quadratic"
 [[algorithm]]
@@ -205,6 +205,13 @@ name = "pp_leaky"
 name = "pp_broken"
 [[algorithm]]
 name = "noisy_sgd"
+[[fit]]
+name = "grad"
+view = "error"
+x = "privacy"
+y = "pop_grad_best"
+window = [1e-5, 1.0]
+mode = "theory"
 """)
     run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False)
     df = load(tmp_path / "pp.sqlite")
@@ -217,8 +224,28 @@ name = "noisy_sgd"
     from analysis.privacy_ledger import mark, unverified_algorithms
 
     bad = unverified_algorithms(df)
-    assert set(bad) == {"pp_leaky", "pp_broken"} and len(df) == 8  # no cell lost
+    assert set(bad) == {"pp_leaky", "pp_broken"} and len(df) == 12  # no cell lost
     assert mark("pp_leaky", bad) == "pp_leaky [privacy unverified]" and mark("pp_ok", bad) == "pp_ok"
+    # every fit table and the report's page 1 carry the mark; the report's privacy page gives
+    # spent / declared eps per algorithm
+    from pypdf import PdfReader
+
+    from analysis.claims import claims_table
+    from analysis.report import write_report
+    from analysis.tables import claims_display
+    from bench.store import open_store_data
+
+    data = open_store_data(tmp_path / "pp.sqlite")
+    shown = claims_display(claims_table(data, n_boot=50))
+    assert "pp_leaky [privacy unverified]" in set(shown["algorithm"])
+    assert "pp_ok" in set(shown["algorithm"]) and "noisy_sgd" in set(shown["algorithm"])
+    out = write_report(data, tmp_path / "pp.pdf", n_boot=50)
+    summary = out["summary"].set_index("algorithm")["privacy"]
+    assert summary["pp_leaky"].startswith("privacy unverified: FAILED") and summary["pp_ok"] == ""
+    pages = [p.extract_text() for p in PdfReader(tmp_path / "pp.pdf").pages]
+    text = " ".join(pages)
+    assert "privacy unverified" in " ".join(pages[:3])  # the claims summary's privacy column
+    assert "spent / declared eps" in text and "FAILED: replayed" in text
 
 
 @pytest.mark.slow
