@@ -64,9 +64,9 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     res = write_report(open_store_data(store), out, n_boot=300, layout_problems=layout)
     reader = PdfReader(out)
     # claims table (page 1), headline plots, title, declared fits, forest, every declared
-    # claim (2 pages), path table, scaling (tuned + theory), paired, 2 trajectory pages,
-    # methods, failures
-    assert len(reader.pages) == res["pages"] == 15
+    # claim (2 pages), path table, privacy spent, scaling (tuned + theory), paired, 2
+    # trajectory pages, methods, failures
+    assert len(reader.pages) == res["pages"] == 16
     # Nothing on any page runs off its edge or out of its table cell (drawn bounding boxes).
     assert layout == []
     text = [p.extract_text() for p in reader.pages]
@@ -93,6 +93,8 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     assert "Every declared claim" in declared and "not measured" in declared
     assert "private_spiderboost: emp_grad_norm (empirical)" in declared
     assert "Path length" in text[3] and "first O1 b" in text[3]
+    privacy = text.pop(4)
+    assert "spent / declared eps" in privacy and "built-in" in privacy
     assert "tuned" in text[4] and "theory" in text[5] and "sc (sample complexity view" in text[4]
     assert "Paired" in text[6]
     assert "Trajectories" in text[7] and "hard_valley" in text[7] and "strict_saddle" in text[8]
