@@ -35,6 +35,9 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 _U = np.uint64
 _M0, _M1 = _U(0xD2E7470EE14C6C93), _U(0xCA5A826395121157)
@@ -63,21 +66,28 @@ _D1 = 1.7155277699214135  # 2 sqrt(2 / e)
 _D2 = 0.8989161620588988  # 3 - 2 sqrt(3 / e)
 
 _jit = numba.njit(cache=True, nogil=True)
+_inline = numba.njit(cache=True, nogil=True, inline="always")  # the generator's hot calls
 
 
-@_jit
+@intrinsic
+def _mulhi(typingctx, a, b):
+    """High 64 bits of the 128-bit product a * b (one machine multiply; numba has no uint128)."""
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        wide = ir.IntType(128)
+        prod = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        return builder.trunc(builder.lshr(prod, ir.Constant(wide, 64)), ir.IntType(64))
+
+    return sig, codegen
+
+
+@numba.njit(inline="always")
 def _mulhilo(a, b):
-    lo = a * b
-    a_lo, a_hi = a & _MASK32, a >> _S32
-    b_lo, b_hi = b & _MASK32, b >> _S32
-    t = a_lo * b_lo
-    mid1 = a_hi * b_lo + (t >> _S32)
-    mid2 = a_lo * b_hi + (mid1 & _MASK32)
-    hi = a_hi * b_hi + (mid1 >> _S32) + (mid2 >> _S32)
-    return hi, lo
+    return _mulhi(a, b), a * b
 
 
-@_jit
+@_inline
 def philox_block(st):
     """Philox4x64-10 of counter st[0:4] with key st[4:6] into the buffer st[6:10]."""
     c0, c1, c2, c3 = st[0], st[1], st[2], st[3]
@@ -92,7 +102,7 @@ def philox_block(st):
     st[6], st[7], st[8], st[9] = c0, c1, c2, c3
 
 
-@_jit
+@_inline
 def philox_seek(st, w1, w2, w3):
     """Counter (0, w1, w2, w3), empty buffers: as `CountsStream._seek` sets numpy's state."""
     st[0] = _ZERO
@@ -104,7 +114,7 @@ def philox_seek(st, w1, w2, w3):
     st[12] = _ZERO
 
 
-@_jit
+@_inline
 def next_uint64(st):
     pos = st[10]
     if pos < _U(4):
@@ -122,7 +132,7 @@ def next_uint64(st):
     return st[6]
 
 
-@_jit
+@_inline
 def next_uint32(st):
     if st[11] != _ZERO:
         st[11] = _ZERO
@@ -133,12 +143,12 @@ def next_uint32(st):
     return v & _MASK32
 
 
-@_jit
+@_inline
 def next_double(st):
     return np.float64(next_uint64(st) >> _U(11)) * (1.0 / 9007199254740992.0)
 
 
-@_jit
+@_inline
 def random_interval(st, mx):
     """A uniform integer in [0, mx] (numpy's masked rejection; 32-bit draws below 2^32)."""
     if mx == 0:
@@ -162,7 +172,7 @@ def random_interval(st, mx):
             return np.int64(v)
 
 
-@_jit
+@_inline
 def _logfactorial(k):
     if k < 126:
         return _LOGFACT[k]
