@@ -112,8 +112,6 @@ class BinaryCoordinates(CountsLayout):
 
     kernel_kind = _kernels.BINARY  # the compiled walk of `CountsStream` draws as split/arrange
 
-    kernel_kind = _kernels.BINARY  # the compiled walk of `CountsStream` draws as split/arrange
-
     def __init__(self, p: np.ndarray | list[float]) -> None:
         p = np.asarray(p, dtype=float)
         if p.ndim != 1 or len(p) < 1 or not np.all((p > 0) & (p < 1)):
@@ -155,8 +153,6 @@ class BinaryCoordinates(CountsLayout):
 class Categorical(CountsLayout):
     """Records that are one of K atoms, atom i with probability p[i]; counts[i] = records
     equal to atom i (they sum to k)."""
-
-    kernel_kind = _kernels.CATEGORICAL
 
     kernel_kind = _kernels.CATEGORICAL
 
