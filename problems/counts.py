@@ -391,7 +391,8 @@ class CountsStream(StreamBase):
     @property
     def cache_nbytes(self) -> int:
         """Bytes held by the caches: one node per level on the path, one superblock's
-        cumulative root counts, one total per superblock passed (O(counts x log n))."""
+        cumulative root counts and the counts before it, one total per superblock passed
+        (O(counts x log n))."""
         if self._kind is not None:
             path = self._pnode.nbytes + self._pbefore.nbytes + self._pleft.nbytes
             path += self._leaf_arr.nbytes if self._leaf_meta[2] else 0
@@ -399,6 +400,7 @@ class CountsStream(StreamBase):
             path = sum(a.nbytes for e in self._trail.values() for a in e[2:] if a is not None)
             path += 0 if self._leaf is None else self._leaf[2].nbytes
         sup = 0 if self._super_cum is None else self._super_cum.nbytes
+        sup += self._before_run[1].nbytes
         return path + sup + sum(t.nbytes for t in self._super_totals)
 
     def digest(self, records: int = 64) -> str:
