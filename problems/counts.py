@@ -31,7 +31,14 @@ alone, in any order, and always gets the same value. The path of the last query 
 (one node per level: O(levels x counts) memory), so a take of k records draws about log2(k)
 new nodes: the cost per step grows with log k, not k.
 
-Limits: numpy's hypergeometric sampler needs ngood, nbad < 1e9, hence blocks of 2^29 records.
+Speed: the walk below a block's root runs compiled (`problems.counts_kernels`, numba) and
+draws numpy's numbers bit for bit (`ReferenceCountsStream` keeps the numpy walk; the tests hold
+the two equal). Version 2 of the stream (`STREAM_VERSION`) has leaves of 2^4 records instead of
+2^8 (a leaf's arrangement costs records x coordinates; measured cheapest at 2^4).
+
+Limits: numpy's hypergeometric sampler needs ngood, nbad < 1e9, hence blocks of 2^29 records;
+a take of k records draws the roots of every superblock it passes (k / 2^35 numpy binomial
+calls of 64 x m draws), the cost that dominates from k ~ 1e11 on.
 """
 
 from __future__ import annotations
