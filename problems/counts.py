@@ -33,8 +33,9 @@ new nodes: the cost per step grows with log k, not k.
 
 Speed: the walk below a block's root runs compiled (`problems.counts_kernels`, numba) and
 draws numpy's numbers bit for bit (`ReferenceCountsStream` keeps the numpy walk; the tests hold
-the two equal). Version 2 of the stream (`STREAM_VERSION`) has leaves of 2^4 records instead of
-2^8 (a leaf's arrangement costs records x coordinates; measured cheapest at 2^4).
+the two equal). Version 2 of the stream (`STREAM_VERSION`) gives BinaryCoordinates leaves of
+2^4 records instead of 2^8 (its arrangement costs records x coordinates; measured cheapest at
+2^4); Categorical keeps 2^8 (its arrangement costs records only).
 
 Limits: numpy's hypergeometric sampler needs ngood, nbad < 1e9, hence blocks of 2^29 records;
 a take of k records draws the roots of every superblock it passes (k / 2^35 numpy binomial
@@ -56,11 +57,11 @@ from problems.streams import StreamBase, parse_budget, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
 BLOCK_LEVELS = 29
-#: Records per leaf: 2^LEAF_LEVELS, arranged at once (part of the stream's definition).
-#: 4 since stream version 2 (was 8): a leaf's arrangement costs records x coordinates, a level
-#: of splits coordinates; 2^4 minimizes the compiled walk's cost per take (measured, issue 27).
-LEAF_LEVELS = 4
-#: The stream's construction (block / leaf sizes, draw order). Version 1: leaves of 2^8.
+#: Records per leaf: 2^LEAF_LEVELS, arranged at once (part of the stream's definition), for
+#: layouts that do not set their own `leaf_levels` (BinaryCoordinates: 4 since version 2).
+LEAF_LEVELS = 8
+#: The stream's construction (block / leaf sizes, draw order). Version 1: leaves of 2^8 for
+#: every layout; version 2: BinaryCoordinates' leaves hold 2^4 records.
 #: Stores record it (bench.store) and a sweep refuses to resume a store of another version.
 STREAM_VERSION = 2
 #: Blocks whose root counts are drawn together (one Philox counter per group).
@@ -90,6 +91,8 @@ class CountsLayout(ABC):
     """How one record's values are counted: the shape of a counts array and its draws."""
 
     shape: tuple[int, ...]
+    #: Records per leaf of the counts tree: 2^leaf_levels (part of the stream's definition).
+    leaf_levels: int = LEAF_LEVELS
 
     @abstractmethod
     def roots(self, rng: np.random.Generator, n_blocks: int, size: int) -> np.ndarray:
@@ -118,6 +121,9 @@ class BinaryCoordinates(CountsLayout):
     probability p[j]. counts[j] = number of records whose coordinate j is high."""
 
     kernel_kind = _kernels.BINARY  # the compiled walk of `CountsStream` draws as split/arrange
+    #: A leaf's arrangement costs records x coordinates, a level of splits coordinates: leaves
+    #: of 2^4 minimize the compiled walk's cost per take (measured, issue 27; 2^8 before).
+    leaf_levels = 4
 
     def __init__(self, p: np.ndarray | list[float]) -> None:
         p = np.asarray(p, dtype=float)
@@ -201,7 +207,8 @@ class CountsStream(StreamBase):
     """A lazy, exact, prefix-consistent stream of record counts (see the module docstring).
 
     `take(k)` returns the `CountsBatch` of the next k records. `block_levels`,
-    `blocks_per_super` and `leaf_levels` (capped at block_levels) define the construction
+    `blocks_per_super` and `leaf_levels` (capped at block_levels; default the layout's) define
+    the construction
     (tests use small blocks to cross block boundaries cheaply); changing them changes the data.
 
     The walk below a block's root runs compiled (`problems.counts_kernels`) for the two
@@ -215,7 +222,7 @@ class CountsStream(StreamBase):
 
     def __init__(self, layout: CountsLayout, seed: int | np.random.SeedSequence,
                  budget: int | None = None, *, block_levels: int = BLOCK_LEVELS,
-                 blocks_per_super: int = BLOCKS_PER_SUPER, leaf_levels: int = LEAF_LEVELS) -> None:
+                 blocks_per_super: int = BLOCKS_PER_SUPER, leaf_levels: int | None = None) -> None:
         entropy, spawn_key = parse_seed(seed)
         self.budget = parse_budget(budget)
         if not (isinstance(block_levels, int) and 1 <= block_levels <= BLOCK_LEVELS):
@@ -225,6 +232,8 @@ class CountsStream(StreamBase):
             raise ValueError(f"blocks_per_super={blocks_per_super!r} is invalid: must be an integer >= 1")
         self.layout = layout
         self.used = 0
+        if leaf_levels is None:
+            leaf_levels = layout.leaf_levels
         if not (isinstance(leaf_levels, int) and leaf_levels >= 0):
             raise ValueError(f"leaf_levels={leaf_levels!r} is invalid: must be an integer >= 0")
         self.levels, self.per_super = block_levels, blocks_per_super
