@@ -87,7 +87,7 @@ def _mulhilo(a, b):
     return _mulhi(a, b), a * b
 
 
-@_inline
+@_jit
 def philox_block(st):
     """Philox4x64-10 of counter st[0:4] with key st[4:6] into the buffer st[6:10]."""
     c0, c1, c2, c3 = st[0], st[1], st[2], st[3]
@@ -102,7 +102,7 @@ def philox_block(st):
     st[6], st[7], st[8], st[9] = c0, c1, c2, c3
 
 
-@_inline
+@_jit
 def philox_seek(st, w1, w2, w3):
     """Counter (0, w1, w2, w3), empty buffers: as `CountsStream._seek` sets numpy's state."""
     st[0] = _ZERO
@@ -172,7 +172,7 @@ def random_interval(st, mx):
             return np.int64(v)
 
 
-@_inline
+@_jit
 def _logfactorial(k):
     if k < 126:
         return _LOGFACT[k]
