@@ -11,7 +11,7 @@ that they cannot rot.
 Issue 27 (steps at the arithmetic limit): `test_counts_step` runs each step twice, `impl=new`
 (the compiled walk, counts stream version 2) and `impl=old` (`ReferenceCountsStream` with
 leaves of 2^8: the numpy walk of stream version 1), so the table prints both per batch size;
-the new step must be >= 3x faster than the old, measured in the same test, for b in 1e3..1e10
+the new step must be >= 2x faster than the old, measured in the same test, for b in 1e3..1e10
 (from 1e11 on both are bound by numpy's binomial draws of the roots of each superblock of 2^35
 records a take passes, the same work in both).
 The issue's absolute goals (<= 20 us at d = 10, <= 50 us at d = 100) are reported, and an
@@ -105,7 +105,7 @@ def test_counts_step(benchmark, b, d, impl):
         ratio = old / median
         benchmark.extra_info.update(old_median_us=old * 1e6, speedup=ratio)
         if 10**3 <= b <= 10**10:  # above, the roots of every superblock passed dominate both
-            assert ratio >= 3, f"new step only {ratio:.1f}x faster than the old at b={b:.0e}, d={d}"
+            assert ratio >= 2, f"new step only {ratio:.1f}x faster than the old at b={b:.0e}, d={d}"
         if median > STEP_GOAL[d]:
             pytest.xfail(f"issue 27 goal not met: step at b={b:.0e}, d={d}: {median * 1e6:.0f} us "
                          f"> {STEP_GOAL[d] * 1e6:.0f} us (old {old * 1e6:.0f} us, {ratio:.1f}x)")
