@@ -65,7 +65,7 @@ def test_spider_step_in_counts_mode(benchmark, name, d, B):
         old, _ = _per_step(name, d, B, T1 // 4, T2 // 4, "old")
         benchmark.extra_info.update(per_step_us=new * 1e6, old_per_step_us=old * 1e6,
                                     speedup=old / new, median_batch=batch)
-        if 10**4 <= B <= 10**10:  # above: the same root draws; at 1e2, d 100, smaller leaves cost
+        if 10**4 <= B <= 10**10:  # above: the same root draws; at 1e2, d 100, small leaves cost more
             assert new <= old, f"{name} d={d} B={B:.0e}: new {new * 1e6:.0f} us > old {old * 1e6:.0f} us"
         if new > GOAL[d]:
             pytest.xfail(f"issue 27 goal not met: {name}, d={d}, B={B:.0e}: {new * 1e6:.0f} us/step "
