@@ -292,6 +292,12 @@ class _ReusingStream:
         return out
 
 
+def _norm(v: np.ndarray) -> float:
+    """||v||_2 of a 1-d float array: np.linalg.norm's own formula (sqrt(v . v), so the same
+    float) without its dispatch, which cost ~4 us a call, 3 calls a step."""
+    return math.sqrt(v.dot(v))
+
+
 def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float:
     """A-priori bound on one release's replace-one sensitivity, enforced by the clips."""
     s_o1 = 2 * G / p["b"]
@@ -430,14 +436,14 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
             drift = 0.0
             oracle, used = 1, b
         else:  # line 7: O2
-            step_len = float(np.linalg.norm(x - x_prev))
+            step_len = _norm(x - x_prev)
             if not math.isfinite(step_len):  # finite iterates whose difference overflows
                 stop = "diverged"
                 break
             g = M * step_len
             g_rule = g  # the step bound the batch rule and the noise use
             if "o2_wrong_step" in faults:  # planted fault: the previous step's length
-                g_rule = M * float(np.linalg.norm(x_prev - x_prev2))
+                g_rule = M * _norm(x_prev - x_prev2)
             if alg.batch_rule == "adaptive":
                 terms = [1.0, g_rule * kappa / alpha**2]
                 if math.isfinite(eps_eff):
@@ -478,7 +484,7 @@ def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
             if p["saddle_noise"]:
                 released = released + gaussian_noise(d, zeta / sqrt_d, rng)
             escape = True
-        est_norm = float(np.linalg.norm(released))
+        est_norm = _norm(released)
         if probe is not None:
             probe.release(t=t + 1, oracle=oracle, x=x.copy(), x_prev=x_prev.copy(), batch=batch,
                           clip=clip, leaf=leaf, told=told, noise_std=noise_std, nabla=nabla.copy(),

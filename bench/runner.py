@@ -225,6 +225,7 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     path = Path(store_path)
     if path.is_file():
         with Store(path, create=False) as st:
+            st.check_stream_version()
             stored = st.statuses()
     model = CostModel.from_store(path)
     keys = {c.key: c for c in cells}

@@ -2,7 +2,9 @@
 
 Tables:
 - `schema_version(version)`: one row; a store of another version is refused with a clear error.
-- `meta(key, value)`: the spec (name, TOML text, source path), creation and update times.
+- `meta(key, value)`: the spec (name, TOML text, source path), creation and update times,
+  and `counts_stream_version` (`problems.counts.STREAM_VERSION`: counts-mode cells are only
+  comparable, and a sweep only resumes, on the counts data they were made with).
 - `spec_cells(key)`: the keys of the spec last run into this store (editing a spec keeps the
   rows of cells that did not change; `load(current=True)` returns only the current spec's).
 - `cells`: one row per cell: every cell field, status and error, every metric, the parameters
@@ -27,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.declarations import StoreData
+from problems.counts import STREAM_VERSION
 
 SCHEMA_VERSION = 4
 #: Older versions this one reads after adding the columns they lack (additive changes only).
@@ -146,6 +149,8 @@ class Store:
                          ("updated", now)):
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, v))
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (now,))
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('counts_stream_version', ?)",
+                              (str(STREAM_VERSION),))
             self.conn.execute("DELETE FROM spec_cells")
             self.conn.executemany("INSERT INTO spec_cells VALUES (?)", ((k,) for k in keys))
 
@@ -177,6 +182,16 @@ class Store:
     # -- reading -------------------------------------------------------------------------------
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def check_stream_version(self) -> None:
+        """StoreError unless the store's counts-mode cells were made by this counts stream
+        (stores from before the version was recorded hold version 1)."""
+        made = self.meta().get("counts_stream_version", "1")
+        has_counts = self.conn.execute("SELECT 1 FROM cells WHERE data = 'counts' LIMIT 1").fetchone()
+        if has_counts and made != str(STREAM_VERSION):
+            raise StoreError(f"store {str(self.path)!r} holds counts-mode cells made by counts stream "
+                             f"version {made}; this dprates draws version {STREAM_VERSION} (other "
+                             "data): rerun the sweep into a new store (--out)")
 
     def statuses(self) -> dict[str, str]:
         """key -> status of every stored cell."""

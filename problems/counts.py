@@ -31,7 +31,15 @@ alone, in any order, and always gets the same value. The path of the last query 
 (one node per level: O(levels x counts) memory), so a take of k records draws about log2(k)
 new nodes: the cost per step grows with log k, not k.
 
-Limits: numpy's hypergeometric sampler needs ngood, nbad < 1e9, hence blocks of 2^29 records.
+Speed: the walk below a block's root runs compiled (`problems.counts_kernels`, numba) and
+draws numpy's numbers bit for bit (`ReferenceCountsStream` keeps the numpy walk; the tests hold
+the two equal). Version 2 of the stream (`STREAM_VERSION`) gives BinaryCoordinates leaves of
+2^4 records instead of 2^8 (its arrangement costs records x coordinates; measured cheapest at
+2^4); Categorical keeps 2^8 (its arrangement costs records only).
+
+Limits: numpy's hypergeometric sampler needs ngood, nbad < 1e9, hence blocks of 2^29 records;
+a take of k records draws the roots of every superblock it passes (k / 2^35 numpy binomial
+calls of 64 x m draws), the cost that dominates from k ~ 1e11 on.
 """
 
 from __future__ import annotations
@@ -44,12 +52,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from problems import counts_kernels as _kernels
 from problems.streams import StreamBase, parse_budget, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
 BLOCK_LEVELS = 29
-#: Records per leaf: 2^LEAF_LEVELS, arranged at once (part of the stream's definition).
+#: Records per leaf: 2^LEAF_LEVELS, arranged at once (part of the stream's definition), for
+#: layouts that do not set their own `leaf_levels` (BinaryCoordinates: 4 since version 2).
 LEAF_LEVELS = 8
+#: The stream's construction (block / leaf sizes, draw order). Version 1: leaves of 2^8 for
+#: every layout; version 2: BinaryCoordinates' leaves hold 2^4 records.
+#: Stores record it (bench.store) and a sweep refuses to resume a store of another version.
+STREAM_VERSION = 2
 #: Blocks whose root counts are drawn together (one Philox counter per group).
 BLOCKS_PER_SUPER = 64
 #: Above this many coordinates one vectorized hypergeometric call beats a scalar loop
@@ -77,6 +91,8 @@ class CountsLayout(ABC):
     """How one record's values are counted: the shape of a counts array and its draws."""
 
     shape: tuple[int, ...]
+    #: Records per leaf of the counts tree: 2^leaf_levels (part of the stream's definition).
+    leaf_levels: int = LEAF_LEVELS
 
     @abstractmethod
     def roots(self, rng: np.random.Generator, n_blocks: int, size: int) -> np.ndarray:
@@ -103,6 +119,11 @@ class CountsLayout(ABC):
 class BinaryCoordinates(CountsLayout):
     """Records with m independent two-point coordinates; coordinate j is "high" with
     probability p[j]. counts[j] = number of records whose coordinate j is high."""
+
+    kernel_kind = _kernels.BINARY  # the compiled walk of `CountsStream` draws as split/arrange
+    #: A leaf's arrangement costs records x coordinates, a level of splits coordinates: leaves
+    #: of 2^4 minimize the compiled walk's cost per take (measured, issue 27; 2^8 before).
+    leaf_levels = 4
 
     def __init__(self, p: np.ndarray | list[float]) -> None:
         p = np.asarray(p, dtype=float)
@@ -146,6 +167,8 @@ class Categorical(CountsLayout):
     """Records that are one of K atoms, atom i with probability p[i]; counts[i] = records
     equal to atom i (they sum to k)."""
 
+    kernel_kind = _kernels.CATEGORICAL
+
     def __init__(self, p: np.ndarray | list[float]) -> None:
         p = np.asarray(p, dtype=float)
         if p.ndim != 1 or len(p) < 1 or np.any(p < 0) or not math.isclose(p.sum(), 1.0, rel_tol=1e-9):
@@ -184,13 +207,22 @@ class CountsStream(StreamBase):
     """A lazy, exact, prefix-consistent stream of record counts (see the module docstring).
 
     `take(k)` returns the `CountsBatch` of the next k records. `block_levels`,
-    `blocks_per_super` and `leaf_levels` (capped at block_levels) define the construction
+    `blocks_per_super` and `leaf_levels` (capped at block_levels; default the layout's) define
+    the construction
     (tests use small blocks to cross block boundaries cheaply); changing them changes the data.
+
+    The walk below a block's root runs compiled (`problems.counts_kernels`) for the two
+    layouts of this module: the same random numbers as the numpy walk, bit for bit (tested
+    against `ReferenceCountsStream`, which keeps the numpy walk), at ~1 us per node instead
+    of ~30 us. Roots stay numpy's binomial / multinomial draws.
     """
+
+    #: Use the compiled walk where the layout has one (`ReferenceCountsStream` sets False).
+    compiled = True
 
     def __init__(self, layout: CountsLayout, seed: int | np.random.SeedSequence,
                  budget: int | None = None, *, block_levels: int = BLOCK_LEVELS,
-                 blocks_per_super: int = BLOCKS_PER_SUPER, leaf_levels: int = LEAF_LEVELS) -> None:
+                 blocks_per_super: int = BLOCKS_PER_SUPER, leaf_levels: int | None = None) -> None:
         entropy, spawn_key = parse_seed(seed)
         self.budget = parse_budget(budget)
         if not (isinstance(block_levels, int) and 1 <= block_levels <= BLOCK_LEVELS):
@@ -200,6 +232,8 @@ class CountsStream(StreamBase):
             raise ValueError(f"blocks_per_super={blocks_per_super!r} is invalid: must be an integer >= 1")
         self.layout = layout
         self.used = 0
+        if leaf_levels is None:
+            leaf_levels = layout.leaf_levels
         if not (isinstance(leaf_levels, int) and leaf_levels >= 0):
             raise ValueError(f"leaf_levels={leaf_levels!r} is invalid: must be an integer >= 0")
         self.levels, self.per_super = block_levels, blocks_per_super
@@ -219,6 +253,10 @@ class CountsStream(StreamBase):
         self._leaf: tuple[int, int, np.ndarray] | None = None  # (block, index, arrangement)
         self._prefix = self._zero
         self.nodes_drawn = 0
+        self._before_run: tuple[int, np.ndarray] = (0, self._zero)  # counts before superblock s
+        self._kind = _compiled_kind(layout) if self.compiled else None
+        if self._kind is not None:
+            self._init_path()
 
     # -- randomness keyed by node address -------------------------------------------------
     def _seek(self, *words: int) -> np.random.Generator:
@@ -237,18 +275,22 @@ class CountsStream(StreamBase):
             np.cumsum(roots, axis=0, out=cum[1:])
             self._super_index, self._super_cum = s, cum
             self.nodes_drawn += 1
+            if len(self._super_totals) == s:  # the next total: no second draw in _before_super
+                self._super_totals.append(cum[-1].copy())
         assert self._super_cum is not None
         return self._super_cum
 
     def _before_super(self, s: int) -> np.ndarray:
-        """Counts of every record before superblock s."""
+        """Counts of every record before superblock s (summed on from the last query's s)."""
         while len(self._super_totals) < s:
             j = len(self._super_totals)
             roots = self.layout.roots(self._seek(j, 0, _ROOT_TAG), self.per_super, 1 << self.levels)
             self._super_totals.append(roots.sum(axis=0))
-        total = self._zero.copy()
-        for t in self._super_totals[:s]:
+        start, total = self._before_run if self._before_run[0] <= s else (0, self._zero)
+        total = total.copy()
+        for t in self._super_totals[start:s]:
             total += t
+        self._before_run = (s, total)
         return total
 
     def _leaf_prefix(self, block: int, index: int, counts: np.ndarray, r: int) -> np.ndarray:
@@ -291,6 +333,8 @@ class CountsStream(StreamBase):
         if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
             raise ValueError(f"m={m!r} is invalid: must be an integer >= 0")
         block, offset = divmod(int(m), 1 << self.levels)
+        if self._kind is not None:
+            return self._compiled_prefix(block, offset)
         level, _, index, node, before, left = self._start(block, offset)
         self._trail_offset = offset
         while True:
@@ -312,6 +356,45 @@ class CountsStream(StreamBase):
             self._trail[level] = child
             _, index, node, before, left = child
 
+    # -- the compiled walk (same nodes, same draws as the loop above) ---------------------
+    def _init_path(self) -> None:
+        rows, m = self.levels + 1, self.layout.shape[0]
+        self._st = np.zeros(_kernels.STATE_WORDS, dtype=np.uint64)
+        self._st[4:6] = self._bitgen.state["state"]["key"]
+        self._pidx = np.zeros(rows, dtype=np.int64)
+        self._pvalid = np.zeros(rows, dtype=np.bool_)
+        self._phas = np.zeros(rows, dtype=np.bool_)
+        self._pnode = np.zeros((rows, m), dtype=np.int64)
+        self._pbefore = np.zeros((rows, m), dtype=np.int64)
+        self._pleft = np.zeros((rows, m), dtype=np.int64)
+        self._path_block = -1
+        self._leaf_meta = np.zeros(3, dtype=np.int64)  # (block, index, valid) of the leaf
+        size = 1 << self.leaf_levels
+        if self._kind == _kernels.BINARY:  # a 0/1 mark per coordinate and record
+            self._leaf_arr = np.zeros((m, size), dtype=np.uint8)
+        else:  # the atom of each record
+            self._leaf_arr = np.zeros((1, size), dtype=np.int64)
+        self._scratch = np.zeros(m, dtype=np.int64)
+        self._trail = self._pvalid  # one entry per level
+
+    def _compiled_prefix(self, block: int, offset: int) -> np.ndarray:
+        if block != self._path_block:  # a new block: its root, and a fresh path
+            s, b_in = divmod(block, self.per_super)
+            cum = self._superblock(s)
+            top = self.levels
+            self._pvalid[:] = False
+            self._pvalid[top], self._phas[top], self._pidx[top] = True, False, 0
+            self._pnode[top] = cum[b_in + 1] - cum[b_in]
+            self._pbefore[top] = self._before_super(s) + cum[b_in]
+            self._path_block = block
+        out = np.empty(self.layout.shape, dtype=np.int64)
+        self.nodes_drawn += _kernels.walk(
+            self._kind, self._st, self.levels, self.leaf_levels, block, offset, self._trail_offset,
+            self._pidx, self._pvalid, self._pnode, self._pbefore, self._pleft, self._phas,
+            self._leaf_meta, self._leaf_arr, out, self._scratch)
+        self._trail_offset = offset
+        return out
+
     def take(self, k: int) -> CountsBatch:
         """The counts of the next k unused records."""
         k = self._check_request(k)
@@ -324,15 +407,28 @@ class CountsStream(StreamBase):
     @property
     def cache_nbytes(self) -> int:
         """Bytes held by the caches: one node per level on the path, one superblock's
-        cumulative root counts, one total per superblock passed (O(counts x log n))."""
-        path = sum(a.nbytes for e in self._trail.values() for a in e[2:] if a is not None)
-        path += 0 if self._leaf is None else self._leaf[2].nbytes
+        cumulative root counts and the counts before it, one total per superblock passed
+        (O(counts x log n))."""
+        if self._kind is not None:
+            path = self._pnode.nbytes + self._pbefore.nbytes + self._pleft.nbytes
+            path += self._leaf_arr.nbytes if self._leaf_meta[2] else 0
+        else:
+            path = sum(a.nbytes for e in self._trail.values() for a in e[2:] if a is not None)
+            path += 0 if self._leaf is None else self._leaf[2].nbytes
         sup = 0 if self._super_cum is None else self._super_cum.nbytes
+        sup += self._before_run[1].nbytes
         return path + sup + sum(t.nbytes for t in self._super_totals)
 
     def digest(self, records: int = 64) -> str:
         """A short hash of the counts of the first `records` records (a pairing check)."""
         m = int(min(records, self.budget))
+        if self._kind is not None:  # a twin with a fresh path: the consumer's path stays
+            twin = type(self).__new__(type(self))
+            twin.__dict__.update(self.__dict__)
+            twin._init_path()
+            twin._trail_offset = 0
+            counts = twin.prefix_counts(m)
+            return hashlib.sha256(counts.astype(np.int64).tobytes()).hexdigest()[:16]
         saved = self._trail, self._trail_offset, self._leaf  # leave the consumer's path alone
         self._trail, self._leaf = {}, None
         try:
@@ -340,6 +436,25 @@ class CountsStream(StreamBase):
         finally:
             self._trail, self._trail_offset, self._leaf = saved
         return hashlib.sha256(counts.astype(np.int64).tobytes()).hexdigest()[:16]
+
+
+class ReferenceCountsStream(CountsStream):
+    """`CountsStream` with its walk in numpy and Python only (the implementation before the
+    compiled kernels): the reference the tests compare the compiled walk with, number for
+    number, and the benchmarks' "before" figure."""
+
+    compiled = False
+
+
+def _compiled_kind(layout: CountsLayout) -> int | None:
+    """The compiled walk's kind for a layout whose draws it reproduces, else None (a
+    subclass that changes split / arrange runs the numpy walk)."""
+    t = type(layout)
+    for base in (BinaryCoordinates, Categorical):
+        if isinstance(layout, base) and t.split is base.split and t.arrange is base.arrange \
+                and t.arranged_prefix is base.arranged_prefix:
+            return base.kernel_kind
+    return None
 
 
 class MaterializedStream(StreamBase):
@@ -376,6 +491,6 @@ def require_identity_clip(oracle: str, clip: float, bound: float) -> None:
             "problem's stated constants are too small here): run with data='records'")
 
 
-__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "LEAF_LEVELS", "BinaryCoordinates", "Categorical",
-           "CountsBatch", "CountsClipError", "CountsLayout", "CountsStream", "MaterializedStream",
-           "require_identity_clip"]
+__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "LEAF_LEVELS", "STREAM_VERSION", "BinaryCoordinates",
+           "Categorical", "CountsBatch", "CountsClipError", "CountsLayout", "CountsStream",
+           "MaterializedStream", "ReferenceCountsStream", "require_identity_clip"]

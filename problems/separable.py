@@ -227,6 +227,34 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
         rest = self.mu * (self._block_unit(x) - self._block_unit(y))
         return (1 + self.noise) * math.sqrt(first * first + float(rest @ rest))
 
+    def counts_grad(self, x, batch):
+        """Counts-mode O1 in one pass: `per_sample_grads` at the batch's mean record (the
+        gradient is affine in the record) and `record_grad_bound`, sharing phi'(x1) and u(x)."""
+        z = self.mean_record(batch)[0]
+        d1 = self.c * float(self.profile.d1(x[0]))
+        unit = self._block_unit(x)
+        g = z[2:].copy()
+        g[0] += (1 + z[0]) * d1
+        g[1:] += ((1 + z[1]) * self.mu) * unit
+        amp, half = 1 + self.noise, self.tau / math.sqrt(self.d)
+        first = amp * abs(d1) + half
+        rest = amp * self.mu * np.abs(unit) + half
+        return g, math.sqrt(first * first + float(rest @ rest))
+
+    def counts_grad_diff(self, x, y, batch):
+        """Counts-mode O2 in one pass (the engine's hot path): the per-sample difference is
+        affine in the record and its <g, x> term cancels, so the batch mean is
+        ((1 + mean a1) c (phi'(x1) - phi'(y1)), (1 + mean a2) mu (u(x) - u(y))), u(x) = y/r;
+        the bound is `record_grad_diff_bound`'s, from the same two factors."""
+        frac = batch.counts[:2] / batch.k
+        a1, a2 = self.record_low[:2] + (self.record_high[:2] - self.record_low[:2]) * frac
+        first = self.c * float(self.profile.d1(x[0]) - self.profile.d1(y[0]))
+        rest = self.mu * (self._block_unit(x) - self._block_unit(y))
+        out = np.empty(self.d)
+        out[0] = (1 + a1) * first
+        out[1:] = (1 + a2) * rest
+        return out, (1 + self.noise) * math.sqrt(first * first + float(rest @ rest))
+
     # --- per sample -----------------------------------------------------------------------
     def per_sample_losses(self, x, batch):
         y = x[1:]

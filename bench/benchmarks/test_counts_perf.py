@@ -8,6 +8,15 @@ O(counts x log n). Ratios are measured in one run. With --benchmark-disable (as 
 passes) each benchmark runs once at a quick size and the targets are not asserted: they run so
 that they cannot rot.
 
+Issue 27 (steps at the arithmetic limit): `test_counts_step` runs each step twice, `impl=new`
+(the compiled walk, counts stream version 2) and `impl=old` (`ReferenceCountsStream` with
+leaves of 2^8: the numpy walk of stream version 1), so the table prints both per batch size;
+the new step must be >= 2x faster than the old, measured in the same test, for b in 1e3..1e10
+(from 1e11 on both are bound by numpy's binomial draws of the roots of each superblock of 2^35
+records a take passes, the same work in both).
+The issue's absolute goals (<= 20 us at d = 10, <= 50 us at d = 100) are reported, and an
+unmet goal marks the test xfail with the figure (not met on this machine: see the README).
+
     pytest bench/benchmarks --benchmark-enable
 """
 
@@ -24,9 +33,19 @@ from algorithms.mechanisms import TreeMechanism
 from algorithms.spider import o2_leaf
 from analysis.metrics import target_monitor
 from problems import get_problem
+from problems.counts import CountsStream, ReferenceCountsStream
 
-BATCHES = [10**k for k in range(2, 11)]
+BATCHES = [10**k for k in range(2, 13)]
 ROUNDS, WARMUP = 200, 3
+#: Issue 27's goals for the median step (seconds) by d.
+STEP_GOAL = {10: 20e-6, 100: 50e-6}
+
+
+def _counts_stream(problem, seed, impl: str):
+    """The shipped stream (new) or the previous implementation (old: numpy walk, stream v1)."""
+    if impl == "old":
+        return ReferenceCountsStream(problem.counts_layout(), seed, leaf_levels=8)
+    return CountsStream(problem.counts_layout(), seed)
 
 
 def _step(problem, stream, b: int, rng: np.random.Generator):
@@ -48,24 +67,48 @@ def _enabled(benchmark) -> bool:
     return not benchmark.disabled
 
 
+def _median_seconds(step, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+@pytest.mark.parametrize("impl", ["new", "old"])
 @pytest.mark.parametrize("d", [10, 100])
-@pytest.mark.parametrize("b", BATCHES)
-def test_counts_step(benchmark, b, d):
+@pytest.mark.parametrize("b", BATCHES, ids=[f"b1e{k:02d}" for k in range(2, 13)])
+def test_counts_step(benchmark, b, d, impl):
     problem = get_problem("hard_valley", d=d)
-    stream = problem.stream(np.random.SeedSequence([1, d]), data="counts")
+    stream = _counts_stream(problem, np.random.SeedSequence([1, d]), impl)
     step = _step(problem, stream, b, np.random.default_rng(0))
     benchmark.pedantic(step, rounds=ROUNDS, iterations=1, warmup_rounds=WARMUP)
     if _enabled(benchmark):
         median = benchmark.stats.stats.median
-        benchmark.extra_info.update(median_ms=median * 1e3, cache_bytes=stream.cache_nbytes,
+        benchmark.extra_info.update(median_us=median * 1e6, cache_bytes=stream.cache_nbytes,
                                     nodes_per_step=stream.nodes_drawn / (ROUNDS + WARMUP))
-        if d == 10:
-            assert median <= 1.5e-3, f"counts step at b={b:.0e}: {median * 1e3:.2f} ms > 1.5 ms"
         # O(counts x log n): per level of the path its node, the counts before it and its
-        # split (3 int64 arrays), one superblock's 65 cumulative counts, one total per
-        # superblock passed, and one leaf's arrangement (a bool per coordinate and record).
-        words = 3 * (stream.levels + 1) + (stream.per_super + 1) + len(stream._super_totals)
+        # split (3 int64 arrays), one superblock's 65 cumulative counts, the counts before it,
+        # one total per superblock passed, and one leaf's arrangement (a byte per coordinate
+        # and record).
+        words = 3 * (stream.levels + 1) + (stream.per_super + 2) + len(stream._super_totals)
         assert stream.cache_nbytes <= words * (d + 2) * 8 + (d + 2) * (1 << stream.leaf_levels)
+        if d == 10 and b <= 10**10:
+            assert median <= 1.5e-3, f"counts step at b={b:.0e}: {median * 1e3:.2f} ms > 1.5 ms"
+        if impl == "old":
+            return
+        old_stream = _counts_stream(problem, np.random.SeedSequence([1, d]), "old")
+        old_step = _step(problem, old_stream, b, np.random.default_rng(0))
+        old_step()
+        old = _median_seconds(old_step, 30)
+        ratio = old / median
+        benchmark.extra_info.update(old_median_us=old * 1e6, speedup=ratio)
+        if 10**3 <= b <= 10**10:  # above, the roots of every superblock passed dominate both
+            assert ratio >= 2, f"new step only {ratio:.1f}x faster than the old at b={b:.0e}, d={d}"
+        if median > STEP_GOAL[d]:
+            pytest.xfail(f"issue 27 goal not met: step at b={b:.0e}, d={d}: {median * 1e6:.0f} us "
+                         f"> {STEP_GOAL[d] * 1e6:.0f} us (old {old * 1e6:.0f} us, {ratio:.1f}x)")
 
 
 @pytest.mark.parametrize("d", [10, 100])

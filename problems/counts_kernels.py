@@ -1,0 +1,439 @@
+"""Compiled kernels of the counts stream (numba): the same random numbers as numpy, 20x faster.
+
+`problems.counts.CountsStream` defines its data through numpy: a node's draw comes from a
+`numpy.random.Philox` generator whose counter is set to the node's address, and splits,
+leaf arrangements and roots are numpy's `hypergeometric`, `permuted` and `binomial`. The
+per-node cost of that definition is Python's (setting a generator's state, one numpy call per
+coordinate), about 30 us per node where the arithmetic is a few hundred ns. The kernels here
+compute the *same numbers*, bit for bit, in compiled code:
+
+* `philox_*`: Philox4x64-10 (Salmon et al. 2011, "Parallel random numbers: as easy as 1, 2,
+  3"), numpy's counter / buffer / 32-bit-half conventions, on a 13-word state array;
+* `random_interval`, `next_double`: numpy's bounded integers by masked rejection and its
+  53-bit doubles;
+* `hypergeometric`: numpy's sampler (sequential draws below 10, else Stadlober's ratio of
+  uniforms HRUA, "The ratio of uniforms approach for generating discrete random variates",
+  J. Comput. Appl. Math. 31, 1990) with numpy's log-factorial (a table below 126, Stirling
+  above), operation for operation so that every rounding is the same;
+* `multivariate_hypergeometric_marginals`: numpy's method="marginals" (one hypergeometric per
+  atom, the complement when more than half is drawn);
+* `permute_rows`: numpy's `permuted(..., axis=1)` on rows of 0..size-1 (Fisher-Yates from the
+  last position, `random_interval`);
+* `walk_binary` / `walk_categorical`: `CountsStream.prefix_counts`'s walk from the block's
+  root to the leaf, with the cached path in arrays.
+
+Exactness is tested against numpy itself (tests/test_counts_kernels.py: raw Philox words, the
+samplers on random arguments incl. both HRUA branches and the 32/64-bit interval paths, and
+whole streams against the numpy reference stream). Generic functions over counts arrays
+(`split_binary`, `split_categorical`) are exported for other exact-counts code (e.g. a
+first-order step in counts mode) that wants one compiled split without the stream.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+_U = np.uint64
+_M0, _M1 = _U(0xD2E7470EE14C6C93), _U(0xCA5A826395121157)
+_W0, _W1 = _U(0x9E3779B97F4A7C15), _U(0xBB67AE8584CAA73B)
+_MASK32 = _U(0xFFFFFFFF)
+_S32 = _U(32)
+_ONE = _U(1)
+_ZERO = _U(0)
+
+# State words: counter 0-3, key 4-5, buffer 6-9, buffer_pos 10, has_uint32 11, uinteger 12.
+STATE_WORDS = 13
+
+
+def _logfact_table() -> np.ndarray:
+    """log(k!) for k < 126, correctly rounded (numpy's table holds the same doubles; the
+    equality is checked in the tests through the sampler)."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        return np.array([float(mpmath.log(mpmath.factorial(k))) for k in range(126)])
+
+
+_LOGFACT = _logfact_table()
+_HALFLN2PI = 0.9189385332046728
+_D1 = 1.7155277699214135  # 2 sqrt(2 / e)
+_D2 = 0.8989161620588988  # 3 - 2 sqrt(3 / e)
+
+_jit = numba.njit(cache=True, nogil=True)
+_inline = numba.njit(cache=True, nogil=True, inline="always")  # the generator's hot calls
+
+
+@intrinsic
+def _mulhi(typingctx, a, b):
+    """High 64 bits of the 128-bit product a * b (one machine multiply; numba has no uint128)."""
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        wide = ir.IntType(128)
+        prod = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        return builder.trunc(builder.lshr(prod, ir.Constant(wide, 64)), ir.IntType(64))
+
+    return sig, codegen
+
+
+@numba.njit(inline="always")
+def _mulhilo(a, b):
+    return _mulhi(a, b), a * b
+
+
+@_jit
+def philox_block(st):
+    """Philox4x64-10 of counter st[0:4] with key st[4:6] into the buffer st[6:10]."""
+    c0, c1, c2, c3 = st[0], st[1], st[2], st[3]
+    k0, k1 = st[4], st[5]
+    for i in range(10):
+        if i > 0:
+            k0 = k0 + _W0
+            k1 = k1 + _W1
+        hi0, lo0 = _mulhilo(_M0, c0)
+        hi1, lo1 = _mulhilo(_M1, c2)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    st[6], st[7], st[8], st[9] = c0, c1, c2, c3
+
+
+@_jit
+def philox_seek(st, w1, w2, w3):
+    """Counter (0, w1, w2, w3), empty buffers: as `CountsStream._seek` sets numpy's state."""
+    st[0] = _ZERO
+    st[1] = _U(w1)
+    st[2] = _U(w2)
+    st[3] = _U(w3)
+    st[10] = _U(4)
+    st[11] = _ZERO
+    st[12] = _ZERO
+
+
+@_inline
+def next_uint64(st):
+    pos = st[10]
+    if pos < _U(4):
+        st[10] = pos + _ONE
+        return st[6 + np.int64(pos)]
+    st[0] += _ONE
+    if st[0] == _ZERO:
+        st[1] += _ONE
+        if st[1] == _ZERO:
+            st[2] += _ONE
+            if st[2] == _ZERO:
+                st[3] += _ONE
+    philox_block(st)
+    st[10] = _ONE
+    return st[6]
+
+
+@_inline
+def next_uint32(st):
+    if st[11] != _ZERO:
+        st[11] = _ZERO
+        return st[12]
+    v = next_uint64(st)
+    st[11] = _ONE
+    st[12] = v >> _S32
+    return v & _MASK32
+
+
+@_inline
+def next_double(st):
+    return np.float64(next_uint64(st) >> _U(11)) * (1.0 / 9007199254740992.0)
+
+
+@_inline
+def random_interval(st, mx):
+    """A uniform integer in [0, mx] (numpy's masked rejection; 32-bit draws below 2^32)."""
+    if mx == 0:
+        return np.int64(0)
+    umax = _U(mx)
+    mask = umax
+    mask |= mask >> _U(1)
+    mask |= mask >> _U(2)
+    mask |= mask >> _U(4)
+    mask |= mask >> _U(8)
+    mask |= mask >> _U(16)
+    mask |= mask >> _S32
+    if umax <= _MASK32:
+        while True:
+            v = next_uint32(st) & mask
+            if v <= umax:
+                return np.int64(v)
+    while True:
+        v = next_uint64(st) & mask
+        if v <= umax:
+            return np.int64(v)
+
+
+@_jit
+def _logfactorial(k):
+    if k < 126:
+        return _LOGFACT[k]
+    kf = np.float64(k)
+    return (kf + 0.5) * math.log(kf) - kf + (_HALFLN2PI + (1.0 / kf) * (1 / 12.0 - 1 / (360.0 * kf * kf)))
+
+
+@_jit
+def _hyp_sample(st, good, bad, sample):
+    total = good + bad
+    if sample > total // 2:
+        computed = total - sample
+    else:
+        computed = sample
+    rem_total, rem_good = total, good
+    while computed > 0 and rem_good > 0 and rem_total > rem_good:
+        rem_total -= 1
+        if random_interval(st, rem_total) < rem_good:
+            rem_good -= 1
+        computed -= 1
+    if rem_total == rem_good:
+        rem_good -= computed
+    if sample > total // 2:
+        return rem_good
+    return good - rem_good
+
+
+@_jit
+def _hyp_hrua(st, good, bad, sample):
+    popsize = good + bad
+    computed = min(sample, popsize - sample)
+    mingb, maxgb = min(good, bad), max(good, bad)
+    p = np.float64(mingb) / popsize
+    q = np.float64(maxgb) / popsize
+    mu = computed * p
+    a = mu + 0.5
+    var = np.float64(popsize - computed) * computed * p * q / (popsize - 1)
+    c = math.sqrt(var + 0.5)
+    h = _D1 * c + _D2
+    m = np.int64(math.floor(np.float64(computed + 1) * (mingb + 1) / (popsize + 2)))
+    g = (_logfactorial(m) + _logfactorial(mingb - m) + _logfactorial(computed - m)
+         + _logfactorial(maxgb - computed + m))
+    b = min(np.float64(min(computed, mingb) + 1), math.floor(a + 16 * c))
+    K = np.int64(0)
+    while True:
+        U = next_double(st)
+        V = next_double(st)
+        X = a + h * (V - 0.5) / U
+        if X < 0.0 or X >= b:
+            continue
+        K = np.int64(math.floor(X))
+        gp = (_logfactorial(K) + _logfactorial(mingb - K) + _logfactorial(computed - K)
+              + _logfactorial(maxgb - computed + K))
+        T = g - gp
+        if (U * (4.0 - U) - 3.0) <= T:
+            break
+        if U * (U - T) >= 1:
+            continue
+        if 2.0 * math.log(U) <= T:
+            break
+    if good > bad:
+        K = computed - K
+    if computed < sample:
+        K = good - K
+    return K
+
+
+@_jit
+def hypergeometric(st, good, bad, sample):
+    """numpy's `Generator.hypergeometric(good, bad, sample)` (arguments < 1e9, as numpy)."""
+    if sample >= 10 and sample <= good + bad - 10:
+        return _hyp_hrua(st, good, bad, sample)
+    return _hyp_sample(st, good, bad, sample)
+
+
+@_jit
+def multivariate_hypergeometric_marginals(st, colors, nsample, out):
+    """numpy's `multivariate_hypergeometric(colors, nsample, method="marginals")` into out."""
+    total = np.int64(0)
+    for c in colors:
+        total += c
+    out[:] = 0
+    if total == 0 or nsample == 0:
+        return
+    more_than_half = nsample > total // 2
+    if more_than_half:
+        nsample = total - nsample
+    num_to_sample, remaining = nsample, total
+    n = len(colors)
+    j = 0
+    while num_to_sample > 0 and j + 1 < n:
+        remaining -= colors[j]
+        r = hypergeometric(st, colors[j], remaining, num_to_sample)
+        out[j] = r
+        num_to_sample -= r
+        j += 1
+    if num_to_sample > 0:
+        out[n - 1] = num_to_sample
+    if more_than_half:
+        for k in range(n):
+            out[k] = colors[k] - out[k]
+
+
+@_jit
+def permute_rows(st, rows, size):
+    """numpy's `permuted(broadcast_to(arange(size), (rows, size)), axis=1)`."""
+    out = np.empty((rows, size), dtype=np.int64)
+    for j in range(rows):
+        for i in range(size):
+            out[j, i] = i
+        for i in range(size - 1, 0, -1):
+            k = random_interval(st, i)
+            t = out[j, i]
+            out[j, i] = out[j, k]
+            out[j, k] = t
+    return out
+
+
+@_jit
+def split_binary(st, counts, size, out):
+    """BinaryCoordinates.split: counts of the first size/2 records of a node of `size`
+    records holding `counts` (per coordinate, in order; empty / full coordinates draw nothing)."""
+    half = size >> 1
+    for j in range(len(counts)):
+        c = counts[j]
+        if 0 < c < size:
+            out[j] = hypergeometric(st, c, size - c, half)
+        elif c:
+            out[j] = half
+        else:
+            out[j] = 0
+
+
+@_jit
+def split_categorical(st, counts, size, present, out):
+    """Categorical.split: multivariate hypergeometric over the atoms present (scratch
+    `present` of len(counts)); one atom present splits deterministically."""
+    n = 0
+    for i in range(len(counts)):
+        out[i] = 0
+        if counts[i] != 0:
+            present[n] = i
+            n += 1
+    if n == 1:
+        out[present[0]] = size >> 1
+    elif n > 1:
+        colors = np.empty(n, dtype=np.int64)
+        for t in range(n):
+            colors[t] = counts[present[t]]
+        drawn = np.empty(n, dtype=np.int64)
+        multivariate_hypergeometric_marginals(st, colors, size >> 1, drawn)
+        for t in range(n):
+            out[present[t]] = drawn[t]
+    return n
+
+
+@_jit
+def shuffle_1d(st, values):
+    """numpy's `permutation` of a 1-d int64 array (Fisher-Yates from the last position,
+    `random_interval`), in place."""
+    for i in range(len(values) - 1, 0, -1):
+        k = random_interval(st, i)
+        t = values[i]
+        values[i] = values[k]
+        values[k] = t
+
+
+#: Layout kinds of the walk.
+BINARY, CATEGORICAL = 0, 1
+
+
+@_jit
+def _bit_length(v):
+    n = 0
+    while v > 0:
+        v >>= 1
+        n += 1
+    return n
+
+
+@_jit
+def _arrange(kind, st, counts, size, leaf_arr, present):
+    """Arrange a leaf as the layouts' `arrange` does: BinaryCoordinates marks, per
+    coordinate, the records whose rank in a random row permutation is below the count;
+    Categorical permutes the atoms' records."""
+    if kind == BINARY:
+        ranks = permute_rows(st, len(counts), size)
+        for j in range(len(counts)):
+            c = counts[j]
+            for i in range(size):
+                leaf_arr[j, i] = 1 if ranks[j, i] < c else 0
+    else:
+        pos = 0
+        for i in range(len(counts)):
+            for _ in range(counts[i]):
+                leaf_arr[0, pos] = i
+                pos += 1
+        shuffle_1d(st, leaf_arr[0, :size])
+
+
+@_jit
+def walk(kind, st, levels, leaf_levels, block, offset, prev_offset, pidx, pvalid, pnode,
+         pbefore, pleft, phas, leaf_meta, leaf_arr, out, present):
+    """`CountsStream.prefix_counts` below the block's root (see there), into `out`.
+
+    Path arrays, per level l (leaf_levels <= l <= levels): pvalid[l], pidx[l] (node index),
+    pnode[l] (its counts), pbefore[l] (counts before it), pleft[l] / phas[l] (its left half
+    once split). leaf_meta = (block, index, valid) of the arranged leaf in leaf_arr.
+    Returns the number of nodes drawn.
+    """
+    drawn = 0
+    level = max(leaf_levels, _bit_length(prev_offset ^ offset))
+    while level < levels:  # nodes at >= this level may be shared with the previous path
+        if pvalid[level] and pidx[level] == offset >> level:
+            break
+        level += 1
+    while True:
+        index = pidx[level]
+        r = offset - (index << level)
+        if r == 0:
+            out[:] = pbefore[level]
+            return drawn
+        if level == leaf_levels:
+            if not (leaf_meta[2] == 1 and leaf_meta[0] == block and leaf_meta[1] == index):
+                philox_seek(st, index, level, block)
+                _arrange(kind, st, pnode[level], 1 << level, leaf_arr, present)
+                leaf_meta[0], leaf_meta[1], leaf_meta[2] = block, index, 1
+                drawn += 1
+            out[:] = pbefore[level]
+            if kind == BINARY:
+                for j in range(leaf_arr.shape[0]):
+                    acc = 0
+                    for i in range(r):
+                        acc += leaf_arr[j, i]
+                    out[j] += acc
+            else:
+                for i in range(r):
+                    out[leaf_arr[0, i]] += 1
+            return drawn
+        if not phas[level]:
+            philox_seek(st, index, level, block)
+            if kind == BINARY:
+                split_binary(st, pnode[level], 1 << level, pleft[level])
+            else:
+                split_categorical(st, pnode[level], 1 << level, present, pleft[level])
+            phas[level] = True
+            drawn += 1
+        child = level - 1
+        if r < 1 << child:
+            pidx[child] = 2 * index
+            pnode[child] = pleft[level]
+            pbefore[child] = pbefore[level]
+        else:
+            pidx[child] = 2 * index + 1
+            pnode[child] = pnode[level] - pleft[level]
+            pbefore[child] = pbefore[level] + pleft[level]
+        phas[child] = False
+        pvalid[child] = True
+        level = child
+
+
+__all__ = ["BINARY", "CATEGORICAL", "STATE_WORDS", "hypergeometric", "multivariate_hypergeometric_marginals",
+           "next_double", "next_uint32", "next_uint64", "permute_rows", "philox_block",
+           "philox_seek", "random_interval", "shuffle_1d", "split_binary", "split_categorical", "walk"]
