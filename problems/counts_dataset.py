@@ -50,8 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from problems.counts import BinaryCoordinates, Categorical, CountsBatch, CountsStream
-from problems.streams import StreamBase
+from problems.counts import BinaryCoordinates, Categorical, CountsBatch, MaterializedStream
 
 #: numpy's hypergeometric draws need ngood, nbad < 1e9 (its documented limit).
 HYPERGEOMETRIC_MAX = 10**9 - 1
@@ -229,17 +228,10 @@ class TwinRecords(np.ndarray):
         self.source, self.materialize = None, None
 
 
-class TwinStream(StreamBase):
+class TwinStream(MaterializedStream):
     """The record-mode twin of a counts stream: `take(k)` returns the records materialized
-    from the next k records' counts, as `TwinRecords` (tests and audits; module docstring)."""
-
-    def __init__(self, counts: CountsStream, materialize: Callable[[CountsBatch], np.ndarray]) -> None:
-        self._counts, self._materialize = counts, materialize
-        self.budget = counts.budget
-
-    @property
-    def used(self) -> int:  # type: ignore[override]
-        return self._counts.used
+    from the next k records' counts, as `TwinRecords` that remember those counts (tests and
+    audits; module docstring)."""
 
     def take(self, k: int) -> np.ndarray:
         batch = self._counts.take(k)
