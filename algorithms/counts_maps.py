@@ -45,41 +45,39 @@ def _guard(problem: Any, oracle: str, clip: float, bound: float) -> None:
 def clipped_grad_sum(problem: Any, x: np.ndarray, batch: Any, clip: float,
                      oracle: str = "O1") -> np.ndarray:
     """sum over the batch of grad f(x; z_i) scaled to norm at most `clip` (module docstring)."""
-    if not isinstance(batch, CountsBatch):
-        rows = np.asarray(batch)
-        if len(rows) == 0:
-            return np.zeros(problem.d)
-        return clip_rows(problem.per_sample_grads(x, rows), clip).sum(axis=0)
-    if batch.k == 0:
-        return np.zeros(problem.d)
-    kind = layout_kind(problem)
-    if kind == "atoms":
-        fast = getattr(problem, "counts_clipped_sum", None)
-        if fast is not None:
-            return fast(x, None, batch, clip)
-        _, atoms, c = _present(problem, batch)
-        return c @ clip_rows(problem.per_sample_grads(x, atoms), clip)
-    _guard(problem, oracle, clip, problem.record_grad_bound(x))
-    return problem.batch_mean_grad(x, batch) * batch.k
+    return _clipped_sum(problem, x, None, batch, clip, oracle)
 
 
 def clipped_grad_diff_sum(problem: Any, x: np.ndarray, y: np.ndarray, batch: Any, clip: float,
                           oracle: str = "O2") -> np.ndarray:
     """sum over the batch of (grad f(x; z_i) - grad f(y; z_i)) scaled to norm at most `clip`."""
+    return _clipped_sum(problem, x, y, batch, clip, oracle)
+
+
+def _clipped_sum(problem: Any, x: np.ndarray, y: np.ndarray | None, batch: Any, clip: float,
+                 oracle: str) -> np.ndarray:
+    """The two functions above: per-record gradients (y None) or gradient differences at
+    (x, y), clipped, summed over records or exactly from counts."""
+    def per_record(rows: np.ndarray) -> np.ndarray:
+        return problem.per_sample_grads(x, rows) if y is None else \
+            problem.per_sample_grad_diffs(x, y, rows)
+
     if not isinstance(batch, CountsBatch):
         rows = np.asarray(batch)
         if len(rows) == 0:
             return np.zeros(problem.d)
-        return clip_rows(problem.per_sample_grad_diffs(x, y, rows), clip).sum(axis=0)
+        return clip_rows(per_record(rows), clip).sum(axis=0)
     if batch.k == 0:
         return np.zeros(problem.d)
-    kind = layout_kind(problem)
-    if kind == "atoms":
+    if layout_kind(problem) == "atoms":
         fast = getattr(problem, "counts_clipped_sum", None)
         if fast is not None:
             return fast(x, y, batch, clip)
         _, atoms, c = _present(problem, batch)
-        return c @ clip_rows(problem.per_sample_grad_diffs(x, y, atoms), clip)
+        return c @ clip_rows(per_record(atoms), clip)
+    if y is None:
+        _guard(problem, oracle, clip, problem.record_grad_bound(x))
+        return problem.batch_mean_grad(x, batch) * batch.k
     _guard(problem, oracle, clip, problem.record_grad_diff_bound(x, y))
     return problem.batch_mean_grad_diff(x, y, batch) * batch.k
 
