@@ -4,30 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, validate_claims
-from algorithms.first_order import (
-    DPGD,
-    DPSGD,
-    JLDPGD,
+from algorithms.adaptive_noise import (
     PDPSGD,
-    FirstOrderAlgorithm,
-    JLPrivateSpiderBoost,
-    JLRecursiveRegularization,
-    NoisySGD,
     Pagan,
     PaganPrivateScales,
     PaganPublicScales,
     Pasan,
     PrivateAdaGradIsotropic,
     PrivateSGDIsotropic,
+)
+from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim, validate_claims
+from algorithms.convex import RecursiveRegularization, RecursiveRegularizationLinear
+from algorithms.first_order import (
+    DPGD,
+    DPSGD,
+    FirstOrderAlgorithm,
+    NoisySGD,
     PrivateSpiderBoost,
-    RecursiveRegularization,
-    RecursiveRegularizationLinear,
     TreePrivateSpider,
 )
-from algorithms.sosp_spiders import AdaptiveTreeSpider, GaussianSpider, TreeSpider
-from algorithms.spider import Spider
+from algorithms.glm import JLDPGD, JLPrivateSpiderBoost, JLRecursiveRegularization
+from algorithms.privacy import accounting, mechanisms  # `algorithms.accounting` etc. as DESIGN names them
+from algorithms.sosp import AdaptiveTreeSpider, GaussianSpider, Spider, TreeSpider
 
 #: Every algorithm honours `cls(**overrides).run(problem, data, privacy, rng, *, time_limit,
 #: probe, monitor) -> Trajectory` and declares `claims` (`algorithms.claims`).
@@ -91,7 +90,7 @@ def check_calibration(name: str, calibration: str) -> None:
     """ValueError (one line) unless algorithm `name` honours `calibration`: each class lists
     the calibrations it implements in `calibrations` (the Spiders and the tree private Spider
     have the papers' formulas; the other families calibrate tightly only)."""
-    from algorithms.accounting import CALIBRATIONS, require_calibration
+    from algorithms.privacy.accounting import CALIBRATIONS, require_calibration
 
     require_calibration(name, calibration,
                         tuple(getattr(get_algorithm(name), "calibrations", CALIBRATIONS)))
@@ -100,7 +99,7 @@ def check_calibration(name: str, calibration: str) -> None:
 def data_modes_note(cls: Any) -> str:
     """The data modes an algorithm runs on, as `dprates list` shows them: "counts|records",
     "counts (atoms problems)|records" for one that re-reads its sample (exact from counts on an
-    atoms layout only, `problems.counts_dataset`), or "records" with the reason."""
+    atoms layout only, `problems.counts.dataset`), or "records" with the reason."""
     if "counts" not in getattr(cls, "data_modes", ("records",)):
         why = getattr(cls, "records_only_reason", "")
         return "records" + (f" ({why})" if why else "")
@@ -119,5 +118,17 @@ def get_algorithm(name: str) -> Any:
         ) from None
 
 
-__all__ = ["FirstOrderAlgorithm", "Privacy", "Spider", "Trajectory", "all_claims", "available",
-           "check_calibration", "data_modes_note", "get_algorithm", "register"]
+__all__ = [
+    "FirstOrderAlgorithm",
+    "Privacy",
+    "Spider",
+    "Trajectory",
+    "accounting",
+    "all_claims",
+    "available",
+    "check_calibration",
+    "data_modes_note",
+    "get_algorithm",
+    "mechanisms",
+    "register",
+]

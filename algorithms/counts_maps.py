@@ -1,14 +1,14 @@
 """Per-record maps from value counts, exactly: clipped sums of gradients and of gradient
 differences, and the sum of any row map (the ellipsoid projection), over records, a counts
-batch, or a record twin (`problems.counts_dataset`).
+batch, or a record twin (`problems.counts.dataset`).
 
-Atoms layout (`problems.counts.Categorical`): a batch is c_a copies of atom a, so the sum over
+Atoms layout (`problems.counts.stream.Categorical`): a batch is c_a copies of atom a, so the sum over
 its records of map(grad f(x; z_i)) is sum_a c_a map(grad f(x; atom_a)): exact for any
 per-record map, at any clip threshold, in O(atoms present x d) (a problem may supply a
 structured form, `counts_clipped_sum`, e.g. the GLM's O(atoms x rank + d rank)). The JL
 projection needs nothing more: the projected GLM is a GLM over the same atoms.
 
-Product layout (`problems.counts.BinaryCoordinates`): the counts give the batch's mean record
+Product layout (`problems.counts.stream.BinaryCoordinates`): the counts give the batch's mean record
 only, so a per-record map is exact only where it is the identity on every record. The guard
 (`require_identity_clip`) decides that from public values only: the clip against the largest
 per-record norm over the *whole support* at the public iterate (`record_grad_bound`,
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from algorithms.mechanisms import clip_rows
-from problems.counts import CountsBatch, CountsClipError, require_identity_clip
-from problems.counts_dataset import CountsModeError, layout_kind
+from algorithms.privacy.mechanisms import clip_rows
+from problems.counts.dataset import CountsModeError, layout_kind
+from problems.counts.stream import CountsBatch, CountsClipError, require_identity_clip
 
 
 def _present(problem: Any, batch: CountsBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 
 from algorithms import get_algorithm
-from algorithms.spider import KNOB_DEFAULTS
+from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis import rates
 from analysis.declarations import FitSpec, StoreData
-from analysis.privacy_ledger import UNVERIFIED_MARK, unverified_algorithms
+from analysis.privacy_checks.ledger import UNVERIFIED_MARK, unverified_algorithms
 from problems import character as problem_character
 
 #: Which dimensions are folded into each x scale (the others split the fit into groups).
@@ -466,7 +466,7 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
         return pd.DataFrame()
     table = pd.concat(frames, ignore_index=True)
     # Every fit table marks the algorithms whose privacy is not verified (plugins whose check
-    # failed or could not run: analysis.plugin_privacy); "" for the others.
+    # failed or could not run: analysis.privacy_checks.plugin_checks); "" for the others.
     unverified = unverified_algorithms(data.cells)
     table["privacy"] = [f"{UNVERIFIED_MARK}: {unverified[a]}" if a in unverified else ""
                         for a in table["algorithm"]]

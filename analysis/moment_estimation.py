@@ -1,5 +1,5 @@
 """Private second-moment estimation against its guarantee (seed 002's Algorithm 3 as
-reconstructed in `algorithms.first_order.private_moments`; Asi, Duchi, Fallah, Javidbakht,
+reconstructed in `algorithms.adaptive_noise.private_moments`; Asi, Duchi, Fallah, Javidbakht,
 Talwar 2021, arXiv 2106.13756).
 
 The estimate of s_j = E g_j^2 (gradients at x0) from m records, each squared coordinate capped
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from algorithms.first_order.private_moments import moment_noise_std, private_second_moments
+from algorithms.adaptive_noise.private_moments import moment_noise_std, private_second_moments
 from problems.base import Problem
 
 

@@ -56,7 +56,7 @@ class Cell:
     target_alpha: float | None = None
     knobs: tuple[str, ...] = ()  # names of the params that come from the spec's knob grid
     stop_at_target: bool = False  # end the run once alpha_SOSP <= target (n* is then known)
-    data: str = "records"  # "records" or "counts" (exact batch statistics, problems.counts)
+    data: str = "records"  # "records" or "counts" (exact batch statistics, problems.counts.stream)
 
     @classmethod
     def make(cls, *, problem: str, problem_params: dict, algorithm: str, params: dict,

@@ -88,7 +88,7 @@ def _list_params(name: str) -> int:
             print(f"  {k:14s} {v!r}{note}")
         return 0
     if name in algorithms.available():
-        from algorithms.spider import KNOB_DEFAULTS
+        from algorithms.sosp.spider import KNOB_DEFAULTS
 
         cls = algorithms.get_algorithm(name)
         defaults = {**(KNOB_DEFAULTS if getattr(cls, "family", "") == "sosp_spider" else {}),
@@ -140,7 +140,7 @@ README_END = "<!-- claims-table: end -->"
 
 def readme_claims_block(sources: list[str]) -> str:
     """The README's generated claims table (markdown, with its notes) from `sources`."""
-    from analysis.tables import claims_summary, export, summary_for_export, summary_notes
+    from analysis.report.tables import claims_summary, export, summary_for_export, summary_notes
     from bench.measured import read_fits
 
     summary = claims_summary(read_fits(sources))
@@ -158,7 +158,7 @@ def replace_readme_block(text: str, block: str) -> str:
 
 
 def _measured_claims(args: argparse.Namespace) -> int:
-    from analysis.tables import claims_summary, export, summary_for_export, summary_notes
+    from analysis.report.tables import claims_summary, export, summary_for_export, summary_notes
     from bench.measured import read_fits
 
     if args.update_readme:
@@ -274,7 +274,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(table.sort_index(axis=1, ascending=False))
     if med["censored"].sum():
         print(f"censored runs: {int(med['censored'].sum())} of {int(med['runs'].sum())}")
-    from analysis.report import write_report
+    from analysis.report.build import write_report
     from bench.store import open_store_data
 
     report = Path(args.report)
@@ -289,7 +289,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _print_claims(claims) -> None:
     import pandas as pd
 
-    from analysis.tables import claims_display, direction_lines
+    from analysis.report.tables import claims_display, direction_lines
 
     if claims is None or not len(claims):
         print("no declared fit has data (is the sweep finished? does the spec declare [[fit]]?)")
@@ -359,7 +359,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     else:
         table = claims_table(open_store_data(args.store), n_boot=args.boot)
         if args.format:
-            from analysis.tables import claims_display, direction_lines, export
+            from analysis.report.tables import claims_display, direction_lines, export
 
             if not len(table):
                 raise ValueError(f"--format {args.format}: no declared fit of {args.store} has data")
@@ -383,7 +383,7 @@ def cmd_regate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from analysis.claims import apply_gate
-    from analysis.report import CSV_COLUMNS
+    from analysis.report.build import CSV_COLUMNS
     from bench.measured import declared_from_specs
 
     path = Path(args.csv)
@@ -434,7 +434,7 @@ def cmd_reference_quick(args: argparse.Namespace) -> int:
         print(f"  differs: {r['algorithm']}: full {r['full']} ({r['full measured']}), quick "
               f"{r['quick']} ({r['quick measured']})")
     if args.report:
-        from analysis.report import write_report
+        from analysis.report.build import write_report
         from bench.store import open_store_data
 
         rep = write_report([open_store_data(s) for s in res["stores"]], args.report, n_boot=args.boot)
@@ -445,7 +445,7 @@ def cmd_reference_quick(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from analysis.report import write_report
+    from analysis.report.build import write_report
     from bench.store import open_store_data
 
     res = write_report([open_store_data(p) for p in args.store], args.output, n_boot=args.boot,
@@ -458,9 +458,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from analysis import plots
     from analysis.claims import claims_table, fit_points_table, paired_table
-    from analysis.report import _chosen_rows
+    from analysis.report import plots
+    from analysis.report.build import _chosen_rows
     from bench.store import load_curves, open_store_data
 
     suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
@@ -522,8 +522,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     import time
 
     import algorithms
-    from algorithms.faults import FAULTS
-    from analysis.audit import NOT_AUDITED, audit, audit_instance_name, fault_table
+    from algorithms.privacy.faults import FAULTS
+    from analysis.privacy_checks.audit import NOT_AUDITED, audit, audit_instance_name, fault_table
     from bench.plugins import load_plugins, loaded
 
     algs = algorithms.available() if args.algorithm == "all" else [args.algorithm]
@@ -552,7 +552,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                              f"{', '.join(FAULTS)}")
     t0 = time.perf_counter()
     if outside:
-        from analysis.plugin_privacy import check_plugin
+        from analysis.privacy_checks.plugin_checks import check_plugin
 
         e = eps_list[0]
         print(f"Sensitivity check of outside algorithms (layer 1 on the releases reported to the "
@@ -581,7 +581,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print(f"  {a:22s} {e:5g} {r.eps_lb:7.3f} {r.mu_empirical:8.3f} [{r.mu_low:5.3f}, "
                   f"{r.mu_high:5.3f}] {r.mu_accountant:13.3f}  {'FLAGGED' if r.flagged else 'pass'}")
     if args.multi:
-        from analysis.multi_release_audit import MULTI_RELEASE_ROWS, multi_release_audit
+        from analysis.privacy_checks.multi_release_audit import MULTI_RELEASE_ROWS, multi_release_audit
 
         print(f"\nMulti-release audit ({args.runs} runs on D and on D', eps 8, delta {args.delta:g}): mu of "
               "the whole released sequence (linear test fitted on a held-out half, 95% CI), the")

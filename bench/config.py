@@ -257,11 +257,11 @@ def check_problem_params(name: str, params: dict[str, Any], where: str) -> None:
 
 
 def default_data_mode(problem: str, algorithm: str) -> str:
-    """"counts" where counts mode is exact for the pair (`problems.counts_dataset.counts_exact`:
+    """"counts" where counts mode is exact for the pair (`problems.counts.dataset.counts_exact`:
     e.g. DP-SGD re-reads its sample, exact on atoms problems only), else "records"."""
     import algorithms
     from problems import get_problem_class
-    from problems.counts_dataset import counts_exact
+    from problems.counts.dataset import counts_exact
 
     cls = algorithms.get_algorithm(algorithm)
     return "counts" if counts_exact(get_problem_class(problem), cls) else "records"
@@ -452,7 +452,7 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                                 f"on {', '.join(modes)} only")
         if data == "counts":
             from problems import get_problem_class
-            from problems.counts_dataset import counts_exact
+            from problems.counts.dataset import counts_exact
 
             for prob in problem_list:
                 for alg in alg_list:

@@ -1,6 +1,6 @@
 """Measured fit tables from what a user has: stores (their declared fits, run now) or claims
 CSVs (`dprates report --csv`), with the regime gate applied; the bench side of
-`analysis.tables` (data flows one way: bench reads stores and specs, analysis never does)."""
+`analysis.report.tables` (data flows one way: bench reads stores and specs, analysis never does)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ def reduce_spec(spec: SweepSpec, repetitions: int, theory_only: bool = False) ->
     algs = spec.algorithms
     if theory_only:
         import algorithms
-        from algorithms.spider import KNOB_DEFAULTS
+        from algorithms.sosp.spider import KNOB_DEFAULTS
 
         algs = []
         for a in spec.algorithms:
@@ -101,7 +101,7 @@ def run(manifest: str | Path = MANIFEST, out_dir: str | Path = "results/quick_re
         progress: bool = False) -> dict[str, Any]:
     """Sweep every reduced spec into `out_dir`, fit, and compare with `full_csv`."""
     from analysis.claims import claims_table
-    from analysis.tables import claims_summary
+    from analysis.report.tables import claims_summary
     from bench.measured import read_fits
     from bench.runner import run_sweep
     from bench.store import open_store_data

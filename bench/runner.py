@@ -99,7 +99,7 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
     spent = traj.privacy_spent
     res["delta_spent"] = float(spent["delta"])
     # mu only where the run is mu-GDP; a PLD-calibrated run stores its composed releases
-    # instead, from which `algorithms.accounting.ledger_eps` re-derives eps at any delta.
+    # instead, from which `algorithms.privacy.accounting.ledger_eps` re-derives eps at any delta.
     res["mu_spent"] = None if spent.get("mu") is None else float(spent["mu"])
     res["accountant"] = spent.get("accountant", "gdp")
     res["privacy_ledger"] = {k: v for k, v in spent.items()
@@ -336,12 +336,12 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
 def privacy_checks(cells: list[Cell]) -> dict[str, str]:
     """algorithm -> the `privacy_check` label its cells are stored with: "built-in" for the
     algorithms the test suite's three privacy layers cover; for a plugin, the sensitivity check
-    of `analysis.plugin_privacy` on its first private pending cell (run here, in the parent,
+    of `analysis.privacy_checks.plugin_checks` on its first private pending cell (run here, in the parent,
     before any cell; a failed or impossible check is reported on stderr and stored with every
     cell of that algorithm, never stopping the sweep)."""
     import sys
 
-    from analysis.plugin_privacy import CHECK_RECORDS, builtin_label, check_plugin
+    from analysis.privacy_checks.plugin_checks import CHECK_RECORDS, builtin_label, check_plugin
 
     out: dict[str, str] = {}
     for c in cells:

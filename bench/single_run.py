@@ -15,7 +15,7 @@ from analysis.claims import claim_metric
 from analysis.metrics import evaluate, target_monitor
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
-from problems.counts_dataset import counts_exact
+from problems.counts.dataset import counts_exact
 from problems.streams import DataStream
 
 #: Records hashed per cell to check pairing: cells with the same data seed must agree.
@@ -60,13 +60,13 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
              data: str | None = None) -> dict[str, Any]:
     """Validate everything, run, evaluate. Returns params, metrics, curve, timings.
 
-    `data`: "records", "counts" (exact batch statistics, `problems.counts`) or None for the
+    `data`: "records", "counts" (exact batch statistics, `problems.counts.stream`) or None for the
     problem's default (counts where it opts in).
     """
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **instance_params(problem, problem_params,
                                                        (params or {}).get("target_alpha")))
-    if data is None:  # counts where exact for this pair (problems.counts_dataset.counts_exact)
+    if data is None:  # counts where exact for this pair (problems.counts.dataset.counts_exact)
         data = "counts" if prob.supports_counts and counts_exact(type(prob), cls) else "records"
     if data not in DATA_MODES:
         raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")

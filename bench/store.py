@@ -3,7 +3,7 @@
 Tables:
 - `schema_version(version)`: one row; a store of another version is refused with a clear error.
 - `meta(key, value)`: the spec (name, TOML text, source path), creation and update times,
-  and `counts_stream_version` (`problems.counts.STREAM_VERSION`: counts-mode cells are only
+  and `counts_stream_version` (`problems.counts.stream.STREAM_VERSION`: counts-mode cells are only
   comparable, and a sweep only resumes, on the counts data they were made with).
 - `spec_cells(key)`: the keys of the spec last run into this store (editing a spec keeps the
   rows of cells that did not change; `load(current=True)` returns only the current spec's).
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.declarations import StoreData
-from problems.counts import STREAM_VERSION
+from problems.counts.stream import STREAM_VERSION
 
 SCHEMA_VERSION = 4
 #: Older versions this one reads after adding the columns they lack (additive changes only).

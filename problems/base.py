@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from problems.counts import CountsBatch, CountsLayout, CountsStream
+from problems.counts.stream import CountsBatch, CountsLayout, CountsStream
 from problems.streams import ArrayStream, DataStream, StreamBase
 
 #: How a stream hands out data: "records" (rows) or "counts" (exact batch statistics).
@@ -150,7 +150,7 @@ class Problem(ABC):
     def stream(self, seed: int | np.random.SeedSequence, budget: int | None = None,
                data: str = "records") -> DataStream | CountsStream:
         """A lazy, prefix-consistent stream of i.i.d. records (`problems.streams`), or with
-        data="counts" of their value counts (`problems.counts`; problems that opt in)."""
+        data="counts" of their value counts (`problems.counts.stream`; problems that opt in)."""
         if data == "counts":
             return CountsStream(self.counts_layout(data), seed, budget)
         if data == "records":
@@ -163,7 +163,7 @@ class Problem(ABC):
             return data
         return ArrayStream(np.asarray(data))
 
-    # ----- counts mode (exact batch statistics; see problems.counts) ---------------------
+    # ----- counts mode (exact batch statistics; see problems.counts.stream) ---------------------
     #: The layout of a record's values, or None: records only (the problem does not opt in).
     layout: CountsLayout | None = None
     #: Class-level: instances have a counts mode (the opt-in mixins of problems.finite_support).

@@ -1,4 +1,4 @@
-"""Counts-mode oracles for the two kinds of finite support we use (see `problems.counts`).
+"""Counts-mode oracles for the two kinds of finite support we use (see `problems.counts.stream`).
 
 * `TwoPointCoordinates`: every record coordinate j is independently `low[j]` or `high[j]`
   (probability 1/2 each), and the per-sample gradient is affine in the record. The batch mean
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from problems.counts import BinaryCoordinates, Categorical, CountsBatch
+from problems.counts.stream import BinaryCoordinates, Categorical, CountsBatch
 
 
 class TwoPointCoordinates:
@@ -30,7 +30,7 @@ class TwoPointCoordinates:
     record_low: np.ndarray
     record_high: np.ndarray
     counts_capable = True
-    #: The counts layout's kind (`problems.counts_dataset.layout_kind`), known per class.
+    #: The counts layout's kind (`problems.counts.dataset.layout_kind`), known per class.
     counts_layout_kind = "product"
 
     def _init_two_point(self) -> None:

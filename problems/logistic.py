@@ -4,7 +4,7 @@ f(x; (y, a)) = log(1 + exp(-y a.x)) + lam * sum_j x_j^2 / (1 + x_j^2), with |a| 
 y in {-1, +1}. The population is a fixed set of N atoms (a seeded synthetic set, or a real
 data set that a package ships); records are drawn i.i.d. uniformly from the atoms, and the
 population loss, gradient and Hessian are exact averages over all atoms. Finite atoms give an
-exact counts mode (`problems.counts`): a batch's mean gradient is the counts-weighted average of
+exact counts mode (`problems.counts.stream`): a batch's mean gradient is the counts-weighted average of
 the per-atom gradients.
 
 Constants (on R^d), with s(t) = 1/(1+e^{-t}) and r(u) = u^2/(1+u^2):

@@ -2,7 +2,7 @@
 
 f(x; z) = 1/2 |x - z|^2 with z = m + (signs) * spread / sqrt(d), signs i.i.d. Rademacher, so
 |z - m| = spread exactly and E z = m. Records have two-point coordinates and an affine gradient,
-so the problem has an exact counts mode (`problems.counts`); at x the largest per-record
+so the problem has an exact counts mode (`problems.counts.stream`); at x the largest per-record
 gradient norm over the support is sqrt(sum_j (|x_j - m_j| + spread/sqrt d)^2). Then
   F(x) = 1/2 |x - m|^2 + spread^2 / 2,  grad F(x) = x - m,  hess F(x) = I.
 The Gaussian mechanism on the mean gradient at any x has error N(0, sigma^2 I) with

@@ -14,7 +14,7 @@ gradient noise in every coordinate. E a = 0, E g = 0, hence
 
 Two-point coordinates (not uniform ones, as in dprates <= 0.1) make every record one of
 2^(d+2) values and the per-sample gradient affine in z, so these problems have an exact
-counts mode (`problems.counts`): a batch's mean gradient is the gradient at its mean record,
+counts mode (`problems.counts.stream`): a batch's mean gradient is the gradient at its mean record,
 which the coordinate counts give. The bounds |a| <= s, |g_j| <= tau/sqrt(d) and F are those of
 the uniform version, so are the constants below; the variances grow by 3: Var a = s^2 (was
 s^2/3), E||g||^2 = tau^2 (was tau^2/3).

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from algorithms.accounting import calibrate, gaussian_sigma, gdp_eps, gdp_mu
-from algorithms.mechanisms import TreeMechanism
+from algorithms.privacy.accounting import calibrate, gaussian_sigma, gdp_eps, gdp_mu
+from algorithms.privacy.mechanisms import TreeMechanism
 
 
 def balle_wang_delta(eps, delta_sens, sigma):

@@ -8,9 +8,9 @@ import pytest
 
 import problems
 from algorithms import Privacy, available, get_algorithm
-from algorithms.mechanisms import TreeMechanism
-from algorithms.sosp_spiders import best_kappa, fixed_batch_theory_params
-from algorithms.spider import KNOB_DEFAULTS
+from algorithms.privacy.mechanisms import TreeMechanism
+from algorithms.sosp.spider import KNOB_DEFAULTS
+from algorithms.sosp.spiders import best_kappa, fixed_batch_theory_params
 from analysis.metrics import evaluate, samples_to_accuracy, sosp_alpha
 from problems.streams import ArrayStream
 

@@ -11,14 +11,14 @@ import pytest
 from scipy import stats
 
 from algorithms import get_algorithm
-from algorithms.accounting import gdp_mu
 from algorithms.base import Privacy
-from algorithms.first_order.jl_method import embedding_dim, jl_matrix
-from algorithms.first_order.recursive_regularization import stage_schedule
+from algorithms.convex.recursive_regularization import stage_schedule
+from algorithms.glm.jl_method import embedding_dim, jl_matrix
+from algorithms.privacy.accounting import gdp_mu
 from analysis.metrics import empirical_grad_norm
-from analysis.privacy_checks import RecordedRun, check_releases, record_run
+from analysis.privacy_checks.layers import RecordedRun, check_releases, record_run
 from problems import get_problem
-from problems.counts import MaterializedStream
+from problems.counts.stream import MaterializedStream
 
 
 class _Recorder:
@@ -302,7 +302,7 @@ def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
     """Layer 3 on the one-release audit instance (one stage, one release, the output a linear
     map of it): eps_lb <= eps and the empirical mu's interval holds the accountant's; a third of
     the noise is flagged."""
-    from analysis.audit import audit
+    from analysis.privacy_checks.audit import audit
 
     r = audit("recursive_regularization", 1.0, runs=3000, seed=11, n_jobs=2)
     assert not r.flagged and r.eps_lb <= 1.0, r
@@ -413,7 +413,7 @@ mode = "tuned"
     assert run_sweep(convex, cstore, jobs=1, progress=False).ran == 8
     ctable = claims_table(open_store_data(cstore), n_boot=50)
     assert len(ctable) == 1 and ctable.iloc[0]["predicted"] == 1.0  # K_max fixed: tuned only
-    from analysis.report import _lower_bound_line
+    from analysis.report.build import _lower_bound_line
 
     data = open_store_data(cstore)
     c, text = _lower_bound_line(data, data.spec.fits[0], "glm")
@@ -424,7 +424,7 @@ mode = "tuned"
 
 # ------------------------------------------------------------ the linear-time variant (PhasedSGD)
 def test_phased_sgd_phases_and_rules():
-    from algorithms.first_order.recursive_regularization import phase_sizes
+    from algorithms.convex.recursive_regularization import phase_sizes
 
     assert phase_sizes(1000) == [500, 250, 125, 62, 31, 15, 7, 3, 1]  # K = ceil(log2 1000) = 10
     assert sum(phase_sizes(1000)) <= 1000
@@ -513,7 +513,7 @@ def _expanding_neighbours(prob, n=4000):
     """The review's counterexample (built adaptively against phase 1 of stage 1): data sets
     that differ in record 0 and share, after it, records of feature norm ~1e6 chosen so that
     each step of the two replicas (the loss not M-smooth on such records) widens the gap."""
-    from algorithms.mechanisms import clip_rows
+    from algorithms.privacy.mechanisms import clip_rows
 
     alg = get_algorithm("recursive_regularization_linear")()
     p = alg.resolve_params(prob, n, Privacy(1.0, 1e-6))
@@ -578,7 +578,7 @@ def test_phased_sgd_sensitivity_holds_against_records_that_break_smoothness(faul
 
 
 def test_a_multi_store_report_opens_each_store_with_its_design_notes():
-    from analysis.report import spec_design_notes
+    from analysis.report.build import spec_design_notes
 
     text = "# Design: why this window.\n# Instance: glm.\nname = \"x\"\n# not a header comment\n"
     assert spec_design_notes(text) == "Design: why this window.\nInstance: glm."

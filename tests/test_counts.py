@@ -13,7 +13,7 @@ from scipy import stats
 
 import problems
 from algorithms import Privacy, get_algorithm
-from problems.counts import (
+from problems.counts.stream import (
     BinaryCoordinates,
     Categorical,
     CountsClipError,

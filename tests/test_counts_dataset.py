@@ -15,12 +15,11 @@ from scipy import stats
 
 import problems
 from algorithms import Privacy, get_algorithm
+from algorithms.adaptive_noise.ellipsoid import project_ellipsoid, project_ellipsoid_euclidean
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum, mapped_grad_sum
-from algorithms.first_order.ellipsoid import project_ellipsoid, project_ellipsoid_euclidean
-from algorithms.mechanisms import clip_rows
-from algorithms.spider import o1_leaf, o2_leaf
-from problems.counts import CountsBatch, CountsClipError
-from problems.counts_dataset import (
+from algorithms.privacy.mechanisms import clip_rows
+from algorithms.sosp.spider import o1_leaf, o2_leaf
+from problems.counts.dataset import (
     CountsModeError,
     TwinStream,
     disjoint_chunks,
@@ -31,6 +30,7 @@ from problems.counts_dataset import (
     thin,
     without_replacement,
 )
+from problems.counts.stream import CountsBatch, CountsClipError
 
 COUNTS = np.array([3000, 1500, 400, 100])  # a data set of 5000 records over 4 atoms
 N = int(COUNTS.sum())

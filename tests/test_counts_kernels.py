@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bench.store import Store, StoreError
-from problems import counts_kernels as K
-from problems.counts import (
+from problems.counts import kernels as K
+from problems.counts.stream import (
     STREAM_VERSION,
     BinaryCoordinates,
     Categorical,

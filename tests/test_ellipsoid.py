@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from algorithms import get_algorithm
+from algorithms.adaptive_noise.ellipsoid import optimal_diagonal, project_ellipsoid
 from algorithms.base import Privacy
-from algorithms.first_order.ellipsoid import optimal_diagonal, project_ellipsoid
 from problems import get_problem
 
 
@@ -150,7 +150,7 @@ def test_pdp_sgd_projects_onto_the_public_top_k_eigenspace():
     G^T G / m, an independent computation); the public records come from the run's generator
     alone (two private data sets, same seed: the same first subspace); the release before the
     projection keeps private SGD's whitened sensitivity (post-processing)."""
-    from algorithms.first_order.ellipsoid import top_subspace
+    from algorithms.adaptive_noise.ellipsoid import top_subspace
 
     rng = np.random.default_rng(0)
     G = rng.standard_normal((300, 15)) * np.linspace(3, 0.1, 15)
@@ -199,7 +199,7 @@ def test_private_moments_sensitivity_noise_and_error():
     """Replacing one of m records moves the capped mean by at most ||tau^2|| / m (adversarial
     rows included); the noise is N(0, std^2) with std = ||tau^2|| / (m mu) (KS; a third is
     caught); the estimate's error at the scales of scaled_linear falls like 1/m."""
-    from algorithms.first_order.private_moments import private_second_moments
+    from algorithms.adaptive_noise.private_moments import private_second_moments
 
     prob = get_problem("scaled_linear", d=10, mean_frac=0.0)
     tau = 2 * prob.sigma
@@ -251,7 +251,7 @@ def test_pagan_private_scales_splits_the_records_and_recovers_exact_scales_witho
     can; T follows Lemma 3.1 on n - m; without privacy the estimated C is the stylized optimum
     (on scaled_regression every |g_j| at x0 is sigma_j exactly); with privacy the release's std
     is ||tau^2|| / (m mu(eps, delta)) (closed form)."""
-    from algorithms.accounting import gdp_mu
+    from algorithms.privacy.accounting import gdp_mu
 
     prob = get_problem("scaled_regression", d=8, n_atoms=200)
     data = prob.sample(1000, np.random.default_rng(0))
@@ -270,7 +270,7 @@ def test_pagan_private_scales_splits_the_records_and_recovers_exact_scales_witho
     assert traj.params["T"] == math.ceil(800**2 / 50**2) and p["T"] == math.ceil(1000**2 / 50**2)
     # the optimization's noise is what (eps, delta) needs on the records it reads: q = b/(n - m)
     # over its T steps (the accountant's eps of the multiplier used, an independent call)
-    from algorithms.accounting import poisson_gaussian_eps
+    from algorithms.privacy.accounting import poisson_gaussian_eps
 
     spent = poisson_gaussian_eps(traj.params["noise_multiplier"], 50 / 800, traj.params["T"], 1e-6)
     assert 0.97 <= spent <= 1.0 + 1e-6
@@ -291,11 +291,11 @@ def test_pagan_public_scales_matches_the_stylized_optimum_on_sign_features():
 @pytest.mark.slow
 @pytest.mark.parametrize("alg", ["pagan", "pasan", "private_adagrad_iso", "private_sgd_iso", "pdp_sgd"])
 def test_one_release_audit_of_the_ellipsoid_methods(alg):
-    """Layer 3 (analysis.audit, the ellipsoid instance: one full-batch Gaussian release, the
+    """Layer 3 (analysis.privacy_checks.audit, the ellipsoid instance: one full-batch Gaussian release, the
     canary at the ellipsoid's boundary opposite to every other record): eps_lb <= eps, and
     where the step is linear in the release (Pagan, isotropic AdaGrad) the empirical mu's 95%
     interval holds the accountant's."""
-    from analysis.audit import NON_GAUSSIAN_OUTPUT, audit
+    from analysis.privacy_checks.audit import NON_GAUSSIAN_OUTPUT, audit
 
     r = audit(alg, 1.0, runs=2000, seed=5, n_jobs=2)
     assert not r.flagged and r.eps_lb <= 1.0, r
@@ -309,7 +309,7 @@ def test_one_release_audit_flags_planted_noise_bugs_in_pagan(fault):
     """A third of the noise, and isotropic noise at the stiffest direction's level (too little
     along e_1, where the canary moves the release), both show as an empirical mu at least
     1.6x the accountant's (3x and 2x in expectation)."""
-    from analysis.audit import audit
+    from analysis.privacy_checks.audit import audit
 
     r = audit("pagan", 1.0, runs=2000, faults=(fault,), seed=5, n_jobs=2)
     assert r.flagged and r.mu_empirical > 1.6 * r.mu_accountant, r
@@ -325,7 +325,7 @@ def _fake_cells(rows):
 def test_median_ci_is_the_order_statistic_interval():
     """The 95% CI of a median of 30 runs is [x_(10), x_(21)] (1-based order statistics):
     P(Bin(30, 1/2) <= 9) = 0.021 <= 0.025 < P(<= 10) = 0.049, an independent computation."""
-    from analysis.loss_curves import median_ci
+    from analysis.report.loss_curves import median_ci
 
     assert stats.binom.cdf(9, 30, 0.5) <= 0.025 < stats.binom.cdf(10, 30, 0.5)
     v = np.random.default_rng(3).lognormal(size=30)
@@ -338,7 +338,7 @@ def test_tuned_configs_choose_per_method_and_eps_and_the_curves_align_runs():
     """The step size with the smallest median final excess wins per (method, eps); PDP-SGD at
     two k is two methods; curves take each run's latest stored iterate at a common step."""
     from analysis.declarations import StoreData
-    from analysis.loss_curves import config_label, final_loss_table, loss_curves, tuned_configs
+    from analysis.report.loss_curves import config_label, final_loss_table, loss_curves, tuned_configs
 
     rows, profiles = [], {}
     for alpha, level in ((0.1, 3.0), (0.5, 1.0), (1.0, 2.0)):
@@ -423,7 +423,7 @@ def test_euclidean_projection_matches_a_constrained_solver_and_keeps_the_sensiti
     adversarial record, in the whitened norm."""
     from scipy.optimize import minimize
 
-    from algorithms.first_order.ellipsoid import project_ellipsoid_euclidean
+    from algorithms.adaptive_noise.ellipsoid import project_ellipsoid_euclidean
 
     rng = np.random.default_rng(8)
     a = rng.uniform(0.2, 20.0, 5)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import problems
-from problems.counts import CountsBatch
+from problems.counts.stream import CountsBatch
 from problems.glm import GLM
 
 LINKS = ["logistic", "sigmoid"]

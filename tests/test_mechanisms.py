@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from algorithms.mechanisms import TreeMechanism, clip_rows
+from algorithms.privacy.mechanisms import TreeMechanism, clip_rows
 
 
 class UnitNodes:

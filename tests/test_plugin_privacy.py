@@ -78,9 +78,9 @@ MOMENTUM = textwrap.dedent('''
     import numpy as np
     import algorithms
     from algorithms import DPGD
-    from algorithms.accounting import composed_gaussian_multiplier, gdp_mu, ledger_gdp
+    from algorithms.privacy.accounting import composed_gaussian_multiplier, gdp_mu, ledger_gdp
     from algorithms.first_order.base import TrajectoryBuilder
-    from algorithms.mechanisms import clip_rows
+    from algorithms.privacy.mechanisms import clip_rows
 
     class _Momentum(DPGD):
         leaky = False
@@ -121,8 +121,8 @@ MOMENTUM = textwrap.dedent('''
         name = "dpgd_momentum_quiet"
         quiet = True
 
-    from algorithms.first_order.ellipsoid import Pagan
-    from algorithms.sosp_spiders import AdaptiveTreeSpider
+    from algorithms.adaptive_noise.ellipsoid import Pagan
+    from algorithms.sosp.spiders import AdaptiveTreeSpider
 
     @algorithms.register
     class MyTreeSpider(AdaptiveTreeSpider):
@@ -137,7 +137,7 @@ MOMENTUM = textwrap.dedent('''
 
 
 def _check(name, **kw):
-    from analysis.plugin_privacy import check_plugin
+    from analysis.privacy_checks.plugin_checks import check_plugin
 
     return check_plugin(name, **{"problem": "box_quadratic", "d": 3, "eps": 1.0, "n": 2000, **kw})
 
@@ -164,7 +164,7 @@ def test_the_readme_plugin_passes_and_its_leaky_variants_do_not(plugins):
 def test_a_leaky_momentum_plugin_is_caught_although_it_reports_its_clip(plugins):
     """Layer 1 recomputes the release with the reported clip, so it alone would pass this
     plugin; the same-seed replay of its own code catches it."""
-    from analysis.plugin_privacy import check_plugin
+    from analysis.privacy_checks.plugin_checks import check_plugin
 
     kw = {"problem": "mean_estimation", "d": 3, "eps": 1.0, "n": 500, "params": {"c_T": 0.01}}
     assert check_plugin("dpgd_momentum", **kw).status == "passed"
@@ -175,7 +175,7 @@ def test_a_leaky_momentum_plugin_is_caught_although_it_reports_its_clip(plugins)
 
 
 def test_subclasses_of_the_spider_engine_pass_and_uncovered_families_say_so(plugins):
-    from analysis.plugin_privacy import check_plugin
+    from analysis.privacy_checks.plugin_checks import check_plugin
 
     tree = check_plugin("my_tree_spider", problem="strict_saddle", d=4, eps=1.0)
     assert tree.status == "passed" and tree.releases > 5, tree
@@ -221,7 +221,7 @@ mode = "theory"
     assert (df[df.algorithm == "pp_leaky"].privacy_check == labels["pp_leaky"]).all()
     err = capsys.readouterr().err
     assert "pp_leaky: privacy FAILED" in err and "pp_ok" not in err
-    from analysis.privacy_ledger import mark, unverified_algorithms
+    from analysis.privacy_checks.ledger import mark, unverified_algorithms
 
     bad = unverified_algorithms(df)
     assert set(bad) == {"pp_leaky", "pp_broken"} and len(df) == 12  # no cell lost
@@ -231,8 +231,8 @@ mode = "theory"
     from pypdf import PdfReader
 
     from analysis.claims import claims_table
-    from analysis.report import write_report
-    from analysis.tables import claims_display
+    from analysis.report.build import write_report
+    from analysis.report.tables import claims_display
     from bench.store import open_store_data
 
     data = open_store_data(tmp_path / "pp.sqlite")

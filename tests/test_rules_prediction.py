@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from algorithms import Privacy, get_algorithm
-from algorithms.spider import KNOB_DEFAULTS, effective_eps
+from algorithms.sosp.spider import KNOB_DEFAULTS, effective_eps
 from analysis.claims import rules_prediction
 from analysis.declarations import FitSpec
 from problems import get_problem

@@ -104,7 +104,7 @@ def test_committed_csv_verdicts_obey_the_gate():
 
 def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
     from algorithms import all_claims
-    from analysis.tables import claims_summary
+    from analysis.report.tables import claims_summary
     from bench.measured import read_fits
 
     fits = read_fits([CSV])
@@ -168,7 +168,7 @@ def test_claims_exports_markdown_latex_csv(tmp_path, capsys):
     import shutil
     import subprocess
 
-    from analysis.tables import EXPORT_COLUMNS
+    from analysis.report.tables import EXPORT_COLUMNS
     from bench.cli import main
 
     assert main(["claims", "--measured", str(CSV), "--format", "markdown"]) == 0

@@ -33,7 +33,7 @@ the projected gradients; Gaussian noise with covariance sigma^2 A^{-1}; then the
 * Batch b = 70 (the seed's experiment; the stylized theorems take b = 1); the projection is
   the only privacy-relevant step, so a problem's claimed constants are never trusted: rows
   with non-finite entries are zeroed, and the sensitivity 2/b in whitened coordinates holds
-  for any record (tests/test_ellipsoid.py; layer 3 in analysis/audit.py).
+  for any record (tests/test_ellipsoid.py; layer 3 in analysis/privacy_checks/audit.py).
 * `projection = "euclidean"` [CHOICE, knob]: the note's alternative, the Euclidean projection
   (I + lambda A)^{-1} g onto E_A (`project_ellipsoid_euclidean`); same privacy (its output
   is in E_A), a different bias on large gradients (it shrinks the stiff coordinates more).
@@ -47,15 +47,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import (
-    gdp_mu,
-    ledger_gdp,
-    ledger_none,
-    ledger_parallel,
-    ledger_pld,
-    poisson_gaussian_calibration,
-    with_noise_factor,
-)
+from algorithms.adaptive_noise.private_moments import capped_squares, moment_noise_std, noisy_second_moments
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.counts_maps import mapped_grad_sum, mapped_rows_mean
@@ -64,12 +56,20 @@ from algorithms.first_order.base import (
     TrajectoryBuilder,
     batch_size,
 )
-from algorithms.first_order.private_moments import capped_squares, moment_noise_std, noisy_second_moments
+from algorithms.privacy.accounting import (
+    gdp_mu,
+    ledger_gdp,
+    ledger_none,
+    ledger_parallel,
+    ledger_pld,
+    poisson_gaussian_calibration,
+    with_noise_factor,
+)
 from problems.base import Constants, Problem
-from problems.counts_dataset import poisson_subsample
+from problems.counts.dataset import poisson_subsample
 
 _ASI = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconstructed "
-        "(algorithms/first_order/ellipsoid.py)")
+        "(algorithms/adaptive_noise/ellipsoid.py)")
 
 
 def optimal_diagonal(sigma: np.ndarray, method: str) -> np.ndarray:

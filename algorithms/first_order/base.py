@@ -3,12 +3,12 @@ the trajectory they return.
 
 Every algorithm here honours the suite's contract
 `cls(**overrides).run(problem, data, privacy, rng, *, time_limit, probe, monitor) -> Trajectory`
-(the Spider engine's, `algorithms.spider`), so the runner, the store, the fits and the reports
+(the Spider engine's, `algorithms.sosp.spider`), so the runner, the store, the fits and the reports
 take them like the SOSP Spiders. Privacy is enforced the same way: per-sample gradients are
-clipped to C before they are averaged (`algorithms.mechanisms.clip_rows`), whatever the
-problem's stated constants, and the noise comes from `algorithms.accounting`.
+clipped to C before they are averaged (`algorithms.privacy.mechanisms.clip_rows`), whatever the
+problem's stated constants, and the noise comes from `algorithms.privacy.accounting`.
 
-Counts mode (`problems.counts`, `problems.counts_dataset`): an algorithm that lists "counts"
+Counts mode (`problems.counts.stream`, `problems.counts.dataset`): an algorithm that lists "counts"
 in `data_modes` takes its records as value counts over a finite support; its sample is a
 `CountsBatch`, its subsamples come from exact reads of the counts (binomial thinning,
 hypergeometric splits) and every per-record map (clip, gradient-difference clip, ellipsoid
@@ -30,15 +30,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import require_calibration
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.counts_maps import clipped_grad_sum
-from algorithms.faults import check_faults
+from algorithms.privacy.accounting import require_calibration
+from algorithms.privacy.faults import check_faults
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
-from problems.counts import CountsBatch, CountsStream
-from problems.counts_dataset import require_resampling_exact
+from problems.counts.dataset import require_resampling_exact
+from problems.counts.stream import CountsBatch, CountsStream
 
 _INT_PARAMS = ("T", "b")
 
@@ -62,12 +62,12 @@ class FirstOrderAlgorithm:
     noise = "gaussian"
     family = "first_order"
     data_modes: ClassVar[tuple[str, ...]] = ("records",)
-    #: The calibrations this family implements (`algorithms.accounting`): tight only, unless a
+    #: The calibrations this family implements (`algorithms.privacy.accounting`): tight only, unless a
     #: subclass writes its paper's formula (a run with another one is refused before any work).
     calibrations: ClassVar[tuple[str, ...]] = ("tight",)
     #: Counts mode: how the algorithm re-reads its one sample (e.g. "Poisson subsamples"), or
     #: "" when it reads each record once or the full batch only; a re-reading algorithm is
-    #: refused on a product layout before any work (`problems.counts_dataset`).
+    #: refused on a product layout before any work (`problems.counts.dataset`).
     counts_rereads: ClassVar[str] = ""
     #: Why an algorithm without "counts" in data_modes runs on records only (its error says so).
     records_only_reason: ClassVar[str] = ""

@@ -44,7 +44,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import (
+from algorithms.base import Privacy, Trajectory
+from algorithms.claims import Claim, term
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
+from algorithms.privacy.accounting import (
     composed_gaussian_multiplier,
     gdp_mu,
     ledger_gdp,
@@ -53,11 +56,8 @@ from algorithms.accounting import (
     poisson_gaussian_calibration,
     with_noise_factor,
 )
-from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
 from problems.base import Constants, Problem
-from problems.counts_dataset import poisson_subsample
+from problems.counts.dataset import poisson_subsample
 
 _WANG = "Wang, Ye, Xu 2017 (arXiv 1802.05251), as cited by Arora et al. 2023 (arXiv 2206.00846)"
 

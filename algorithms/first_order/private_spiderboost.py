@@ -42,7 +42,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import ledger_none, ledger_pld, two_family_calibration
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
@@ -51,8 +50,9 @@ from algorithms.first_order.base import (
     TrajectoryBuilder,
     batch_size,
 )
+from algorithms.privacy.accounting import ledger_none, ledger_pld, two_family_calibration
 from problems.base import Constants, Problem
-from problems.counts_dataset import poisson_subsample
+from problems.counts.dataset import poisson_subsample
 
 _ARORA = "Arora et al. 2023, arXiv 2206.00846"
 

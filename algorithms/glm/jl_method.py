@@ -38,13 +38,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import ledger_jl
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
+from algorithms.convex.recursive_regularization import RecursiveRegularization
 from algorithms.first_order.base import FirstOrderAlgorithm
 from algorithms.first_order.noisy_gd import DPGD
 from algorithms.first_order.private_spiderboost import PrivateSpiderBoost
-from algorithms.first_order.recursive_regularization import RecursiveRegularization
+from algorithms.privacy.accounting import ledger_jl
 from problems.base import Problem
 
 _ARORA = "Arora, Bassily, Gonzalez, Guzman, Menart, Ullah 2023 (arXiv 2206.00846)"

@@ -17,7 +17,7 @@ averages per-sample gradient differences clipped to C2 <= M ||x_t - x_{t-1}||, s
 replace-one neighbours every release has L2 sensitivity at most 2 C / batch, whatever the
 problem's stated constants. Each record is used once (disjoint batches from a stream).
 
-Data: records (rows; O1 / O2 clip each per-sample row) or a counts stream (`problems.counts`,
+Data: records (rows; O1 / O2 clip each per-sample row) or a counts stream (`problems.counts.stream`,
 exact batch statistics). With counts, O1 / O2 take the batch mean from the problem's counts
 oracles (`algorithms.counts_maps`): on an atoms layout every per-record clip is applied per
 atom (exact at any threshold); on a product layout the mean equals the clipped mean only while
@@ -42,7 +42,7 @@ Ambiguities of seed 000's pseudo-code and the readings taken (each a knob):
   never refreshed (epochs up to 18,900 steps, squared steps 7-29x kappa, noise norm 0.20 against
   the rules' 0.065) and 3 of 8 runs ended at the horizon T; without it 8 of 8 reached the target
   in 0.07-0.13 T with 0.32-0.47x the adaptive Spider's samples (test_algorithms.py).
-* NODE's line 14 ("k' <= k") is read as k' <= t (see `algorithms.mechanisms`).
+* NODE's line 14 ("k' <= k") is read as k' <= t (see `algorithms.privacy.mechanisms`).
 * Algorithm 2 uses one TREE(t) over the global step t while nabla_t restarts at each O1 call
   (`tree_scope="global"`, default, literal). Written as a prefix sum, the O1 answer is the
   increment O1(x_t) - nabla_{t-1}, so a record moves its own leaf *and* the next restart's
@@ -64,15 +64,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.accounting import Calibration, calibrate, gdp_mu, ledger_gdp, ledger_none
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
-from algorithms.faults import check_faults
-from algorithms.mechanisms import TreeMechanism, clip_rows, gaussian_noise
+from algorithms.privacy.accounting import Calibration, calibrate, gdp_mu, ledger_gdp, ledger_none
+from algorithms.privacy.faults import check_faults
+from algorithms.privacy.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
-from problems.counts import CountsBatch, CountsStream
+from problems.counts.stream import CountsBatch, CountsStream
 
 #: Knobs for the constants that O~ hides; all default 1 (README, the protocol, items 3-4).
 KNOB_DEFAULTS: dict[str, Any] = {
@@ -184,9 +184,9 @@ class Spider:
     #: The rates the papers claim for this algorithm (`algorithms.claims`); () for none.
     claims: ClassVar[tuple[Claim, ...]] = ()
     family = "sosp_spider"
-    #: Data modes the engine runs on (counts: exact batch statistics, `problems.counts`).
+    #: Data modes the engine runs on (counts: exact batch statistics, `problems.counts.stream`).
     data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
-    #: Both calibrations of `algorithms.accounting` (the papers' formulas and tight GDP).
+    #: Both calibrations of `algorithms.privacy.accounting` (the papers' formulas and tight GDP).
     calibrations: ClassVar[tuple[str, ...]] = ("tight", "theory")
     #: Problem constants the rules divide by (`algorithms.rule_constants`): eta = 1/M, the
     #: batch rules' G gamma / M^2, the escape window's log(d M B0 / (rho gamma omega)).
@@ -201,7 +201,7 @@ class Spider:
                 raise ValueError(f"parameter {key}={self.overrides[key]!r} is invalid for "
                                  f"{self.name}: its noise is {self.noise!r}, whose override is "
                                  f"{NOISE_OVERRIDE[self.noise]}")
-        # Negative controls of the privacy verification only (algorithms.faults).
+        # Negative controls of the privacy verification only (algorithms.privacy.faults).
         self.planted_faults = check_faults(planted_faults)
 
     @classmethod

@@ -1,9 +1,9 @@
 """The three private SOSP Spiders and their parameter rules (`theory_params`).
 
-All three run the engine of `algorithms.spider` and differ only where the papers differ.
+All three run the engine of `algorithms.sosp.spider` and differ only where the papers differ.
 Every rule below is written as its formula; the constants that O~ hides are the knobs of
-`algorithms.spider.KNOB_DEFAULTS` (all 1 by default). `eps_eff` is the eps the rules budget
-for (see `algorithms.spider.effective_eps`): each algorithm budgets for the noise its own
+`algorithms.sosp.spider.KNOB_DEFAULTS` (all 1 by default). `eps_eff` is the eps the rules budget
+for (see `algorithms.sosp.spider.effective_eps`): each algorithm budgets for the noise its own
 accountant adds, so no algorithm carries a hidden factor another does not.
 """
 
@@ -16,8 +16,8 @@ from scipy.optimize import brentq, minimize_scalar
 
 from algorithms.base import Privacy
 from algorithms.claims import Claim, term
-from algorithms.mechanisms import TreeMechanism
-from algorithms.spider import Spider, effective_eps, escape_params, noise_calibration
+from algorithms.privacy.mechanisms import TreeMechanism
+from algorithms.sosp.spider import Spider, effective_eps, escape_params, noise_calibration
 from problems.base import Constants
 
 
@@ -150,7 +150,7 @@ class GaussianSpider(Spider):
     scaled to the step actually taken, which is public); fixed O2 batch B; O1 refresh when the
     sum of squared steps since the last O1 reaches kappa; saddle escape as seed 000 Alg. 2
     lines 9-11, except that an escape does not reset the drift (it counts every squared step
-    since the last O1 call, Ganesh et al.'s restart rule; see `algorithms.spider` on line 10).
+    since the last O1 call, Ganesh et al.'s restart rule; see `algorithms.sosp.spider` on line 10).
     Disjoint batches: every release is (eps, delta)-DP by itself and the run is by
     parallel composition. Output: all iterates (seed 000's reading), not Ganesh's private
     AboveThreshold selection. Claimed rate n^{-1/3} + (sqrt(d)/(n eps))^{3/7} (their Thm 3.12;

@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from algorithms import Privacy, available, get_algorithm
-from algorithms.faults import FAULTS, check_faults
+from algorithms.privacy.faults import FAULTS, check_faults
 from problems import get_problem
 
 AUDIT_D, AUDIT_B = 2, 16
@@ -331,8 +331,8 @@ CAUGHT_ELSEWHERE = {"no_domain": ("recursive_regularization_linear",
 def fault_table(eps: float = 1.0, runs: int = 4000, seed: int = 0, n_jobs: int = 1,
                 faults: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """For each planted bug and target algorithm: which layer flags it, and the audit's eps_lb."""
-    from analysis.multi_release_audit import MULTI_RELEASE_ROWS, SCENARIOS, multi_release_audit
-    from analysis.privacy_checks import noise_check, sensitivity_check
+    from analysis.privacy_checks.layers import noise_check, sensitivity_check
+    from analysis.privacy_checks.multi_release_audit import MULTI_RELEASE_ROWS, SCENARIOS, multi_release_audit
 
     multi = {(SCENARIOS[sc].algorithm, f[0]): sc for sc, f in MULTI_RELEASE_ROWS if f}
 

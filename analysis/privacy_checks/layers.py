@@ -1,4 +1,4 @@
-"""Privacy verification, layers 1 and 2 (layer 3, the black-box audit, is analysis.audit).
+"""Privacy verification, layers 1 and 2 (layer 3, the black-box audit, is analysis.privacy_checks.audit).
 
 Layer 1, sensitivity: run an algorithm with a probe that records every release (state, batch,
 clip, pre-noise leaf, sensitivity told to the accountant). For each release, replace one
@@ -14,7 +14,7 @@ finite supports, so "the same bytes twice" is no evidence of reuse.)
 
 All layers run in record mode (they plant canaries and adversarial records no finite support
 holds, and probe per-record contributions only records expose). That covers the counts data
-mode (problems.counts, problems.counts_dataset): a counts run computes every release from the
+mode (problems.counts.stream, problems.counts.dataset): a counts run computes every release from the
 batch's value counts, which equals the record-mode release on any records with those counts
 (on an atoms layout every per-record map is applied per atom, algorithms.counts_maps; on a
 product layout a clip is allowed only where a guard on public values proves it the identity),
@@ -39,9 +39,9 @@ import numpy as np
 from scipy import stats
 
 from algorithms import Privacy, get_algorithm
-from algorithms.accounting import gdp_mu
-from algorithms.mechanisms import TreeMechanism, clip_rows
-from algorithms.spider import o1_leaf, o2_leaf
+from algorithms.privacy.accounting import gdp_mu
+from algorithms.privacy.mechanisms import TreeMechanism, clip_rows
+from algorithms.sosp.spider import o1_leaf, o2_leaf
 from problems import get_problem
 
 

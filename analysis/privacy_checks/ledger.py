@@ -5,7 +5,7 @@ Fair rules (the protocol) need each algorithm to get the noise its accountant ne
 an accountant that over-noises one family bends that family's fitted n and eps exponents. So
 the report shows, per algorithm, the accountant that calibrated it (exact GDP, or the PLD of
 dp-accounting for Poisson-subsampled releases) and spent / declared eps over its private cells,
-from the ledger each cell stored (`algorithms.accounting.ledger_eps` re-derives it).
+from the ledger each cell stored (`algorithms.privacy.accounting.ledger_eps` re-derives it).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from analysis.plugin_privacy import is_verified
+from analysis.privacy_checks.plugin_checks import is_verified
 
 #: The mark a table puts beside an algorithm whose privacy is not verified.
 UNVERIFIED_MARK = "privacy unverified"

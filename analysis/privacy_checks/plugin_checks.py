@@ -17,7 +17,7 @@ label (stored with every cell, marked in the report):
 
 The check, in record mode on the cell's problem, dimension and parameters (at most
 `CHECK_RECORDS` records and `CHECK_SECONDS` of run):
-1. layer 1 of `analysis.privacy_checks` on the releases the run reported to its probe (each
+1. layer 1 of `analysis.privacy_checks.layers` on the releases the run reported to its probe (each
    release recomputed with one record replaced by an adversarial one, from the same state);
 2. a replay of the plugin's *own* code: the run again, with the same random seed, on the data
    with the first release's first record replaced by each adversarial record. The seed is the
@@ -52,8 +52,8 @@ import numpy as np
 from scipy import stats
 
 from algorithms import BUILTIN, Privacy, Spider, get_algorithm
-from algorithms.accounting import gdp_eps, ledger_eps
-from analysis.privacy_checks import RecordedRun, Recorder, check_releases, record_run
+from algorithms.privacy.accounting import gdp_eps, ledger_eps
+from analysis.privacy_checks.layers import RecordedRun, Recorder, check_releases, record_run
 from problems import get_problem
 
 #: Records the check's run uses at most (record mode; a cell of 1e12 records is checked on a
@@ -115,8 +115,8 @@ def _not_covered(algorithm: str) -> str | None:
     """Built-in families whose releases the generic recomputation does not model: an outside
     subclass of one is unverified here (the built-ins have their own checks: whitened
     sensitivity in tests/test_ellipsoid.py, the projected GLM in tests/test_glm.py)."""
-    from algorithms.first_order.ellipsoid import _EllipsoidMethod
-    from algorithms.first_order.jl_method import JLMethod
+    from algorithms.adaptive_noise.ellipsoid import _EllipsoidMethod
+    from algorithms.glm.jl_method import JLMethod
 
     cls = get_algorithm(algorithm)
     if issubclass(cls, _EllipsoidMethod):

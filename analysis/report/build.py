@@ -22,8 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from analysis import loss_curves as lc
-from analysis import plots, rates
+from analysis import rates
 from analysis.claims import (
     FOLDED,
     Y_METRIC,
@@ -34,8 +33,10 @@ from analysis.claims import (
     paired_table,
     path_table,
 )
-from analysis.privacy_ledger import UNVERIFIED_MARK, spent_table, spent_text, unverified_algorithms
-from analysis.tables import (
+from analysis.privacy_checks.ledger import UNVERIFIED_MARK, spent_table, spent_text, unverified_algorithms
+from analysis.report import loss_curves as lc
+from analysis.report import plots
+from analysis.report.tables import (
     VERDICT_COLOURS,
     claims_display,
     claims_summary,
@@ -461,7 +462,7 @@ LOSS_CURVE_MIN_REPS = 10
 def loss_curve_pages(pdf: PdfPages, data: StoreData, figures: Path | None = None) -> None:
     """Seed 002's Figure 1 frame: per problem, the median excess risk against the step for
     each method at its chosen step size (a panel per eps, 95% CIs of the median), then a
-    table of the final excess risks (`analysis.loss_curves`)."""
+    table of the final excess risks (`analysis.report.loss_curves`)."""
     df = data.cells
     if "excess_last" not in df or not df["excess_last"].notna().any() or df["rep"].max() + 1 < \
             LOSS_CURVE_MIN_REPS:
@@ -882,7 +883,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`)
     to `out` (one claims table and forest plot for all; scaling, paired, trajectory and failure
     pages per store). `csv`: also write the claims table; `figures`: a directory for PNGs of
-    each declared fit and the forest plot. Page 1 is the claims summary (`analysis.tables.
+    each declared fit and the forest plot. Page 1 is the claims summary (`analysis.report.tables.
     claims_summary`; `privacy`: its optional per-row privacy notes), page 2 the headline plots.
     `layout_problems`: a list that receives every text running off a page or out of its
     table cell (see `overflowing_text`)."""

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.claims import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
-from analysis.privacy_ledger import UNVERIFIED_MARK
+from analysis.privacy_checks.ledger import UNVERIFIED_MARK
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
 #: that a weak eps dependence reading "slower" against privacy and "faster" against eps is read

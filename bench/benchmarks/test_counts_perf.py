@@ -29,11 +29,11 @@ import numpy as np
 import pytest
 
 from algorithms import Privacy, get_algorithm
-from algorithms.mechanisms import TreeMechanism
-from algorithms.spider import o2_leaf
+from algorithms.privacy.mechanisms import TreeMechanism
+from algorithms.sosp.spider import o2_leaf
 from analysis.metrics import target_monitor
 from problems import get_problem
-from problems.counts import CountsStream, ReferenceCountsStream
+from problems.counts.stream import CountsStream, ReferenceCountsStream
 
 BATCHES = [10**k for k in range(2, 13)]
 ROUNDS, WARMUP = 200, 3

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from algorithms import Privacy, get_algorithm
-from algorithms.mechanisms import TreeMechanism
+from algorithms.privacy.mechanisms import TreeMechanism
 from problems import get_problem
 
 ALGS = ["gaussian_spider", "tree_spider", "adaptive_tree_spider"]

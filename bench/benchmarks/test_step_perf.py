@@ -21,7 +21,7 @@ import pytest
 from algorithms import Privacy, get_algorithm
 from analysis.metrics import target_monitor
 from problems import get_problem
-from problems.counts import CountsStream, ReferenceCountsStream
+from problems.counts.stream import CountsStream, ReferenceCountsStream
 
 ALGS = ["gaussian_spider", "tree_spider", "adaptive_tree_spider"]
 BATCHES = [10**k for k in (2, 4, 6, 8, 10, 12)]

@@ -2,7 +2,7 @@
 "Data modes: records and counts").
 
 The data set. An empirical algorithm's sample S is the first n records of a counts stream
-(`problems.counts.CountsStream.take(n)`, exact and prefix-consistent: paired seeds keep
+(`problems.counts.stream.CountsStream.take(n)`, exact and prefix-consistent: paired seeds keep
 pairing across n); S is then a `CountsBatch`, the one representation every family reads. Its
 exact empirical oracles cost O(support x d) whatever n is: the mean gradient (the problem's
 `counts_grad`), F_S (`empirical_loss`), and the metrics' emp_grad (`analysis.metrics`).
@@ -19,10 +19,10 @@ The reads (each distributed exactly as the record-mode read of a data set with t
   splits (chunk j takes its size from what chunks < j left);
 * one-pass streams: the counts stream itself (consecutive takes).
 
-Where these are exact. On an *atoms* layout (`problems.counts.Categorical`) the counts of S
+Where these are exact. On an *atoms* layout (`problems.counts.stream.Categorical`) the counts of S
 determine S up to order, and every read above depends on S only through its multiset, so the
 reads are exact. On a *product* layout (independent two-point coordinates,
-`problems.counts.BinaryCoordinates`) the counts are per coordinate: they do not say which
+`problems.counts.stream.BinaryCoordinates`) the counts are per coordinate: they do not say which
 coordinate values share a record. One read of S is still exact (its per-coordinate
 arrangements are independent and uniform), but two reads of the same S are not: in record
 mode they are correlated through S's joint records, which the counts do not carry (n = 2,
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from problems.counts import BinaryCoordinates, Categorical, CountsBatch, MaterializedStream
+from problems.counts.stream import BinaryCoordinates, Categorical, CountsBatch, MaterializedStream
 
 #: numpy's hypergeometric draws need ngood, nbad < 1e9 (its documented limit).
 HYPERGEOMETRIC_MAX = 10**9 - 1

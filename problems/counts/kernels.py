@@ -1,6 +1,6 @@
 """Compiled kernels of the counts stream (numba): the same random numbers as numpy, 20x faster.
 
-`problems.counts.CountsStream` defines its data through numpy: a node's draw comes from a
+`problems.counts.stream.CountsStream` defines its data through numpy: a node's draw comes from a
 `numpy.random.Philox` generator whose counter is set to the node's address, and splits,
 leaf arrangements and roots are numpy's `hypergeometric`, `permuted` and `binomial`. The
 per-node cost of that definition is Python's (setting a generator's state, one numpy call per

@@ -31,7 +31,7 @@ alone, in any order, and always gets the same value. The path of the last query 
 (one node per level: O(levels x counts) memory), so a take of k records draws about log2(k)
 new nodes: the cost per step grows with log k, not k.
 
-Speed: the walk below a block's root runs compiled (`problems.counts_kernels`, numba) and
+Speed: the walk below a block's root runs compiled (`problems.counts.kernels`, numba) and
 draws numpy's numbers bit for bit (`ReferenceCountsStream` keeps the numpy walk; the tests hold
 the two equal). Version 2 of the stream (`STREAM_VERSION`) gives BinaryCoordinates leaves of
 2^4 records instead of 2^8 (its arrangement costs records x coordinates; measured cheapest at
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from problems import counts_kernels as _kernels
+from problems.counts import kernels as _kernels
 from problems.streams import StreamBase, parse_budget, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
@@ -211,7 +211,7 @@ class CountsStream(StreamBase):
     the construction
     (tests use small blocks to cross block boundaries cheaply); changing them changes the data.
 
-    The walk below a block's root runs compiled (`problems.counts_kernels`) for the two
+    The walk below a block's root runs compiled (`problems.counts.kernels`) for the two
     layouts of this module: the same random numbers as the numpy walk, bit for bit (tested
     against `ReferenceCountsStream`, which keeps the numpy walk), at ~1 us per node instead
     of ~30 us. Roots stay numpy's binomial / multinomial draws.

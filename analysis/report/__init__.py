@@ -1,0 +1,1 @@
+"""The PDF report (`build`), its plots and loss curves, and the claims tables for papers."""
