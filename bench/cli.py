@@ -523,7 +523,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     import algorithms
     from algorithms.privacy.faults import FAULTS
-    from analysis.privacy_checks.audit import NOT_AUDITED, audit, audit_instance_name, fault_table
+    from analysis.privacy_checks.audit import NOT_AUDITED, audit, audit_instance_name
+    from analysis.privacy_checks.fault_table import fault_table
     from bench.plugins import load_plugins, loaded
 
     algs = algorithms.available() if args.algorithm == "all" else [args.algorithm]
