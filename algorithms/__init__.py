@@ -90,7 +90,7 @@ def check_calibration(name: str, calibration: str) -> None:
     """ValueError (one line) unless algorithm `name` honours `calibration`: each class lists
     the calibrations it implements in `calibrations` (the Spiders and the tree private Spider
     have the papers' formulas; the other families calibrate tightly only)."""
-    from algorithms.privacy.accounting import CALIBRATIONS, require_calibration
+    from algorithms.privacy.accounting.gdp import CALIBRATIONS, require_calibration
 
     require_calibration(name, calibration,
                         tuple(getattr(get_algorithm(name), "calibrations", CALIBRATIONS)))

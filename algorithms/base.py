@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from algorithms.privacy.accounting import CALIBRATIONS
+from algorithms.privacy.accounting.gdp import CALIBRATIONS
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class Privacy:
     """An (eps, delta) budget; eps = math.inf means non-private (no privacy noise).
 
     calibration: "tight" (exact GDP, default) or "theory" (the papers' formulas, floored at
-    tight); see `algorithms.privacy.accounting`.
+    tight); see `algorithms.privacy.accounting.gdp`.
     """
 
     eps: float

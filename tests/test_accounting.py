@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from algorithms.privacy.accounting import calibrate, gaussian_sigma, gdp_eps, gdp_mu
+from algorithms.privacy.accounting.gdp import calibrate, gaussian_sigma, gdp_eps, gdp_mu
 from algorithms.privacy.mechanisms import TreeMechanism
 
 

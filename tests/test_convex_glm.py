@@ -14,7 +14,7 @@ from algorithms import get_algorithm
 from algorithms.base import Privacy
 from algorithms.convex.recursive_regularization import stage_schedule
 from algorithms.glm.jl_method import embedding_dim, jl_matrix
-from algorithms.privacy.accounting import gdp_mu
+from algorithms.privacy.accounting.gdp import gdp_mu
 from analysis.metrics import empirical_grad_norm
 from analysis.privacy_checks.layers import RecordedRun, check_releases, record_run
 from problems import get_problem

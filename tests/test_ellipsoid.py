@@ -251,7 +251,7 @@ def test_pagan_private_scales_splits_the_records_and_recovers_exact_scales_witho
     can; T follows Lemma 3.1 on n - m; without privacy the estimated C is the stylized optimum
     (on scaled_regression every |g_j| at x0 is sigma_j exactly); with privacy the release's std
     is ||tau^2|| / (m mu(eps, delta)) (closed form)."""
-    from algorithms.privacy.accounting import gdp_mu
+    from algorithms.privacy.accounting.gdp import gdp_mu
 
     prob = get_problem("scaled_regression", d=8, n_atoms=200)
     data = prob.sample(1000, np.random.default_rng(0))
@@ -270,7 +270,7 @@ def test_pagan_private_scales_splits_the_records_and_recovers_exact_scales_witho
     assert traj.params["T"] == math.ceil(800**2 / 50**2) and p["T"] == math.ceil(1000**2 / 50**2)
     # the optimization's noise is what (eps, delta) needs on the records it reads: q = b/(n - m)
     # over its T steps (the accountant's eps of the multiplier used, an independent call)
-    from algorithms.privacy.accounting import poisson_gaussian_eps
+    from algorithms.privacy.accounting.pld import poisson_gaussian_eps
 
     spent = poisson_gaussian_eps(traj.params["noise_multiplier"], 50 / 800, traj.params["T"], 1e-6)
     assert 0.97 <= spent <= 1.0 + 1e-6

@@ -12,13 +12,8 @@ from scipy import stats
 import algorithms
 from algorithms import Privacy, get_algorithm
 from algorithms.claims import Claim, term
-from algorithms.privacy.accounting import (
-    composed_gaussian_multiplier,
-    gdp_eps,
-    gdp_mu,
-    poisson_gaussian_eps,
-    poisson_gaussian_multiplier,
-)
+from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_eps, gdp_mu
+from algorithms.privacy.accounting.pld import poisson_gaussian_eps, poisson_gaussian_multiplier
 from analysis.metrics import empirical_grad_norm, evaluate
 from problems import get_problem
 
@@ -309,7 +304,7 @@ def test_private_spiderboost_rules_and_joint_calibration():
     import dp_accounting
     from dp_accounting import pld
 
-    from algorithms.privacy.accounting import two_family_noise_scale
+    from algorithms.privacy.accounting.pld import two_family_noise_scale
 
     Tn, q, b = 400, 20, 200
     anchors, r1, r2 = 20, math.sqrt(Tn / q), max(1.0, b * math.sqrt(Tn) / n)

@@ -78,7 +78,8 @@ MOMENTUM = textwrap.dedent('''
     import numpy as np
     import algorithms
     from algorithms import DPGD
-    from algorithms.privacy.accounting import composed_gaussian_multiplier, gdp_mu, ledger_gdp
+    from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
+    from algorithms.privacy.accounting.ledger import ledger_gdp
     from algorithms.first_order.base import TrajectoryBuilder
     from algorithms.privacy.mechanisms import clip_rows
 

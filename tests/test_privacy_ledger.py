@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 
 from algorithms import Privacy, get_algorithm
-from algorithms.privacy.accounting import (
+from algorithms.privacy.accounting.gdp import gdp_eps, gdp_mu
+from algorithms.privacy.accounting.ledger import ledger_eps
+from algorithms.privacy.accounting.pld import (
     CALIBRATION_SLACK,
-    gdp_eps,
-    gdp_mu,
-    ledger_eps,
     pld_epsilons,
     poisson_gaussian_calibration,
     two_family_calibration,

@@ -248,7 +248,7 @@ def test_end_to_end_mean_estimation_exponent_one(tmp_path: Path):
     # The tight (exact) calibration's noise is not proportional to 1/eps at delta = 1e-6:
     # sigma eps grows from 3.2 to 4.0 over eps 0.02 .. 0.5. The pipeline's exponent must match
     # the slope of the accountant's sigma against 1/eps, and exclude 1.
-    from algorithms.privacy.accounting import gaussian_sigma
+    from algorithms.privacy.accounting.gdp import gaussian_sigma
 
     eps = np.array([0.02, 0.05, 0.1, 0.2, 0.5])
     ref = -np.polyfit(np.log(eps), np.log([gaussian_sigma(e, 1e-6) for e in eps]), 1)[0]

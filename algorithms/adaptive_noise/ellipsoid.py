@@ -56,15 +56,9 @@ from algorithms.first_order.base import (
     TrajectoryBuilder,
     batch_size,
 )
-from algorithms.privacy.accounting import (
-    gdp_mu,
-    ledger_gdp,
-    ledger_none,
-    ledger_parallel,
-    ledger_pld,
-    poisson_gaussian_calibration,
-    with_noise_factor,
-)
+from algorithms.privacy.accounting.gdp import gdp_mu
+from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_parallel, ledger_pld
+from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with_noise_factor
 from problems.base import Constants, Problem
 from problems.counts.dataset import poisson_subsample
 

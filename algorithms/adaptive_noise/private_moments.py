@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from algorithms.privacy.accounting import gdp_mu
+from algorithms.privacy.accounting.gdp import gdp_mu
 
 
 def moment_noise_std(tau: np.ndarray, m: int, eps: float, delta: float) -> float:

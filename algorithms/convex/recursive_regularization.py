@@ -64,7 +64,8 @@ import numpy as np
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
-from algorithms.privacy.accounting import composed_gaussian_multiplier, gdp_mu, ledger_gdp, ledger_none
+from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
+from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.privacy.mechanisms import clip_rows
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem

@@ -6,7 +6,7 @@ Every algorithm here honours the suite's contract
 (the Spider engine's, `algorithms.sosp.spider`), so the runner, the store, the fits and the reports
 take them like the SOSP Spiders. Privacy is enforced the same way: per-sample gradients are
 clipped to C before they are averaged (`algorithms.privacy.mechanisms.clip_rows`), whatever the
-problem's stated constants, and the noise comes from `algorithms.privacy.accounting`.
+problem's stated constants, and the noise comes from `algorithms.privacy.accounting.gdp`.
 
 Counts mode (`problems.counts.stream`, `problems.counts.dataset`): an algorithm that lists "counts"
 in `data_modes` takes its records as value counts over a finite support; its sample is a
@@ -33,7 +33,7 @@ import numpy as np
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.counts_maps import clipped_grad_sum
-from algorithms.privacy.accounting import require_calibration
+from algorithms.privacy.accounting.gdp import require_calibration
 from algorithms.privacy.faults import check_faults
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
@@ -62,7 +62,7 @@ class FirstOrderAlgorithm:
     noise = "gaussian"
     family = "first_order"
     data_modes: ClassVar[tuple[str, ...]] = ("records",)
-    #: The calibrations this family implements (`algorithms.privacy.accounting`): tight only, unless a
+    #: The calibrations this family implements (`algorithms.privacy.accounting.gdp`): tight only, unless a
     #: subclass writes its paper's formula (a run with another one is refused before any work).
     calibrations: ClassVar[tuple[str, ...]] = ("tight",)
     #: Counts mode: how the algorithm re-reads its one sample (e.g. "Poisson subsamples"), or

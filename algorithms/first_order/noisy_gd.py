@@ -47,15 +47,9 @@ import numpy as np
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
-from algorithms.privacy.accounting import (
-    composed_gaussian_multiplier,
-    gdp_mu,
-    ledger_gdp,
-    ledger_none,
-    ledger_pld,
-    poisson_gaussian_calibration,
-    with_noise_factor,
-)
+from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
+from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_pld
+from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with_noise_factor
 from problems.base import Constants, Problem
 from problems.counts.dataset import poisson_subsample
 

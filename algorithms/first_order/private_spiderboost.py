@@ -50,7 +50,8 @@ from algorithms.first_order.base import (
     TrajectoryBuilder,
     batch_size,
 )
-from algorithms.privacy.accounting import ledger_none, ledger_pld, two_family_calibration
+from algorithms.privacy.accounting.ledger import ledger_none, ledger_pld
+from algorithms.privacy.accounting.pld import two_family_calibration
 from problems.base import Constants, Problem
 from problems.counts.dataset import poisson_subsample
 

@@ -58,7 +58,8 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
-from algorithms.privacy.accounting import calibrate, ledger_gdp, ledger_none
+from algorithms.privacy.accounting.gdp import calibrate
+from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 

@@ -44,7 +44,7 @@ from algorithms.convex.recursive_regularization import RecursiveRegularization
 from algorithms.first_order.base import FirstOrderAlgorithm
 from algorithms.first_order.noisy_gd import DPGD
 from algorithms.first_order.private_spiderboost import PrivateSpiderBoost
-from algorithms.privacy.accounting import ledger_jl
+from algorithms.privacy.accounting.ledger import ledger_jl
 from problems.base import Problem
 
 _ARORA = "Arora, Bassily, Gonzalez, Guzman, Menart, Ullah 2023 (arXiv 2206.00846)"

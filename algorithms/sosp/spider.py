@@ -67,7 +67,8 @@ import numpy as np
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
-from algorithms.privacy.accounting import Calibration, calibrate, gdp_mu, ledger_gdp, ledger_none
+from algorithms.privacy.accounting.gdp import Calibration, calibrate, gdp_mu
+from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.privacy.faults import check_faults
 from algorithms.privacy.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from algorithms.rule_constants import require_rule_constants
@@ -186,7 +187,7 @@ class Spider:
     family = "sosp_spider"
     #: Data modes the engine runs on (counts: exact batch statistics, `problems.counts.stream`).
     data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
-    #: Both calibrations of `algorithms.privacy.accounting` (the papers' formulas and tight GDP).
+    #: Both calibrations of `algorithms.privacy.accounting.gdp` (the papers' formulas and tight GDP).
     calibrations: ClassVar[tuple[str, ...]] = ("tight", "theory")
     #: Problem constants the rules divide by (`algorithms.rule_constants`): eta = 1/M, the
     #: batch rules' G gamma / M^2, the escape window's log(d M B0 / (rho gamma omega)).

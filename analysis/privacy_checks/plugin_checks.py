@@ -52,7 +52,8 @@ import numpy as np
 from scipy import stats
 
 from algorithms import BUILTIN, Privacy, Spider, get_algorithm
-from algorithms.privacy.accounting import gdp_eps, ledger_eps
+from algorithms.privacy.accounting.gdp import gdp_eps
+from algorithms.privacy.accounting.ledger import ledger_eps
 from analysis.privacy_checks.layers import RecordedRun, Recorder, check_releases, record_run
 from problems import get_problem
 
