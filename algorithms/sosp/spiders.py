@@ -17,7 +17,8 @@ from scipy.optimize import brentq, minimize_scalar
 from algorithms.base import Privacy
 from algorithms.claims import Claim, term
 from algorithms.privacy.mechanisms import TreeMechanism
-from algorithms.sosp.spider import Spider, effective_eps, escape_params, noise_calibration
+from algorithms.sosp.noise_rules import effective_eps, escape_params, noise_calibration
+from algorithms.sosp.spider import Spider
 from problems.base import Constants
 
 
