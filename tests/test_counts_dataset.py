@@ -15,10 +15,10 @@ from scipy import stats
 
 import problems
 from algorithms import Privacy, get_algorithm
-from algorithms.adaptive_noise.ellipsoid import project_ellipsoid, project_ellipsoid_euclidean
+from algorithms.adaptive_noise.projections import project_ellipsoid, project_ellipsoid_euclidean
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum, mapped_grad_sum
 from algorithms.privacy.mechanisms import clip_rows
-from algorithms.sosp.spider import o1_leaf, o2_leaf
+from algorithms.sosp.engine import o1_leaf, o2_leaf
 from problems.counts.dataset import (
     CountsModeError,
     TwinStream,

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from algorithms import get_algorithm
-from algorithms.adaptive_noise.ellipsoid import optimal_diagonal, project_ellipsoid
+from algorithms.adaptive_noise.projections import optimal_diagonal, project_ellipsoid
 from algorithms.base import Privacy
 from problems import get_problem
 
@@ -150,7 +150,7 @@ def test_pdp_sgd_projects_onto_the_public_top_k_eigenspace():
     G^T G / m, an independent computation); the public records come from the run's generator
     alone (two private data sets, same seed: the same first subspace); the release before the
     projection keeps private SGD's whitened sensitivity (post-processing)."""
-    from algorithms.adaptive_noise.ellipsoid import top_subspace
+    from algorithms.adaptive_noise.baselines import top_subspace
 
     rng = np.random.default_rng(0)
     G = rng.standard_normal((300, 15)) * np.linspace(3, 0.1, 15)
@@ -423,7 +423,7 @@ def test_euclidean_projection_matches_a_constrained_solver_and_keeps_the_sensiti
     adversarial record, in the whitened norm."""
     from scipy.optimize import minimize
 
-    from algorithms.adaptive_noise.ellipsoid import project_ellipsoid_euclidean
+    from algorithms.adaptive_noise.projections import project_ellipsoid_euclidean
 
     rng = np.random.default_rng(8)
     a = rng.uniform(0.2, 20.0, 5)

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from algorithms import Privacy, get_algorithm
-from algorithms.sosp.spider import KNOB_DEFAULTS, effective_eps
+from algorithms.sosp.noise_rules import effective_eps
+from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis.claims import rules_prediction
 from analysis.declarations import FitSpec
 from problems import get_problem

@@ -47,10 +47,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.adaptive_noise.private_moments import capped_squares, moment_noise_std, noisy_second_moments
+from algorithms.adaptive_noise.projections import (
+    optimal_diagonal,
+    project_ellipsoid,
+    project_ellipsoid_euclidean,
+)
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, term
-from algorithms.counts_maps import mapped_grad_sum, mapped_rows_mean
+from algorithms.counts_maps import mapped_grad_sum
 from algorithms.first_order.base import (
     FirstOrderAlgorithm,
     TrajectoryBuilder,
@@ -64,70 +68,6 @@ from problems.counts.dataset import poisson_subsample
 
 _ASI = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconstructed "
         "(algorithms/adaptive_noise/ellipsoid.py)")
-
-
-def optimal_diagonal(sigma: np.ndarray, method: str) -> np.ndarray:
-    """The stylized case's optimal C, normalized so that sum_j c_j sigma_j^2 = 1 (the gradients'
-    expected C-norm is 1): Pasan sigma^-1 / sum sigma, Pagan sigma^-4/3 / sum sigma^(2/3)."""
-    sigma = np.asarray(sigma, dtype=float)
-    if method == "pasan":
-        return sigma**-1 / sigma.sum()
-    if method == "pagan":
-        return sigma ** (-4 / 3) / (sigma ** (2 / 3)).sum()
-    raise ValueError(f"method={method!r} is invalid: must be pasan or pagan")
-
-
-def project_ellipsoid_euclidean(grads: np.ndarray, a_diag: np.ndarray, iters: int = 60) -> np.ndarray:
-    """Each row g outside E_A = {h : sum_j a_j h_j^2 <= 1} mapped to its Euclidean projection
-    h = g / (1 + lambda a) (elementwise), lambda > 0 the root of
-    phi(lambda) = sum_j a_j g_j^2 / (1 + lambda a_j)^2 = 1 (the KKT conditions of
-    min ||h - g||^2 s.t. h in E_A); rows inside are kept. phi is convex and decreasing, so
-    Newton from lambda = 0 rises monotonically to the root; a final radial rescale absorbs
-    the last rounding so every row is in E_A exactly (privacy needs only that). Rows whose
-    A-norm is not finite become 0, as in `project_ellipsoid`."""
-    radial = project_ellipsoid(grads, a_diag)  # zeroes bad rows, keeps rows inside
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms2 = np.einsum("ij,j,ij->i", grads, a_diag, grads)
-    outside = np.isfinite(norms2) & (norms2 > 1.0)
-    if not outside.any():
-        return radial
-    g = grads[outside]
-    w = a_diag * g * g  # a_j g_j^2
-    lam = np.zeros(len(g))
-    for _ in range(iters):
-        den = 1.0 + lam[:, None] * a_diag
-        phi = (w / den**2).sum(axis=1) - 1.0
-        dphi = (-2.0 * w * a_diag / den**3).sum(axis=1)
-        step = phi / dphi
-        lam = lam - step
-        if np.all(np.abs(step) <= 1e-13 * np.maximum(lam, 1e-300)):
-            break
-    h = g / (1.0 + lam[:, None] * a_diag)
-    out = radial.copy()
-    out[outside] = project_ellipsoid(h, a_diag)
-    return out
-
-
-def pagan_diagonal_from_moments(second_moments: np.ndarray, r: float = 1.0) -> np.ndarray:
-    """C from estimated scales: the stylized optimum with sigma_hat_j = sqrt(estimate) (Pagan's
-    c_j proportional to sigma_hat_j^(-4/3); the seed's (r sigma_hat_j)^(-4/3) / 4 differs by a
-    constant factor, which the trace normalization and B absorb)."""
-    return optimal_diagonal(np.sqrt(np.asarray(second_moments, dtype=float)) * r, "pagan")
-
-
-def project_ellipsoid(grads: np.ndarray, a_diag: np.ndarray) -> np.ndarray:
-    """Each row g scaled by min(1, 1/||g||_A), ||g||_A = sqrt(sum_j a_j g_j^2): the radial
-    projection onto {g : g^T A g <= 1}. A row whose A-norm is not finite (a non-finite entry,
-    or an overflow) becomes 0."""
-    with np.errstate(over="ignore", invalid="ignore"):  # such rows are dropped just below
-        norms = np.sqrt(np.einsum("ij,j,ij->i", grads, a_diag, grads))
-        bad = ~np.isfinite(norms)
-        scale = np.where(norms > 1.0, 1.0 / np.where(norms > 1.0, norms, 1.0), 1.0)
-        scale[bad] = 0.0
-        out = grads * scale[:, None]
-    if bad.any():
-        out[bad] = 0.0  # 0 * inf and 0 * nan are nan
-    return out
 
 
 class _EllipsoidMethod(FirstOrderAlgorithm):
@@ -321,149 +261,3 @@ class Pagan(_EllipsoidMethod):
     shaped = True
 
 
-class PaganPrivateScales(Pagan):
-    """Pagan with C from privately estimated scales (the seed's Algorithm 3 route, reconstructed
-    in `private_moments`): the first m = ceil(moment_frac n) records are held out, their
-    gradients at x0 (a public point) give private second moments (each squared coordinate
-    capped at moment_cap^2, one Gaussian release at (eps, delta), estimates floored at
-    moment_floor_mult times that release's noise std, below which a scale cannot be told from
-    0), C = Pagan's stylized optimum at sigma_hat = sqrt(estimate); Pagan then runs on the other
-    n - m records at (eps, delta) with T = c_T (n - m)^2 / b^2. The two parts read disjoint
-    records, so the run is (eps, delta)-DP by parallel composition [DERIVED]. The split, the
-    gradient point, the uniform cap and the floor are [CHOICE]s (knobs)."""
-
-    name = "pagan_private_scales"
-    description = "Pagan with C from privately estimated second moments (held-out records)"
-    scale_source = "private"
-    params_used = (*Pagan.params_used, "moment_frac", "moment_cap", "moment_floor_mult")
-    knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "moment_frac": 0.1,
-                                               "moment_cap": 1.0, "moment_floor_mult": 1.0}
-    claims = (Claim("pagan_private_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
-                    "Theorem 2 with C from Algorithm 3's private moments, stylized case",
-                    "Pagan's rate up to the estimate's accuracy (the moments-ratio constant r)"),)
-
-    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
-        p = super().resolve_params(problem, n, privacy)
-        if not p["moment_frac"] < 1:
-            raise ValueError(f"parameter moment_frac={p['moment_frac']!r} is invalid: must be in "
-                             "(0, 1), the fraction of records held out for the moments")
-        if n is not None and not 1 <= math.ceil(p["moment_frac"] * n) < n:
-            raise ValueError(f"parameter moment_frac={p['moment_frac']!r} is invalid with n={n}: "
-                             "it must hold out at least one record and leave at least one")
-        return p
-
-    def _take_sample(self, stream, n, p):
-        # the first m records held out, the next n - m for the steps (records: the same rows
-        # as taking n and splitting; counts: two consecutive takes, exact and disjoint)
-        m = math.ceil(float(p["moment_frac"]) * n)
-        return stream.take(m), stream.take(n - m)
-
-    def _estimate_scales(self, problem, held, sample, privacy, rng, rng_public, p):
-        tau = np.full(problem.d, float(p["moment_cap"]))
-        eps = privacy.eps if privacy.private else math.inf
-        # the capped squared coordinates' mean (per atom from counts), then one noisy release
-        mean, m = mapped_rows_mean(problem, np.asarray(problem.x0, dtype=float), held,
-                                   lambda g: capped_squares(g, tau), "second-moment cap")
-        std = moment_noise_std(tau, m, eps, privacy.delta)
-        est, _ = noisy_second_moments(mean, m, tau, eps, privacy.delta, rng,
-                                      floor=max(float(p["moment_floor_mult"]) * std, 1e-300))
-        p.update(moment_m=m, moment_noise_std=std)
-        return sample, pagan_diagonal_from_moments(est)
-
-
-class PaganPublicScales(Pagan):
-    """Pagan with C from public data (the seed's LSTM experiment's route): the second moments of
-    the gradients at x0 of `public_m` records drawn from the population by a child generator
-    (independent of the private sample, so no privacy cost), C = Pagan's stylized optimum at
-    their square roots (floored at 1e-12 of the largest, so C stays finite) [CHOICE]."""
-
-    name = "pagan_public_scales"
-    description = "Pagan with C from the second moments of public records"
-    scale_source = "public"
-    uses_public = True
-    params_used = (*Pagan.params_used, "public_m")
-    knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "public_m": 1000}
-    claims = (Claim("pagan_public_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
-                    "Theorem 2 with C from public second moments, stylized case",
-                    "Pagan's rate up to the estimate's accuracy"),)
-
-    def _estimate_scales(self, problem, held, sample, privacy, rng, rng_public, p):
-        public = problem.sample(int(p["public_m"]), rng_public)
-        second = np.mean(problem.per_sample_grads(np.asarray(problem.x0, dtype=float), public) ** 2,
-                         axis=0)
-        return sample, pagan_diagonal_from_moments(np.maximum(second, 1e-12 * second.max()))
-
-
-class PrivateSGDIsotropic(_EllipsoidMethod):
-    """The seed's "naive private SGD" baseline: A = I / B^2 (Euclidean clipping at B, isotropic
-    noise), Pasan's AdaGrad-norm step (module docstring)."""
-
-    name = "private_sgd_iso"
-    description = "private SGD baseline: isotropic clipping and noise, AdaGrad-norm step"
-    paper = _ASI + ", baseline"
-    step_rule = "pasan"
-    shaped = False
-    claims = (Claim("private_sgd_iso", "population", "excess_risk",
-                    (term("sqrt(d)/sqrt(n)", n=-1 / 2, d=1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
-                    _ASI, "Section 3 (isotropic baseline), stylized case",
-                    "baseline: diam_2 sqrt(d) G / (n eps), the isotropic value sqrt(d) sqrt(d) ||sigma||"),)
-
-
-class PrivateAdaGradIsotropic(_EllipsoidMethod):
-    """The seed's "private AdaGrad with A_k = I" baseline: isotropic clipping and noise,
-    Pagan's diagonal AdaGrad step (module docstring)."""
-
-    name = "private_adagrad_iso"
-    description = "private AdaGrad baseline: isotropic clipping and noise, diagonal AdaGrad step"
-    paper = _ASI + ", baseline"
-    step_rule = "pagan"
-    shaped = False
-    claims = (Claim("private_adagrad_iso", "population", "excess_risk",
-                    (term("n^-1/2", n=-1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
-                    _ASI, "Section 3 (isotropic baseline), stylized case",
-                    "baseline: diam_inf sum_j noise_j, d isotropic coordinates; the seed: behaves "
-                    "like private SGD even at eps = 4"),)
-
-
-def top_subspace(public_grads: np.ndarray, k: int) -> np.ndarray:
-    """The top-k eigenvectors (d x k, orthonormal columns) of the public gradients' second
-    moment (1/m) sum g g^T, from the SVD of the m x d matrix of gradients."""
-    _, _, vt = np.linalg.svd(public_grads, full_matrices=False)
-    return vt[:k].T
-
-
-class PDPSGD(_EllipsoidMethod):
-    """PDP-SGD (Zhou, Wu, Banerjee 2021, *Bypassing the Ambient Dimension: Private SGD with
-    Gradient Subspace Identification*, arXiv 2007.03813), the seed's baseline with k = 20 and
-    50: isotropic clipping and noise as private SGD, then the released gradient projected onto
-    the top-k eigenvectors of the second moment of gradients on public data (post-processing:
-    no privacy cost). How we estimate it [CHOICE]: `public_m` fresh records from the
-    population (public: a child generator of the run's, independent of the private sample),
-    their gradients at the current iterate, recomputed every `refresh` steps; the step is
-    Pasan's AdaGrad-norm, so the comparison isolates the noise geometry."""
-
-    name = "pdp_sgd"
-    description = "PDP-SGD: private SGD projected onto a public top-k gradient subspace"
-    paper = "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813), as the baseline of " + _ASI
-    step_rule = "pasan"
-    shaped = False
-    uses_public = True
-    params_used = (*_EllipsoidMethod.params_used, "k", "public_m", "refresh")
-    claims = (Claim("pdp_sgd", "population", "excess_risk",
-                    (term("n^-1/2", n=-1 / 2), term("sqrt(k)/(n eps)", n=-1.0, eps=-1.0)),
-                    "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813)",
-                    "their main theorem (rank-k gradient subspace), as the seed cites it",
-                    "baseline; its bound assumes gradients near a k-dimensional subspace"),)
-
-    def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
-        p = super().resolve_params(problem, n, privacy)
-        p["k"] = int(min(problem.d, float(self.overrides.get("k", 20))))
-        p["public_m"] = int(float(self.overrides.get("public_m", 1000)))
-        p["refresh"] = int(float(self.overrides.get("refresh", 1)))
-        return p
-
-    def _post_process(self, released, problem, x, t, rng_public, p):
-        if t % p["refresh"] == 0:  # t = 0 first: a run never reuses an earlier run's basis
-            public = problem.sample(p["public_m"], rng_public)
-            self._basis = top_subspace(problem.per_sample_grads(x, public), p["k"])
-        return self._basis @ (self._basis.T @ released)

@@ -41,7 +41,7 @@ from scipy import stats
 from algorithms import Privacy, get_algorithm
 from algorithms.privacy.accounting.gdp import gdp_mu
 from algorithms.privacy.mechanisms import TreeMechanism, clip_rows
-from algorithms.sosp.spider import o1_leaf, o2_leaf
+from algorithms.sosp.engine import o1_leaf, o2_leaf
 from problems import get_problem
 
 

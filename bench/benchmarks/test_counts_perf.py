@@ -30,7 +30,7 @@ import pytest
 
 from algorithms import Privacy, get_algorithm
 from algorithms.privacy.mechanisms import TreeMechanism
-from algorithms.sosp.spider import o2_leaf
+from algorithms.sosp.engine import o2_leaf
 from analysis.metrics import target_monitor
 from problems import get_problem
 from problems.counts.stream import CountsStream, ReferenceCountsStream

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from algorithms import Privacy, get_algorithm
-from algorithms.adaptive_noise.ellipsoid import project_ellipsoid
+from algorithms.adaptive_noise.projections import project_ellipsoid
 from problems import get_problem
 
 
