@@ -26,7 +26,8 @@ import numpy as np
 
 from algorithms.privacy.mechanisms import clip_rows
 from problems.counts.dataset import CountsModeError, layout_kind
-from problems.counts.stream import CountsBatch, CountsClipError, require_identity_clip
+from problems.counts.layouts import CountsBatch
+from problems.counts.stream import CountsClipError, require_identity_clip
 
 
 def _present(problem: Any, batch: CountsBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

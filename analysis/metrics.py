@@ -14,7 +14,7 @@ import pandas as pd
 from scipy.sparse.linalg import LinearOperator, eigsh
 
 from problems.base import Problem
-from problems.counts.stream import CountsBatch
+from problems.counts.layouts import CountsBatch
 
 #: Thresholds of the samples-to-accuracy curve: a fixed log grid (8 per decade, 1e-4 .. 10).
 THRESHOLDS = np.logspace(-4, 1, 41)

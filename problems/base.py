@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from problems.counts.stream import CountsBatch, CountsLayout, CountsStream
+from problems.counts.layouts import CountsBatch, CountsLayout
+from problems.counts.stream import CountsStream
 from problems.streams import ArrayStream, DataStream, StreamBase
 
 #: How a stream hands out data: "records" (rows) or "counts" (exact batch statistics).

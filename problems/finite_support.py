@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from problems.counts.stream import BinaryCoordinates, Categorical, CountsBatch
+from problems.counts.layouts import BinaryCoordinates, Categorical, CountsBatch
 
 
 class TwoPointCoordinates:

@@ -13,13 +13,8 @@ from scipy import stats
 
 import problems
 from algorithms import Privacy, get_algorithm
-from problems.counts.stream import (
-    BinaryCoordinates,
-    Categorical,
-    CountsClipError,
-    CountsStream,
-    MaterializedStream,
-)
+from problems.counts.layouts import BinaryCoordinates, Categorical
+from problems.counts.stream import CountsClipError, CountsStream, MaterializedStream
 from problems.separable import HardValley
 
 

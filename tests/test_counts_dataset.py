@@ -30,7 +30,8 @@ from problems.counts.dataset import (
     thin,
     without_replacement,
 )
-from problems.counts.stream import CountsBatch, CountsClipError
+from problems.counts.layouts import CountsBatch
+from problems.counts.stream import CountsClipError
 
 COUNTS = np.array([3000, 1500, 400, 100])  # a data set of 5000 records over 4 atoms
 N = int(COUNTS.sum())

@@ -12,13 +12,9 @@ import pytest
 
 from bench.store import Store, StoreError
 from problems.counts import kernels as K
-from problems.counts.stream import (
-    STREAM_VERSION,
-    BinaryCoordinates,
-    Categorical,
-    CountsStream,
-    ReferenceCountsStream,
-)
+from problems.counts import philox as P
+from problems.counts.layouts import BinaryCoordinates, Categorical
+from problems.counts.stream import STREAM_VERSION, CountsStream, ReferenceCountsStream
 
 
 def _pair(key: np.ndarray, counter: np.ndarray) -> tuple[np.random.Generator, np.ndarray]:
@@ -27,7 +23,7 @@ def _pair(key: np.ndarray, counter: np.ndarray) -> tuple[np.random.Generator, np
     state = bg.state
     state["state"]["counter"][:] = counter
     bg.state = state
-    st = np.zeros(K.STATE_WORDS, dtype=np.uint64)
+    st = np.zeros(P.STATE_WORDS, dtype=np.uint64)
     st[0:4], st[4:6], st[10] = counter, key, 4
     return np.random.Generator(bg), st
 
@@ -42,7 +38,7 @@ def test_philox_words_match_numpy_across_a_counter_carry():
     for counter in (np.array([0, 5, 7, 9], np.uint64), np.array([2**64 - 2, 2**64 - 1, 3, 0], np.uint64)):
         g, st = _pair(key, counter)
         want = g.bit_generator.random_raw(41)
-        np.testing.assert_array_equal(np.array([K.next_uint64(st) for _ in range(41)], np.uint64), want)
+        np.testing.assert_array_equal(np.array([P.next_uint64(st) for _ in range(41)], np.uint64), want)
 
 
 def test_hypergeometric_matches_numpy_bit_for_bit():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import problems
-from problems.counts.stream import CountsBatch
+from problems.counts.layouts import CountsBatch
 from problems.glm import GLM
 
 LINKS = ["logistic", "sigmoid"]

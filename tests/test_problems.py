@@ -116,7 +116,7 @@ def test_stated_constants_hold_on_random_pairs(name, seed, spread):
 def test_constants_are_tight_enough_to_matter():
     """A wrong (too small) constant would be caught: the grid maximum of |phi'''| reaches
     rho_phi within 1% for the valley (the mutation rho_phi = 1.3 fails the property test)."""
-    from problems.separable import ValleyProfile
+    from problems.profiles import ValleyProfile
     prof = ValleyProfile(w=1.0, beta=1e-4)
     u = np.linspace(-5, 5, 200001)
     h = 1e-4

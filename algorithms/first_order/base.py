@@ -38,7 +38,8 @@ from algorithms.privacy.faults import check_faults
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 from problems.counts.dataset import require_resampling_exact
-from problems.counts.stream import CountsBatch, CountsStream
+from problems.counts.layouts import CountsBatch
+from problems.counts.stream import CountsStream
 
 _INT_PARAMS = ("T", "b")
 

@@ -24,7 +24,7 @@ from algorithms.privacy.accounting.gdp import calibrate
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.privacy.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from problems.base import Problem
-from problems.counts.stream import CountsBatch
+from problems.counts.layouts import CountsBatch
 
 
 class _ReusingStream:

@@ -50,7 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from problems.counts.stream import BinaryCoordinates, Categorical, CountsBatch, MaterializedStream
+from problems.counts.layouts import BinaryCoordinates, Categorical, CountsBatch
+from problems.counts.stream import MaterializedStream
 
 #: numpy's hypergeometric draws need ngood, nbad < 1e9 (its documented limit).
 HYPERGEOMETRIC_MAX = 10**9 - 1

@@ -45,162 +45,28 @@ calls of 64 x m draws), the cost that dominates from k ~ 1e11 on.
 from __future__ import annotations
 
 import hashlib
-import math
-from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from problems.counts import kernels as _kernels
+from problems.counts.layouts import BinaryCoordinates, Categorical, CountsBatch, CountsLayout
+from problems.counts.philox import STATE_WORDS
 from problems.streams import StreamBase, parse_budget, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
 BLOCK_LEVELS = 29
-#: Records per leaf: 2^LEAF_LEVELS, arranged at once (part of the stream's definition), for
-#: layouts that do not set their own `leaf_levels` (BinaryCoordinates: 4 since version 2).
-LEAF_LEVELS = 8
 #: The stream's construction (block / leaf sizes, draw order). Version 1: leaves of 2^8 for
 #: every layout; version 2: BinaryCoordinates' leaves hold 2^4 records.
 #: Stores record it (bench.store) and a sweep refuses to resume a store of another version.
 STREAM_VERSION = 2
 #: Blocks whose root counts are drawn together (one Philox counter per group).
 BLOCKS_PER_SUPER = 64
-#: Above this many coordinates one vectorized hypergeometric call beats a scalar loop
-#: (measured: ~45 us fixed cost per array call, ~1-2 us per scalar call).
-_VECTOR_SPLIT_MIN = 24
 _ROOT_TAG = 2**63  # counter word marking the block-root draws (node levels are < 64)
 
 
 class CountsClipError(ValueError):
     """Counts mode was asked to stand in for a clip that is not the identity."""
-
-
-@dataclass(frozen=True)
-class CountsBatch:
-    """The value counts of `k` consecutive records (shape and meaning set by the layout)."""
-
-    k: int
-    counts: np.ndarray
-
-    def __len__(self) -> int:
-        return self.k
-
-
-class CountsLayout(ABC):
-    """How one record's values are counted: the shape of a counts array and its draws."""
-
-    shape: tuple[int, ...]
-    #: Records per leaf of the counts tree: 2^leaf_levels (part of the stream's definition).
-    leaf_levels: int = LEAF_LEVELS
-
-    @abstractmethod
-    def roots(self, rng: np.random.Generator, n_blocks: int, size: int) -> np.ndarray:
-        """Counts of `n_blocks` independent blocks of `size` i.i.d. records, (n_blocks, *shape)."""
-
-    @abstractmethod
-    def split(self, rng: np.random.Generator, counts: np.ndarray, size: int) -> np.ndarray:
-        """Counts of the first size/2 records of a node of `size` records holding `counts`."""
-
-    @abstractmethod
-    def arrange(self, rng: np.random.Generator, counts: np.ndarray, size: int) -> np.ndarray:
-        """A uniformly random arrangement of a node of `size` records holding `counts`, in a
-        form `arranged_prefix` reads."""
-
-    @abstractmethod
-    def arranged_prefix(self, arrangement: np.ndarray, r: int) -> np.ndarray:
-        """Counts of the first r records of an arrangement."""
-
-    @abstractmethod
-    def check(self, counts: np.ndarray, k: int) -> None:
-        """Raise ValueError unless `counts` can be the counts of k records."""
-
-
-class BinaryCoordinates(CountsLayout):
-    """Records with m independent two-point coordinates; coordinate j is "high" with
-    probability p[j]. counts[j] = number of records whose coordinate j is high."""
-
-    kernel_kind = _kernels.BINARY  # the compiled walk of `CountsStream` draws as split/arrange
-    #: A leaf's arrangement costs records x coordinates, a level of splits coordinates: leaves
-    #: of 2^4 minimize the compiled walk's cost per take (measured, issue 27; 2^8 before).
-    leaf_levels = 4
-
-    def __init__(self, p: np.ndarray | list[float]) -> None:
-        p = np.asarray(p, dtype=float)
-        if p.ndim != 1 or len(p) < 1 or not np.all((p > 0) & (p < 1)):
-            raise ValueError(f"p={p!r} is invalid: must be a 1-d array of probabilities in (0, 1)")
-        self.p = p
-        self.shape = (len(p),)
-
-    def roots(self, rng, n_blocks, size):
-        return rng.binomial(size, self.p, size=(n_blocks, len(self.p))).astype(np.int64)
-
-    def split(self, rng, counts, size):
-        half = size >> 1
-        if len(counts) >= _VECTOR_SPLIT_MIN:
-            out = np.where(counts == size, half, 0).astype(np.int64)
-            mixed = (counts > 0) & (counts < size)
-            c = counts[mixed]
-            out[mixed] = rng.hypergeometric(c, size - c, half)
-            return out
-        # Empty and full nodes split deterministically; only the rest need a draw.
-        draw = rng.hypergeometric
-        return np.array([draw(c, size - c, half) if 0 < c < size else (half if c else 0)
-                         for c in counts.tolist()], dtype=np.int64)
-
-    def arrange(self, rng, counts, size):
-        # Row j of a uniformly random permutation (Fisher-Yates, exact): the positions holding
-        # its c_j smallest values are a uniformly random c_j-subset.
-        ranks = rng.permuted(np.broadcast_to(np.arange(size), (len(counts), size)), axis=1)
-        return ranks < counts[:, None]  # (m, size): which records are high
-
-    def arranged_prefix(self, arrangement, r):
-        return np.count_nonzero(arrangement[:, :r], axis=1).astype(np.int64)
-
-    def check(self, counts, k):
-        if counts.shape != self.shape or np.any(counts < 0) or np.any(counts > k):
-            raise ValueError(f"counts of shape {counts.shape} are invalid for {k} records: must "
-                             f"have shape {self.shape} with entries in [0, {k}]")
-
-
-class Categorical(CountsLayout):
-    """Records that are one of K atoms, atom i with probability p[i]; counts[i] = records
-    equal to atom i (they sum to k)."""
-
-    kernel_kind = _kernels.CATEGORICAL
-
-    def __init__(self, p: np.ndarray | list[float]) -> None:
-        p = np.asarray(p, dtype=float)
-        if p.ndim != 1 or len(p) < 1 or np.any(p < 0) or not math.isclose(p.sum(), 1.0, rel_tol=1e-9):
-            raise ValueError(f"p of length {np.size(p)} is invalid: must be a 1-d probability vector")
-        self.p = p / p.sum()
-        self.shape = (len(p),)
-
-    def roots(self, rng, n_blocks, size):
-        return rng.multinomial(size, self.p, size=n_blocks).astype(np.int64)
-
-    def split(self, rng, counts, size):
-        out = np.zeros_like(counts)
-        # Only atoms present in the node can be drawn; small nodes are sparse.
-        present = np.flatnonzero(counts)
-        if len(present) == 1:
-            out[present] = size >> 1
-        elif len(present):
-            out[present] = rng.multivariate_hypergeometric(counts[present], size >> 1,
-                                                           method="marginals")
-        return out
-
-    def arrange(self, rng, counts, size):
-        present = np.flatnonzero(counts)
-        return rng.permutation(np.repeat(present, counts[present]))  # atom of each record
-
-    def arranged_prefix(self, arrangement, r):
-        return np.bincount(arrangement[:r], minlength=self.shape[0]).astype(np.int64)
-
-    def check(self, counts, k):
-        if counts.shape != self.shape or np.any(counts < 0) or int(counts.sum()) != k:
-            raise ValueError(f"counts of shape {counts.shape} are invalid for {k} records: must "
-                             f"have shape {self.shape}, entries >= 0, sum {k}")
 
 
 class CountsStream(StreamBase):
@@ -359,7 +225,7 @@ class CountsStream(StreamBase):
     # -- the compiled walk (same nodes, same draws as the loop above) ---------------------
     def _init_path(self) -> None:
         rows, m = self.levels + 1, self.layout.shape[0]
-        self._st = np.zeros(_kernels.STATE_WORDS, dtype=np.uint64)
+        self._st = np.zeros(STATE_WORDS, dtype=np.uint64)
         self._st[4:6] = self._bitgen.state["state"]["key"]
         self._pidx = np.zeros(rows, dtype=np.int64)
         self._pvalid = np.zeros(rows, dtype=np.bool_)
@@ -491,6 +357,5 @@ def require_identity_clip(oracle: str, clip: float, bound: float) -> None:
             "problem's stated constants are too small here): run with data='records'")
 
 
-__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "LEAF_LEVELS", "STREAM_VERSION", "BinaryCoordinates",
-           "Categorical", "CountsBatch", "CountsClipError", "CountsLayout", "CountsStream",
+__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "STREAM_VERSION", "CountsClipError", "CountsStream",
            "MaterializedStream", "ReferenceCountsStream", "require_identity_clip"]
