@@ -1,0 +1,117 @@
+"""The regime gate before the run (analysis.regime_forecast), against closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+from algorithms import get_algorithm
+from algorithms.claims import Claim, term
+from analysis import regime_forecast as rf
+from problems import get_problem
+
+
+def _claim(*terms) -> Claim:
+    return Claim("x", "population", "grad_norm", tuple(terms), "paper", "thm")
+
+
+def test_term_value_closed_forms():
+    t = term("(sqrt(d)/(n eps))^(1/2)", privacy=0.5)
+    assert rf.term_value(t, 1e6, 16, 0.5) == pytest.approx((4 / 5e5) ** 0.5, rel=1e-14)
+    t2 = term("sqrt(rank)/(n eps)", rank=0.5, n=-1.0, eps=-1.0)
+    assert rf.term_value(t2, 1e4, 100, 2.0, rank=9) == pytest.approx(3 / 2e4, rel=1e-14)
+    # non-private: every term in 1/eps vanishes, the statistical one stays
+    assert rf.term_value(t, 1e6, 16, math.inf) == 0.0
+    assert rf.term_value(t2, 1e4, 100, math.inf, rank=9) == 0.0
+    assert rf.term_value(term("n^-1/3", n=-1 / 3), 1e6, 16, math.inf) == pytest.approx(1e-2)
+    with pytest.raises(ValueError, match="rank"):
+        rf.term_value(t2, 1e4, 100, 2.0)
+
+
+def test_binding_n_single_term_is_the_closed_form():
+    # (sqrt(d)/(n eps))^p = 0.1 s  <=>  n = sqrt(d)/eps (0.1 s)^(-1/p)
+    p, d, eps, s = 3 / 7, 100.0, 0.1, 0.915
+    c = _claim(term("(sqrt(d)/(n eps))^(3/7)", privacy=p))
+    want = math.sqrt(d) / eps * (0.1 * s) ** (-1 / p)
+    assert rf.binding_n(c, d, eps, s) == pytest.approx(want, rel=1e-8)
+
+
+def test_binding_n_two_terms_against_brentq():
+    c = get_algorithm("adaptive_tree_spider").claims[0]  # n^-1/3 + (sqrt(d)/(n eps))^(1/2)
+    d, eps, s = 10.0, 0.1, 0.915
+    def f(logn: float) -> float:
+        return math.exp(logn) ** (-1 / 3) + (math.sqrt(d) / (math.exp(logn) * eps)) ** 0.5 - 0.0915
+
+    want = math.exp(brentq(f, 0.0, 200.0, xtol=1e-14))
+    got = rf.binding_n(c, d, eps, s)
+    assert got == pytest.approx(want, rel=1e-8)
+    assert rf.claim_bound(c, got * (1 - 1e-6), d, eps) > 0.0915 >= rf.claim_bound(c, got, d, eps)
+    # a term without n never falls: no n binds
+    assert rf.binding_n(_claim(term("d", d=1.0)), 10.0, 0.1, 5.0) == math.inf
+    with pytest.raises(ValueError, match="start"):
+        rf.binding_n(c, d, eps, 0.0)
+
+
+def test_crossover_n_closed_form():
+    # n^-1/3 = (sqrt(d)/(n eps))^(1/2)  <=>  n = (sqrt(d)/eps)^3
+    c = get_algorithm("adaptive_tree_spider").claims[0]
+    assert rf.crossover_n(c, 16.0, 0.5) == pytest.approx((4 / 0.5) ** 3, rel=1e-9)
+    # n^-1/2 = sqrt(rank)/(n eps)  <=>  n = rank / eps^2
+    jl = get_algorithm("jl_recursive_regularization").claims[0]
+    assert rf.crossover_n(jl, 50.0, 0.2, rank=5) == pytest.approx(5 / 0.04, rel=1e-9)
+    assert rf.crossover_n(c, 16.0, math.inf) is None
+    assert rf.crossover_n(get_algorithm("dp_gd").claims[0], 16.0, 0.5) is None
+
+
+def test_start_metric_closed_forms():
+    prob = get_problem("hard_valley", d=10)
+    from analysis.metrics import sosp_alpha
+
+    x0 = np.asarray(prob.x0, float)
+    # hard_valley starts at a strict saddle: alpha = lambda_min^2 / rho (no gradient)
+    lam = float(np.linalg.eigvalsh(prob.population_hessian(x0))[0])
+    assert rf.start_metric(prob, "alpha_sosp") == pytest.approx(lam**2 / prob.constants.rho, rel=1e-9)
+    assert rf.start_metric(prob, "alpha_sosp") == pytest.approx(sosp_alpha(prob, x0)["alpha"])
+    # finite differences of F for the gradient norm
+    h = 1e-6
+    e = np.eye(prob.d)
+    g = np.array([(prob.population_loss(x0 + h * e[i]) - prob.population_loss(x0 - h * e[i])) / (2 * h)
+                  for i in range(prob.d)])
+    assert rf.start_metric(prob, "grad_norm") == pytest.approx(np.linalg.norm(g), abs=1e-6)
+    with pytest.raises(ValueError, match="metric"):
+        rf.start_metric(prob, "loss")
+
+
+def test_a_saturated_window_is_forecast_not_in_regime():
+    c = get_algorithm("adaptive_tree_spider").claims[0]
+    s = 0.915
+    # error view on privacy: tiny n, the bound is above the start: ceiling at every point
+    pts = [(math.sqrt(10) / (n * 0.1), n, 10.0, 0.1) for n in (1e2, 1e3, 1e4)]
+    fc = rf.forecast_points(c, "error", pts, s)
+    assert all(p.ceiling for p in fc)
+    reason = rf.forecast_reason(fc, s, "alpha_sosp", private=True)
+    assert reason.startswith("ceiling") and "3 of 3" in reason
+    # huge n at eps = 10: the statistical term n^-1/3 outweighs the privacy term: floor
+    pts = [(math.sqrt(10) / (n * 10.0), n, 10.0, 10.0) for n in (1e10, 1e11)]
+    fc = rf.forecast_points(c, "error", pts, s)
+    assert not any(p.ceiling for p in fc) and all(p.statistical_dominates for p in fc)
+    assert rf.forecast_reason(fc, s, "alpha_sosp", private=True).startswith("floor")
+    # in between (n where the bound is below s/10 and the privacy term dominates): passes
+    lo = rf.binding_n(c, 10.0, 0.1, s)
+    hi = rf.crossover_n(c, 10.0, 0.1)
+    assert lo < hi
+    ns = np.geomspace(lo * 1.01, hi * 0.99, 4)
+    fc = rf.forecast_points(c, "error", [(math.sqrt(10) / (n * 0.1), n, 10.0, 0.1) for n in ns], s)
+    assert rf.forecast_reason(fc, s, "alpha_sosp", private=True) == ""
+
+
+def test_sample_complexity_points_invert_the_bound():
+    c = get_algorithm("gaussian_spider").claims[0]
+    s = 0.915
+    pts = [(0.01, math.nan, 10.0, 0.1), (0.5, math.nan, 10.0, 0.1)]
+    fc = rf.forecast_points(c, "sample_complexity", pts, s)
+    assert rf.claim_bound(c, fc[0].n, 10.0, 0.1) == pytest.approx(0.01, rel=1e-8)
+    assert not fc[0].ceiling and fc[1].ceiling  # a target above a tenth of the start is a ceiling
