@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from algorithms.claims import Claim, RateTerm
 
 #: A claim binds where its bound is below this fraction of the start's metric (issue 28: "first
@@ -116,8 +118,6 @@ def start_metric(problem: Any, metric: str) -> float:
     """The claim's metric at the problem's start x0, from the exact population oracles:
     alpha_SOSP, ||grad F(x0)|| (for emp_grad_norm too: the empirical gradient at x0 is an
     average of records whose mean is grad F(x0)), or F(x0) - min F."""
-    import numpy as np
-
     from analysis.metrics import sosp_alpha
 
     x0 = np.asarray(problem.x0, dtype=float)
@@ -189,3 +189,131 @@ def forecast_reason(points: list[PointForecast], start: float, metric: str, priv
 def describe_n(n: float) -> str:
     """An n for a verdict line: "1.2e+13", or "no n" for inf."""
     return "no n" if not math.isfinite(n) else f"{n:.2g}"
+
+
+def _spider_split(cls: Any, problem: Any, d: int, eps: float, delta: float, calibration: str,
+                  alpha: float) -> tuple[float, float]:
+    """The Spiders' own rules at a target alpha: (privacy part, statistical part) of the sample
+    budget, i.e. theory_budget(eps) - theory_budget(inf) and theory_budget(inf), knobs at 1."""
+    from algorithms import Privacy
+    from algorithms.sosp.spider import KNOB_DEFAULTS
+
+    def budget(e: float) -> float:
+        p = cls.theory_params(problem.constants, None, d, Privacy(e, delta, calibration),
+                              target_alpha=alpha, **KNOB_DEFAULTS)
+        return float(p["theory_budget"])
+
+    stat = budget(math.inf)
+    return max(budget(eps) - stat, 0.0), stat
+
+
+def _cell_value(cell: Any, key: str) -> Any:
+    if key in ("problem", "algorithm", "n", "d", "eps", "delta", "target_alpha", "calibration"):
+        return getattr(cell, key)
+    return dict(cell.problem_params).get(key, dict(cell.params).get(key))
+
+
+def _matches(cell: Any, where: dict[str, Any]) -> bool:
+    for k, v in where.items():
+        got = _cell_value(cell, k)
+        if k in ("problem", "algorithm"):
+            if got != v:
+                return False
+        elif got is None or not math.isclose(float(got), math.inf if v == "inf" else float(v)):
+            return False
+    return True
+
+
+def _x_of(x: str, n: float, d: float, eps: float, rank: float | None) -> float:
+    if x == "privacy":
+        return math.sqrt(d) / (n * eps)
+    if x == "rank":
+        return math.nan if rank is None else float(rank)
+    return {"n": n, "d": d, "eps": eps}[x]
+
+
+#: The cell fields a fit against x folds into one curve (as `analysis.claims.FOLDED` groups).
+_FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"}, "alpha": set(),
+           "rank": {"rank"}}
+
+
+def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[str, Any]]:
+    """The regime forecast of one declared fit over a spec's cells: one row per curve the fit
+    draws (algorithm, problem, instance and whatever of d, eps the fit's x does not fold), with
+    its design points in the window, the verdict ("in regime" or why not), the largest n at
+    which the claim first binds over the curve's settings (`binding_n`), where its two terms
+    cross (`crossover_n`, at the curve's first setting) and what the balance rests on
+    (`source`: the Spiders' own budget rules in the samples-to-target view, else the claim's
+    terms with constants at 1). `metric_of(fit, algorithm)` names the metric the fit measures."""
+    from algorithms import get_algorithm
+    from problems import get_problem, get_problem_class
+
+    lo, hi = fit.window
+    folded = _FOLDED.get(fit.x, set())
+    groups: dict[tuple, set] = {}
+    for c in cells:
+        if not _matches(c, fit.where):
+            continue
+        if not math.isfinite(c.eps) and fit.x in ("privacy", "eps"):
+            continue
+        per_target = get_problem_class(c.problem).per_target_param  # one curve across targets
+        pparams = tuple(kv for kv in c.problem_params
+                        if not (fit.x == "rank" and kv[0] == "rank") and kv[0] != per_target)
+        key = (c.algorithm, c.problem, pparams, None if "d" in folded else c.d,
+               None if "eps" in folded else c.eps, c.delta, c.calibration)
+        groups.setdefault(key, set()).add((c.n, c.d, c.eps, c.target_alpha, c.problem_params))
+    problems: dict[tuple, Any] = {}
+
+    def instance(name: str, d: int, pparams: tuple) -> Any:
+        if (name, d, pparams) not in problems:
+            problems[name, d, pparams] = get_problem(name, d=int(d), **dict(pparams))
+        return problems[name, d, pparams]
+
+    rows = []
+    for (alg, prob_name, _pp, d_key, eps_key, delta, calibration), design in sorted(groups.items(),
+                                                                                    key=str):
+        cls = get_algorithm(alg)
+        metric = metric_of(fit, alg)
+        claim = next((c for c in getattr(cls, "claims", ()) if c.metric == metric), None)
+        row = {"fit": fit.name, "algorithm": alg, "problem": prob_name, "d": d_key, "eps": eps_key}
+        if claim is None:
+            rows.append({**row, "points": 0, "forecast": f"no claim of {alg} on {metric}",
+                         "binding_n": math.nan, "crossover_n": math.nan, "source": ""})
+            continue
+        settings = sorted({(d, eps, pp) for _n, d, eps, _a, pp in design}, key=str)
+        pts: list[PointForecast] = []
+        starts, binds = [], []
+        source = "claim's terms, constants at 1"
+        for d, eps, pp in settings:
+            problem = instance(prob_name, d, pp)
+            rank = getattr(problem, "rank", None)
+            start = start_metric(problem, metric)
+            starts.append(start)
+            binds.append(binding_n(claim, d, eps, start, rank))
+            mine = [r for r in design if (r[1], r[2], r[4]) == (d, eps, pp)]
+            if fit.view == "sample_complexity":
+                alphas = sorted({a for *_, a, _p in mine
+                                 if a is not None and lo * (1 - 1e-9) <= a <= hi * (1 + 1e-9)})
+                if not alphas:  # budget cells: the thresholds across the window
+                    alphas = [float(a) for a in np.geomspace(lo, hi, 5)]
+                here = forecast_points(claim, "sample_complexity",
+                                       [(a, math.nan, d, eps) for a in alphas], start, rank)
+                if getattr(cls, "family", "") == "sosp_spider" and math.isfinite(eps):
+                    split = [_spider_split(cls, problem, int(d), eps, delta, calibration, a)
+                             for a in alphas]
+                    here = [PointForecast(p.x, p.n, p.d, p.eps, pv, sv, p.bound, p.ceiling, sv > pv)
+                            for p, (pv, sv) in zip(here, split, strict=True)]
+                    source = "the rules' sample budget (private part against non-private), knobs at 1"
+            else:
+                xs = sorted({(_x_of(fit.x, float(n), float(d), float(eps), rank), float(n))
+                             for n, *_ in mine if n is not None})
+                xs = [(x, n) for x, n in xs if lo * (1 - 1e-9) <= x <= hi * (1 + 1e-9)]
+                here = forecast_points(claim, "error", [(x, n, d, eps) for x, n in xs], start, rank)
+            pts.extend(here)
+        d0, eps0, pp0 = settings[0]
+        reason = forecast_reason(pts, min(starts), metric, private=math.isfinite(eps0))
+        cross = crossover_n(claim, d0, eps0, getattr(instance(prob_name, d0, pp0), "rank", None))
+        rows.append({**row, "points": len(pts), "forecast": reason or "in regime",
+                     "binding_n": max(binds), "crossover_n": math.nan if cross is None else cross,
+                     "source": source})
+    return rows

@@ -115,3 +115,32 @@ def test_sample_complexity_points_invert_the_bound():
     fc = rf.forecast_points(c, "sample_complexity", pts, s)
     assert rf.claim_bound(c, fc[0].n, 10.0, 0.1) == pytest.approx(0.01, rel=1e-8)
     assert not fc[0].ceiling and fc[1].ceiling  # a target above a tenth of the start is a ceiling
+
+
+def test_forecast_fit_over_spec_cells():
+    """A whole fit: the headline's window passes on the Spiders' own budget rules; the same
+    fit moved to targets near the start saddle is forecast "ceiling"; an algorithm without a
+    claim on the metric says so; the folded x gives one row per curve."""
+    from analysis.claims import fit_metric
+    from analysis.declarations import FitSpec
+    from bench.cells import Cell
+
+    def cells(targets, algs=("adaptive_tree_spider", "gaussian_spider", "tree_spider")):
+        return [Cell("hard_valley", (), a, (), None, 10, 0.1, 1e-6, r, "theory", 1, t)
+                for a in algs for t in targets for r in range(2)]
+
+    fit = FitSpec("f", "sample_complexity", "alpha", "samples_to_target", (0.009, 0.09), "theory")
+    rows = {r["algorithm"]: r for r in rf.forecast_fit(fit, cells([0.09, 0.03, 0.009]), fit_metric)}
+    assert rows["adaptive_tree_spider"]["forecast"] == "in regime"
+    assert rows["adaptive_tree_spider"]["points"] == 3
+    assert rows["adaptive_tree_spider"]["source"].startswith("the rules' sample budget")
+    assert rows["tree_spider"]["forecast"].startswith("no claim")
+    high = FitSpec("f", "sample_complexity", "alpha", "samples_to_target", (0.1, 0.4), "theory")
+    rows = rf.forecast_fit(high, cells([0.4, 0.2, 0.1]), fit_metric)
+    assert all(r["forecast"].startswith("ceiling") for r in rows if r["points"])
+    # the error view against privacy folds n, d and eps into one curve per algorithm
+    err = FitSpec("e", "error", "privacy", "alpha_best", (1e-12, 1.0), "theory")
+    grid = [Cell("hard_valley", (), "adaptive_tree_spider", (), n, d, e, 1e-6, 0, "theory", 1)
+            for n in (10**6, 10**8) for d in (10, 20) for e in (0.1, 1.0)]
+    rows = rf.forecast_fit(err, grid, fit_metric)
+    assert len(rows) == 1 and rows[0]["points"] == 8 and rows[0]["d"] is None
