@@ -170,8 +170,10 @@ def forecast_points(claim: Claim, view: str, points: Iterable[tuple[float, float
     return out
 
 
-def forecast_reason(points: list[PointForecast], start: float, metric: str, private: bool) -> str:
-    """"" when every point passes, else why the window is not in the claim's regime."""
+def forecast_reason(points: list[PointForecast], start: float, metric: str, private: bool,
+                    balance: str = "the claim's statistical term outweighs its privacy term") -> str:
+    """"" when every point passes, else why the window is not in the claim's regime
+    (`balance` says what a floor point's two parts are)."""
     if not points:
         return "no design point in the window"
     reasons = []
@@ -181,8 +183,7 @@ def forecast_reason(points: list[PointForecast], start: float, metric: str, priv
                        f"{metric} ({start:.3g}) at {len(ceil)} of {len(points)} design points")
     stat = [p for p in points if p.statistical_dominates]
     if private and stat:
-        reasons.append(f"floor: the claim's statistical term outweighs its privacy term at "
-                       f"{len(stat)} of {len(points)} design points")
+        reasons.append(f"floor: {balance} at {len(stat)} of {len(points)} design points")
     return "; ".join(reasons)
 
 
@@ -284,6 +285,7 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[st
         pts: list[PointForecast] = []
         starts, binds = [], []
         source = "claim's terms, constants at 1"
+        balance = "the claim's statistical term outweighs its privacy term"
         for d, eps, pp in settings:
             problem = instance(prob_name, d, pp)
             rank = getattr(problem, "rank", None)
@@ -304,6 +306,7 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[st
                     here = [PointForecast(p.x, p.n, p.d, p.eps, pv, sv, p.bound, p.ceiling, sv > pv)
                             for p, (pv, sv) in zip(here, split, strict=True)]
                     source = "the rules' sample budget (private part against non-private), knobs at 1"
+                    balance = "the rules' non-private sample budget outweighs their privacy part"
             else:
                 xs = sorted({(_x_of(fit.x, float(n), float(d), float(eps), rank), float(n))
                              for n, *_ in mine if n is not None})
@@ -311,7 +314,7 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[st
                 here = forecast_points(claim, "error", [(x, n, d, eps) for x, n in xs], start, rank)
             pts.extend(here)
         d0, eps0, pp0 = settings[0]
-        reason = forecast_reason(pts, min(starts), metric, private=math.isfinite(eps0))
+        reason = forecast_reason(pts, min(starts), metric, math.isfinite(eps0), balance)
         cross = crossover_n(claim, d0, eps0, getattr(instance(prob_name, d0, pp0), "rank", None))
         rows.append({**row, "points": len(pts), "forecast": reason or "in regime",
                      "binding_n": max(binds), "crossover_n": math.nan if cross is None else cross,
