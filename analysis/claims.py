@@ -34,7 +34,7 @@ import pandas as pd
 
 from algorithms import get_algorithm
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis import rates
+from analysis import envelope, paired, rates, two_term, verdicts
 from analysis.declarations import FitSpec, StoreData
 from analysis.privacy_checks.ledger import UNVERIFIED_MARK, unverified_algorithms
 from problems import character as problem_character
@@ -293,10 +293,10 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         # point is lost only when its median is censored); error view: all repetitions.
         if (mode == "tuned" and sub["combo"].nunique() > 1) or fit.view == "sample_complexity":
             labels = sorted(sub["combo"].unique())
-            res = rates.envelope_fit(sub["x"].to_numpy(), sub["combo"].map(labels.index).to_numpy(),
-                                     sub["rep"].to_numpy(), sub["y"].to_numpy(), group=group,
-                                     x=fit.x, y=fit.y, window=fit.window, n_boot=n_boot, rng=rng,
-                                     combo_labels=labels)
+            res = envelope.envelope_fit(sub["x"].to_numpy(), sub["combo"].map(labels.index).to_numpy(),
+                                        sub["rep"].to_numpy(), sub["y"].to_numpy(), group=group,
+                                        x=fit.x, y=fit.y, window=fit.window, n_boot=n_boot, rng=rng,
+                                        combo_labels=labels)
         else:
             res = rates.fit_points(sub["x"].to_numpy(), sub["y"].to_numpy(), group=group, x=fit.x,
                                    y=fit.y, window=fit.window, n_boot=n_boot, rng=rng)
@@ -335,9 +335,9 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         row.update(n_stuck=stuck, alpha_x0=x0, alpha_top=top)
         if fit.view == "error" and fit.x == "privacy":
             row.update(_two_term(data, sub, fit, mode, res, rng))
-        verdict = rates.verdict(res, predicted, fit.view, fit.x)
+        verdict = verdicts.verdict(res, predicted, fit.view, fit.x)
         rules = rules_prediction(sub, fit, data.spec.calibration)
-        rules_verdict = rates.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
+        rules_verdict = verdicts.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
         if verdict.endswith("than claimed") and rules_verdict == "consistent":
             verdict = UP_TO_LOGS
         # The regime gate (issue 28, point 1) is applied to the whole table below, from the
@@ -417,10 +417,10 @@ def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: 
     claim = matching_claim(cls, fit_metric(fit, cls.name))
     stat = claim.statistical_term if claim is not None else None
     q = -stat.exponent("n") if stat is not None else 1 / 3
-    tt = rates.two_term_fit(x, n, y, n_boot=200, rng=rng, floor_exponent=q)
+    tt = two_term.two_term_fit(x, n, y, n_boot=200, rng=rng, floor_exponent=q)
     predicted = predicted_slope(cls, fit, fit_metric(fit, cls.name))
-    verdict = rates.verdict({"ci_low": tt.ci_low, "ci_high": tt.ci_high, "x": "privacy"},
-                            predicted, "error")
+    verdict = verdicts.verdict({"ci_low": tt.ci_low, "ci_high": tt.ci_high, "x": "privacy"},
+                               predicted, "error")
     return {"two_term_p": tt.p, "two_term_ci_low": tt.ci_low, "two_term_ci_high": tt.ci_high,
             "two_term_b": tt.b, "two_term_verdict": verdict, "two_term_q": q}
 
@@ -579,9 +579,9 @@ def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
                     both = np.isfinite(sub["y_a"].to_numpy(float)) & np.isfinite(sub["y_b"].to_numpy(float))
                     if sub["x"][both].nunique() < 2:  # e.g. a metric one side does not compute
                         continue
-                    res = rates.paired_difference(sub["x"].to_numpy(), sub["rep"].to_numpy(),
-                                                  sub["y_a"].to_numpy(), sub["y_b"].to_numpy(),
-                                                  n_boot=n_boot, rng=np.random.default_rng([seed, k]))
+                    res = paired.paired_difference(sub["x"].to_numpy(), sub["rep"].to_numpy(),
+                                                   sub["y_a"].to_numpy(), sub["y_b"].to_numpy(),
+                                                   n_boot=n_boot, rng=np.random.default_rng([seed, k]))
                     metric = fit_metric(fit, a)
                     pa_, pb_ = (predicted_slope(get_algorithm(c), fit, metric) for c in (a, b))
                     pred = pa_ - pb_ if pa_ is not None and pb_ is not None else math.nan

@@ -318,7 +318,7 @@ def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
 def test_two_term_fit_with_a_half_power_floor_recovers_both_terms():
     """Synthetic y = 0.5 x^1 + 0.8 n^-1/2 with 5% noise: the fit with floor exponent 1/2 finds
     p = 1 (the convex privacy term); the SOSP floor n^-1/3 would not fit the floor."""
-    from analysis import rates
+    from analysis import two_term
 
     rng = np.random.default_rng(0)
     xs, ns, ys = [], [], []
@@ -328,7 +328,7 @@ def test_two_term_fit_with_a_half_power_floor_recovers_both_terms():
                 xs.append(x)
                 ns.append(n)
                 ys.append((0.5 * x + 0.8 * n**-0.5) * math.exp(0.05 * rng.standard_normal()))
-    fit = rates.two_term_fit(np.array(xs), np.array(ns), np.array(ys), n_boot=100, floor_exponent=0.5)
+    fit = two_term.two_term_fit(np.array(xs), np.array(ns), np.array(ys), n_boot=100, floor_exponent=0.5)
     assert fit.ci_low <= 1.0 <= fit.ci_high and abs(fit.p - 1.0) < 0.05
     assert fit.b == pytest.approx(0.8, rel=0.1)
 

@@ -26,7 +26,7 @@ from analysis.privacy_checks.ledger import UNVERIFIED_MARK
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
 #: that a weak eps dependence reading "slower" against privacy and "faster" against eps is read
-#: as the one fact it is (issue 32, point 4). See analysis.rates.FAVOURABLE for the signs.
+#: as the one fact it is (issue 32, point 4). See analysis.verdicts.FAVOURABLE for the signs.
 DIRECTION = {
     ("error", "privacy"): "x = sqrt(d)/(n eps) -> 0 (large n): faster = exponent above the "
                           "claim's, the error falls faster as x shrinks",
