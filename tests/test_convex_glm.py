@@ -499,7 +499,7 @@ def test_phased_sgd_refuses_non_convex_problems():
 def test_a_fixed_override_in_a_spec_is_not_theory_mode():
     """A first-order entry with params = {T = 51} (no grid) replaces a rule: theory mode leaves
     it out and the tuned envelope names it by its params; knobs at their defaults stay in."""
-    from analysis.claims import _combo_label, at_defaults
+    from analysis.points import _combo_label, at_defaults
 
     assert not at_defaults({"T": 51}, [], "dp_gd")
     assert at_defaults({"c_T": 1.0}, ["c_T"], "dp_gd")

@@ -9,7 +9,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from analysis.claims import claims_table, fit_points_table, paired_table
+from analysis.claims import claims_table, paired_table
+from analysis.points import fit_points_table
 from analysis.report import plots
 from analysis.report.build import claims_display, write_report
 from bench.cli import main
@@ -129,7 +130,7 @@ def test_path_table_against_the_cells(store: Path):
     """n* medians, first batches and steps equal a direct computation from the cells table."""
     import numpy as np
 
-    from analysis.claims import path_table
+    from analysis.path_length import path_table
     from bench.store import load
 
     data = open_store_data(store)

@@ -23,16 +23,11 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis import rates
-from analysis.claims import (
-    FOLDED,
-    Y_METRIC,
-    StoreData,
-    claims_table,
-    declared_claims,
-    fit_points_table,
-    paired_table,
-    path_table,
-)
+from analysis.claims import claims_table, declared_claims, paired_table
+from analysis.declarations import StoreData
+from analysis.path_length import path_table
+from analysis.points import FOLDED, fit_points_table
+from analysis.predictions import Y_METRIC
 from analysis.privacy_checks.ledger import UNVERIFIED_MARK, spent_table, spent_text, unverified_algorithms
 from analysis.report import loss_curves as lc
 from analysis.report import plots
