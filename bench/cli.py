@@ -461,7 +461,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from analysis.claims import claims_table, paired_table
     from analysis.points import fit_points_table
     from analysis.report import plots
-    from analysis.report.build import _chosen_rows
+    from analysis.report.scaling_pages import _chosen_rows
     from bench.store import load_curves, open_store_data
 
     suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""

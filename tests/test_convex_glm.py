@@ -413,7 +413,7 @@ mode = "tuned"
     assert run_sweep(convex, cstore, jobs=1, progress=False).ran == 8
     ctable = claims_table(open_store_data(cstore), n_boot=50)
     assert len(ctable) == 1 and ctable.iloc[0]["predicted"] == 1.0  # K_max fixed: tuned only
-    from analysis.report.build import _lower_bound_line
+    from analysis.report.scaling_pages import _lower_bound_line
 
     data = open_store_data(cstore)
     c, text = _lower_bound_line(data, data.spec.fits[0], "glm")
@@ -578,7 +578,7 @@ def test_phased_sgd_sensitivity_holds_against_records_that_break_smoothness(faul
 
 
 def test_a_multi_store_report_opens_each_store_with_its_design_notes():
-    from analysis.report.build import spec_design_notes
+    from analysis.report.title_pages import spec_design_notes
 
     text = "# Design: why this window.\n# Instance: glm.\nname = \"x\"\n# not a header comment\n"
     assert spec_design_notes(text) == "Design: why this window.\nInstance: glm."

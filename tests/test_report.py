@@ -12,7 +12,8 @@ matplotlib.use("Agg")
 from analysis.claims import claims_table, paired_table
 from analysis.points import fit_points_table
 from analysis.report import plots
-from analysis.report.build import claims_display, write_report
+from analysis.report.build import write_report
+from analysis.report.tables import claims_display
 from bench.cli import main
 from bench.config import parse_spec
 from bench.runner import run_sweep
@@ -108,7 +109,7 @@ def test_layout_check_catches_text_off_the_page_and_out_of_a_cell():
     """The checker the report test relies on fails where it should."""
     import matplotlib.pyplot as plt
 
-    from analysis.report.build import overflowing_text
+    from analysis.report.layout import overflowing_text
 
     fig = plt.figure(figsize=(4, 3))
     fig.text(0.9, 0.5, "a line far too long to end inside the page")
