@@ -313,7 +313,7 @@ def _print_claims(claims) -> None:
 def exploratory_groups(df, x: str, by: str | None) -> list[str]:
     """The grouping of an exploratory fit: `by` (comma- or space-separated column names), or
     algorithm, problem and every other grid column that varies (never pooled silently)."""
-    from analysis.claims import FOLDED
+    from analysis.points import FOLDED
 
     if by:
         cols = [c for c in by.replace(",", " ").split() if c]
@@ -382,8 +382,8 @@ def cmd_regate(args: argparse.Namespace) -> int:
     flags (and `declared` from the committed specs), the rest of every row unchanged."""
     import pandas as pd
 
-    from analysis.claims import apply_gate
     from analysis.report.build import CSV_COLUMNS
+    from analysis.verdicts import apply_gate
     from bench.measured import declared_from_specs
 
     path = Path(args.csv)
@@ -458,9 +458,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from analysis.claims import claims_table, fit_points_table, paired_table
+    from analysis.claims import claims_table, paired_table
+    from analysis.points import fit_points_table
     from analysis.report import plots
-    from analysis.report.build import _chosen_rows
+    from analysis.report.scaling_pages import _chosen_rows
     from bench.store import load_curves, open_store_data
 
     suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from algorithms import Privacy, check_calibration, get_algorithm
-from analysis.claims import claim_metric
 from analysis.metrics import evaluate, target_monitor
+from analysis.predictions import claim_metric
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
 from problems.counts.dataset import counts_exact

@@ -318,7 +318,7 @@ def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
 def test_two_term_fit_with_a_half_power_floor_recovers_both_terms():
     """Synthetic y = 0.5 x^1 + 0.8 n^-1/2 with 5% noise: the fit with floor exponent 1/2 finds
     p = 1 (the convex privacy term); the SOSP floor n^-1/3 would not fit the floor."""
-    from analysis import rates
+    from analysis import two_term
 
     rng = np.random.default_rng(0)
     xs, ns, ys = [], [], []
@@ -328,7 +328,7 @@ def test_two_term_fit_with_a_half_power_floor_recovers_both_terms():
                 xs.append(x)
                 ns.append(n)
                 ys.append((0.5 * x + 0.8 * n**-0.5) * math.exp(0.05 * rng.standard_normal()))
-    fit = rates.two_term_fit(np.array(xs), np.array(ns), np.array(ys), n_boot=100, floor_exponent=0.5)
+    fit = two_term.two_term_fit(np.array(xs), np.array(ns), np.array(ys), n_boot=100, floor_exponent=0.5)
     assert fit.ci_low <= 1.0 <= fit.ci_high and abs(fit.p - 1.0) < 0.05
     assert fit.b == pytest.approx(0.8, rel=0.1)
 
@@ -413,7 +413,7 @@ mode = "tuned"
     assert run_sweep(convex, cstore, jobs=1, progress=False).ran == 8
     ctable = claims_table(open_store_data(cstore), n_boot=50)
     assert len(ctable) == 1 and ctable.iloc[0]["predicted"] == 1.0  # K_max fixed: tuned only
-    from analysis.report.build import _lower_bound_line
+    from analysis.report.scaling_pages import _lower_bound_line
 
     data = open_store_data(cstore)
     c, text = _lower_bound_line(data, data.spec.fits[0], "glm")
@@ -499,7 +499,7 @@ def test_phased_sgd_refuses_non_convex_problems():
 def test_a_fixed_override_in_a_spec_is_not_theory_mode():
     """A first-order entry with params = {T = 51} (no grid) replaces a rule: theory mode leaves
     it out and the tuned envelope names it by its params; knobs at their defaults stay in."""
-    from analysis.claims import _combo_label, at_defaults
+    from analysis.points import _combo_label, at_defaults
 
     assert not at_defaults({"T": 51}, [], "dp_gd")
     assert at_defaults({"c_T": 1.0}, ["c_T"], "dp_gd")
@@ -578,7 +578,7 @@ def test_phased_sgd_sensitivity_holds_against_records_that_break_smoothness(faul
 
 
 def test_a_multi_store_report_opens_each_store_with_its_design_notes():
-    from analysis.report.build import spec_design_notes
+    from analysis.report.title_pages import spec_design_notes
 
     text = "# Design: why this window.\n# Instance: glm.\nname = \"x\"\n# not a header comment\n"
     assert spec_design_notes(text) == "Design: why this window.\nInstance: glm."

@@ -11,15 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import rates
-from analysis.rates import (
-    envelope_fit,
-    fit_exponent,
-    fit_points,
-    paired_difference,
-    two_term_fit,
-    verdict,
-)
+from analysis import envelope, verdicts
+from analysis.envelope import envelope_fit
+from analysis.paired import paired_difference
+from analysis.rates import fit_exponent, fit_points
+from analysis.two_term import two_term_fit
+from analysis.verdicts import verdict
 
 SIMS = 200  # simulated datasets per coverage check (fixed seeds)
 
@@ -186,7 +183,7 @@ def test_verdict_rules():
     assert verdict(fit(-0.6, -0.55, "n"), -0.5, "error") == "faster than claimed"
     assert verdict(fit(0.4, 0.6, "privacy"), None, "error") == "inconclusive"
     assert verdict(fit(0.45, 0.55, "privacy"), 0.5, "error", max_width=0.05) == "inconclusive"
-    assert rates.MAX_CI_WIDTH["error"] < rates.MAX_CI_WIDTH["sample_complexity"]
+    assert verdicts.MAX_CI_WIDTH["error"] < verdicts.MAX_CI_WIDTH["sample_complexity"]
 
 
 def test_predictions_come_from_algorithm_metadata():
@@ -262,11 +259,11 @@ def test_hd_median_matches_scipy_and_handles_censoring():
 
     x = np.random.default_rng(0).lognormal(size=(4, 7))
     ref = [float(hdquantiles(r, prob=[0.5])[0]) for r in x]
-    assert np.allclose(rates.hd_median(x), ref, rtol=1e-12)
+    assert np.allclose(envelope.hd_median(x), ref, rtol=1e-12)
     y = x.copy()
     y[0, 0] = np.inf  # one censored run of 7: the sample median, finite
     y[1, :4] = np.inf  # four of 7: inf
-    out = rates.hd_median(y)
+    out = envelope.hd_median(y)
     assert out[0] == np.median(y[0]) and np.isinf(out[1]) and out[2] == pytest.approx(ref[2])
 
 
@@ -291,7 +288,7 @@ def test_censored_median_fit_coverage():
 def test_two_term_batch_solver_matches_scipy_replicate_by_replicate():
     """The bootstrap's vectorized solver reaches scipy least_squares' solution (same objective,
     starts and bounds) on resampled data sets, replicate by replicate."""
-    from analysis.rates import _two_term_solve, _two_term_solve_batch
+    from analysis.two_term import _two_term_solve, _two_term_solve_batch
 
     rng = np.random.default_rng(11)
     rows = []

@@ -121,8 +121,8 @@ def test_forecast_fit_over_spec_cells():
     """A whole fit: the headline's window passes on the Spiders' own budget rules; the same
     fit moved to targets near the start saddle is forecast "ceiling"; an algorithm without a
     claim on the metric says so; the folded x gives one row per curve."""
-    from analysis.claims import fit_metric
     from analysis.declarations import FitSpec
+    from analysis.predictions import fit_metric
     from bench.cells import Cell
 
     def cells(targets, algs=("adaptive_tree_spider", "gaussian_spider", "tree_spider")):

@@ -9,9 +9,11 @@ import pytest
 
 matplotlib.use("Agg")
 
-from analysis.claims import claims_table, fit_points_table, paired_table
+from analysis.claims import claims_table, paired_table
+from analysis.points import fit_points_table
 from analysis.report import plots
-from analysis.report.build import claims_display, write_report
+from analysis.report.build import write_report
+from analysis.report.tables import claims_display
 from bench.cli import main
 from bench.config import parse_spec
 from bench.runner import run_sweep
@@ -107,7 +109,7 @@ def test_layout_check_catches_text_off_the_page_and_out_of_a_cell():
     """The checker the report test relies on fails where it should."""
     import matplotlib.pyplot as plt
 
-    from analysis.report.build import overflowing_text
+    from analysis.report.layout import overflowing_text
 
     fig = plt.figure(figsize=(4, 3))
     fig.text(0.9, 0.5, "a line far too long to end inside the page")
@@ -129,7 +131,7 @@ def test_path_table_against_the_cells(store: Path):
     """n* medians, first batches and steps equal a direct computation from the cells table."""
     import numpy as np
 
-    from analysis.claims import path_table
+    from analysis.path_length import path_table
     from bench.store import load
 
     data = open_store_data(store)

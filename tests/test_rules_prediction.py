@@ -13,8 +13,8 @@ import pytest
 from algorithms import Privacy, get_algorithm
 from algorithms.sosp.noise_rules import effective_eps
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis.claims import rules_prediction
 from analysis.declarations import FitSpec
+from analysis.predictions import rules_prediction
 from problems import get_problem
 
 ALPHAS = [0.009, 0.015, 0.025, 0.04, 0.06, 0.09]
@@ -60,7 +60,7 @@ def test_gaussian_rules_slope_and_the_non_fits():
 
 
 def test_theory_mode_uses_each_algorithm_s_own_knob_defaults():
-    from analysis.claims import at_defaults
+    from analysis.points import at_defaults
 
     knobs = ["reset_drift_on_escape"]
     assert at_defaults({"reset_drift_on_escape": False}, knobs, "gaussian_spider")

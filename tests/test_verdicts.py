@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from analysis.claims import NOT_IN_REGIME, apply_gate, regime_reason
+from analysis.verdicts import NOT_IN_REGIME, apply_gate, regime_reason
 
 
 def _row(**kw):

@@ -5,13 +5,6 @@ means), the noise, the drift and restart rule, the saddle escape and the traject
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from algorithms.sosp.noise_rules import noise_calibration
-
-if TYPE_CHECKING:
-    from algorithms.sosp.spider import Spider
-
 import math
 import time
 from typing import Any
@@ -23,6 +16,7 @@ from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.privacy.accounting.gdp import calibrate
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.privacy.mechanisms import TreeMechanism, clip_rows, gaussian_noise
+from algorithms.sosp.noise_rules import noise_calibration
 from problems.base import Problem
 from problems.counts.layouts import CountsBatch
 
@@ -53,7 +47,7 @@ def _norm(v: np.ndarray) -> float:
 
 
 
-def _leaf_sensitivity(alg: Spider, p: dict, G: float, M: float, d: int) -> float:
+def _leaf_sensitivity(alg: Any, p: dict, G: float, M: float, d: int) -> float:
     """A-priori bound on one release's replace-one sensitivity, enforced by the clips."""
     s_o1 = 2 * G / p["b"]
     if alg.batch_rule == "adaptive":
@@ -89,7 +83,7 @@ def o2_leaf(problem: Problem, x: np.ndarray, x_prev: np.ndarray, batch: np.ndarr
 
 
 
-def _run_engine(alg: Spider, problem: Problem, stream: Any, privacy: Privacy,
+def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
                 rng: np.random.Generator, p: dict, deadline: float = math.inf,
                 probe: Any = None, monitor: Any = None) -> Trajectory:
     const = problem.constants

@@ -1,1 +1,4 @@
-"""The PDF report (`build`), its plots and loss curves, and the claims tables for papers."""
+"""The PDF report (`build` assembles it, one module per page or group of pages: `summary_page`,
+`headline_page`, `title_pages`, `claims_pages`, `scaling_pages`, `loss_curve_pages`,
+`moment_pages`, `cell_pages`, `privacy_page`, `methods_text`, on the primitives of `layout`), its
+plots and loss curves, and the claims tables for papers (`tables`)."""

@@ -1,0 +1,120 @@
+"""Page primitives of the PDF report: A4 sizes, monospaced text pages that continue as long as
+they need (`_text_page`), paragraph refilling (`_wrap`), a landscape page holding a table
+(`_table_figure`); and the layout check, text that runs off a page or out of its table cell
+(`overflowing_text`, applied to every page by `LayoutCheckedPdf`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.backends.backend_pdf import PdfPages
+
+A4 = (8.27, 11.69)
+A4_LANDSCAPE = (11.69, 8.27)
+
+
+def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5) -> None:
+    """Monospaced text on as many A4 pages as it needs: lines wider than the page are wrapped,
+    and a page holds what fits between the title and the bottom margin."""
+    width = int(0.84 * A4[0] * 72 / (0.61 * size))  # DejaVu Sans Mono: 0.6 em per character
+    lines = []
+    for line in body.split("\n"):
+        indent = len(line) - len(line.lstrip())
+        lines += textwrap.wrap(line, width, subsequent_indent=" " * (indent + 2),
+                               drop_whitespace=False) or [""]
+    per_page = int(0.86 * A4[1] * 72 / (1.2 * size * 1.02))
+    chunks = [lines[i:i + per_page] for i in range(0, max(1, len(lines)), per_page)]
+    for k, chunk in enumerate(chunks):
+        fig = plt.figure(figsize=A4)
+        more = f" (continued, {k + 1} of {len(chunks)})" if k else ""
+        fig.text(0.08, 0.95, title + more, fontsize=15, weight="bold", va="top")
+        fig.text(0.08, 0.91, "\n".join(chunk), fontsize=size, va="top", family="monospace",
+                 wrap=False)
+        pdf.savefig(fig)
+        plt.close(fig)
+
+
+def _wrap(text: str, width: int = 95) -> str:
+    """Refill each paragraph (blank-line separated) to `width` columns."""
+    return "\n\n".join(textwrap.fill(p, width) for p in text.split("\n\n") if p.strip())
+
+
+def _table_figure(title: str, chunk: pd.DataFrame, box: list[float], fontsize: float,
+                  row_scale: float) -> plt.Figure:
+    """A landscape page with a title and `chunk` as a table in `box` (figure coordinates)."""
+    fig = plt.figure(figsize=A4_LANDSCAPE)
+    fig.text(0.04, 0.95, title, fontsize=13, weight="bold", va="top")
+    ax = fig.add_axes(box)
+    ax.axis("off")
+    if len(chunk):
+        table = ax.table(cellText=chunk.to_numpy(), colLabels=list(chunk.columns),
+                         loc="upper center", cellLoc="left", colLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(fontsize)
+        table.scale(1, row_scale)
+        table.auto_set_column_width(list(range(len(chunk.columns))))
+    return fig
+
+
+def overflowing_text(fig: plt.Figure) -> list[str]:
+    """Text that runs off the page or out of its table cell: each visible, non-empty Text
+    artist's drawn bounding box against the figure's, and each table cell's text against the
+    cell (1 pt of slack)."""
+    from matplotlib.table import Table
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    slack = fig.dpi / 72
+    # Tick labels outside an axis' view limits keep stale positions but are not drawn.
+    undrawn = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if not ax.axison:  # axis("off"): none of its tick labels is drawn
+                undrawn |= {id(lb) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                            for lb in (tick.label1, tick.label2)}
+                continue
+            drawn = {id(lb) for tick in axis._update_ticks() for lb in (tick.label1, tick.label2)}
+            undrawn |= {id(lb) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                        for lb in (tick.label1, tick.label2) if id(lb) not in drawn}
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip() or id(t) in undrawn:
+            continue
+        bb = t.get_window_extent(renderer)
+        if (bb.x0 < page.x0 - slack or bb.x1 > page.x1 + slack or bb.y0 < page.y0 - slack
+                or bb.y1 > page.y1 + slack):
+            out.append(f"off the page: {t.get_text()[:60]!r}")
+    for table in fig.findobj(Table):
+        for (r, c), cell in table.get_celld().items():
+            text = cell.get_text()
+            if not text.get_text().strip():
+                continue
+            cb, tb = cell.get_window_extent(renderer), text.get_window_extent(renderer)
+            if tb.width > cb.width + slack or tb.height > cb.height + slack:
+                out.append(f"out of its cell ({r}, {c}): {text.get_text()[:60]!r}")
+    return out
+
+
+class LayoutCheckedPdf:
+    """A PdfPages that checks every page with `overflowing_text` before saving it, appending
+    "page N: ..." to `problems` (tests; `write_report(layout_problems=...)`)."""
+
+    def __init__(self, pdf: PdfPages, problems: list[str]) -> None:
+        self._pdf, self._problems = pdf, problems
+
+    def savefig(self, fig: plt.Figure, **kw: Any) -> None:
+        page = self._pdf.get_pagecount() + 1
+        self._problems.extend(f"page {page}: {m}" for m in overflowing_text(fig))
+        self._pdf.savefig(fig, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pdf, name)

@@ -1,0 +1,74 @@
+"""The report's Methods page (`METHODS`, refilled and set by `analysis.report.build.write_report`):
+what is measured, the two views, fits and CIs, data modes, theory vs tuned mode, censoring,
+verdicts, which way each x counts and the regime gate.
+"""
+
+
+METHODS = """\
+What is measured. alpha_SOSP(x) = max(|grad F(x)|, max(0, -lambda_min(hess F(x)))^2 / rho), the
+smallest alpha for which x is an alpha-second-order stationary point (seed 000, Definition 1.2),
+computed from the problem's exact population gradient and Hessian. A run's running minimum over its
+stored iterates is its "best" output (the theorems' "at least one output").
+
+Two views (README, the protocol, items 2-3). Sample complexity (primary): each cell configures an
+algorithm for a target alpha and gives it a generous prefix-consistent stream; n* is the number of
+samples consumed when the running minimum first falls to <= the target. The claim alpha ~
+(sqrt(d)/(n eps))^p predicts log n* against log alpha with slope -1/p (-2 for p = 1/2, -7/3 for
+p = 3/7), slope -1 in eps and +1/2 in d. Error at a fixed budget: alpha achieved with n samples
+against x = sqrt(d)/(n eps), slope p. Predictions come from each algorithm's claimed exponent.
+
+Fits and CIs. Error view: OLS slopes in log-log space over every repetition in the fit window,
+which the spec declares before the run; 95% CIs from a stratified bootstrap that resamples
+repetitions within each design point (2000 resamples), widened by sqrt(m/(m-1)) t_{N-2}/z for m
+repetitions and N points; the OLS standard error alongside; in x = sqrt(d)/(n eps) also the
+power law plus floor a x^p + b n^{-1/3} (eps = inf runs pin b). Sample-complexity view: OLS
+slopes through the Harrell-Davis medians of n* per design point, the bootstrap resampling
+repetitions before taking medians. Calibration tests check 90-98% coverage on simulated data.
+
+Data modes. "records": every record is drawn and its per-sample gradient computed. "counts" (exact
+batch statistics): on problems whose records take finitely many values, the stream hands out the
+value counts of the next k records, distributed exactly as for k i.i.d. records and prefix-
+consistent (a tree of binomial / hypergeometric draws); subsamples come from exact reads of the
+counts (binomial thinning, hypergeometric splits), and every clipped or projected batch mean is
+computed per atom on atoms problems, or on two-point problems only where a guard on public values
+(the whole support at the public iterate) proves the clip the identity. It is the same algorithm on
+the same distribution; tests hold it equal to record mode on records made from the same counts. The
+privacy verification runs in record mode. The title page names each problem's mode.
+
+Theory vs tuned mode. Theory mode runs every hidden constant (knob) at 1: it checks the parameter
+rules as written. Tuned mode takes, at each design point, the best median over the spec's knob grid
+(the envelope; non-private tuning), with the bootstrap resampling repetitions before taking the
+minimum so that the CI includes the selection.
+
+Censoring. A run that never reached its threshold (its budget or its own horizon T ran out) is
+censored and counts as n* = inf: a design point is excluded (and counted) only when its median is
+censored. Flags: "ceiling" (a run never left the start saddle, or the window's top is
+within 10x of the start saddle's alpha_SOSP), "floor" (a design point within 3x of its eps = inf
+median). A flagged window is reported as declared, never moved.
+
+Verdicts. consistent: the prediction lies inside the CI. faster / slower than claimed: the CI lies
+entirely on the favourable / unfavourable side, favourable meaning fewer samples or smaller error
+in the regime the claim is about (large n, small alpha). "rules" is the slope the algorithm's own
+implemented rules predict over the same design points (log of the rules' sample budget from
+theory_params, knobs at 1, against log x), log factors included (the tree depth log T enters the
+tree's noise); when the O~ exponent is outside the CI but the rules' slope is inside, the verdict
+is "consistent up to the rules' log factors". inconclusive: no prediction, or a CI wider
+than 0.15 (error view) or 0.66 (sample-complexity view), about twice the gap between the two
+headline predictions. A benign problem is expected to give "faster than claimed": the claims are
+worst-case bounds that bind only where the path to an alpha-SOSP is long (the hard instance).
+
+Which way each x counts. "Faster" always means the favourable side in the regime the claim is
+about, and that regime differs by x: against x = sqrt(d)/(n eps) it is x -> 0 (large n), so a
+larger error exponent is faster; against eps it is eps -> 0 (strong privacy), so an error
+exponent above the claim's (less negative) is faster: the error grows more slowly as eps
+shrinks. A weak eps dependence therefore reads "slower" against privacy and "faster" against eps:
+one fact, two directions. In samples, n* against alpha or eps: a slope above the claim's (less
+negative) is faster. Against n, d or rank: an exponent below the claim's is faster. Every fit
+table carries this line for its x.
+
+The regime gate. A fit whose window fails the gate (a "ceiling" flag: the window reaches within
+10x of the start's metric, or runs never halved it; a "floor" flag: a design point within 3x of
+the eps = inf median) gets the verdict "not in regime" with that reason, never consistent /
+slower / faster, and is counted so; censoring is counted, not gated. A target at or above the
+start's metric is refused when the spec is checked.
+"""

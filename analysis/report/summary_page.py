@@ -1,0 +1,112 @@
+"""Page 1 of the report: the claims summary as a real table, one row per declared claim coloured
+by verdict, continued on as many pages as it needs, the verdict counts and what faster / slower
+mean beneath (`summary_table_pages`; the rows come from `analysis.report.tables.claims_summary`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.backends.backend_pdf import PdfPages
+
+from analysis.report.layout import A4_LANDSCAPE
+from analysis.report.tables import VERDICT_COLOURS, summary_notes, verdict_counts
+
+#: Page 1's columns: (summary column, header, share of the table's width, wrap width in
+#: characters at SUMMARY_FONT, at most this many lines).
+SUMMARY_TABLE = [
+    ("algorithm", "algorithm", 0.11, 23, 2),
+    ("claim", "claim", 0.15, 33, 2),
+    ("short source", "theorem (paper)", 0.185, 42, 2),
+    ("claimed", "claimed", 0.045, 7, 1),
+    ("measured", "measured [95% CI]", 0.105, 23, 2),
+    ("rules", "rules", 0.04, 6, 1),
+    ("verdict", "verdict", 0.085, 18, 2),
+    ("regime", "regime", 0.13, 29, 2),
+    ("decided by", "decided by (spec/fit, mode, problem, x)", 0.15, 33, 2),
+]
+SUMMARY_FONT = 6.0
+
+
+def _cell_lines(text: Any, width: int, max_lines: int) -> list[str]:
+    """`text` wrapped to `width` characters, breaking names like recursive_regularization_linear
+    after an underscore rather than mid-word; at most `max_lines` lines (then shortened)."""
+    marked = str(text).replace("_", "_\x01")  # a break opportunity after each underscore
+    lines = [ln.replace("\x01", "").strip() for ln in
+             textwrap.wrap(marked.replace("\x01", " \x01"), width + 1, break_long_words=True)]
+    lines = [ln.replace("_ ", "_") for ln in lines] or [""]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = textwrap.shorten(lines[-1] + " ...", width, placeholder=" ...")
+    return lines
+
+
+def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str) -> None:
+    """Page 1: the claims summary as a real table (one row per declared claim, coloured by
+    verdict, "not measured" / "not in regime" / "out of reach" rows shown), continued on as
+    many pages as it needs, the counts and what faster / slower mean beneath."""
+    cols = list(SUMMARY_TABLE)
+    if "privacy" in summary and summary["privacy"].astype(str).str.strip().astype(bool).any():
+        cols = [(c, h, w * 0.93, max(6, int(n * 0.93)), m) for c, h, w, n, m in cols]
+        cols.append(("privacy", "privacy", 0.07, 14, 3))
+    rows = [[_cell_lines(r.get(c, ""), n, m) for c, _, _, n, m in cols]
+            for r in summary.to_dict("records")]
+    header = [_cell_lines(h, n, 3) for _, h, _, n, _ in cols]
+    line_pt = SUMMARY_FONT * 1.3
+    pad_pt = 2.6
+    box = [0.03, 0.15, 0.94, 0.76]
+    ax_h_pt = box[3] * A4_LANDSCAPE[1] * 72
+    def height(cells: list[list[str]]) -> float:
+        return (max(len(c) for c in cells) * line_pt + pad_pt) / ax_h_pt
+
+    pages, current, used = [], [], height(header)
+    for k, r in enumerate(rows):
+        h = height(r)
+        if current and used + h > 1.0:
+            pages.append(current)
+            current, used = [], height(header)
+        current.append(k)
+        used += h
+    pages.append(current)
+    counts = verdict_counts(summary)
+    notes = summary_notes(summary)
+    for i, idx in enumerate(pages):
+        fig = plt.figure(figsize=A4_LANDSCAPE)
+        more = f" (continued, {i + 1} of {len(pages)})" if len(pages) > 1 and i else ""
+        fig.text(0.03, 0.965, title + more, fontsize=13, weight="bold", va="top")
+        fig.text(0.03, 0.93, "; ".join(f"{v} {k}" for k, v in counts.items()) + f" ({len(summary)} "
+                 "declared claims)", fontsize=8, va="top")
+        ax = fig.add_axes(box)
+        ax.axis("off")
+        texts = ["\n".join(c) for c in header]
+        cell_text = [["\n".join(c) for c in rows[k]] for k in idx]
+        table = ax.table(cellText=cell_text, colLabels=texts, colWidths=[c[2] for c in cols],
+                         loc="upper left", cellLoc="left", colLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(SUMMARY_FONT)
+        for j in range(len(cols)):
+            cell = table[0, j]
+            cell.set_height(height(header))
+            cell.set_facecolor("#d9d9d9")
+            cell.get_text().set_weight("bold")
+            cell.get_text().set_va("center")
+        for row_no, k in enumerate(idx, start=1):
+            colour = VERDICT_COLOURS.get(str(summary.iloc[k]["verdict"]), "#ffffff")
+            for j in range(len(cols)):
+                cell = table[row_no, j]
+                cell.set_height(height(rows[k]))
+                cell.set_facecolor(colour)
+                cell.get_text().set_va("center")
+                cell.PAD = 0.02
+        legend = "   ".join(f"{name}" for name in VERDICT_COLOURS)
+        fig.text(0.03, 0.135 if len(idx) else 0.85, "\n".join(
+            textwrap.fill(n, 210) for n in notes) + "\nrow colours: " + legend, fontsize=6.5,
+            va="top")
+        pdf.savefig(fig)
+        plt.close(fig)

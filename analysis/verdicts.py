@@ -1,0 +1,105 @@
+"""Verdicts: a fit's CI read against a prediction (`verdict`: consistent / faster than claimed /
+slower than claimed / inconclusive), the direction in which each x counts as faster
+(`FAVOURABLE`) and the CI width beyond which nothing is concluded (`MAX_CI_WIDTH`); the names of
+the other verdicts; and the regime gate (issue 28, point 1): a fit whose window fails it (a
+ceiling or floor flag) gets "not in regime" with that reason, whatever its CI (`apply_gate`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from analysis.rates import ExponentFit
+
+#: A CI wider than this makes a verdict "inconclusive": about twice the gap between the two
+#: headline predictions (0.071 in the error view, 0.33 in the sample-complexity view).
+MAX_CI_WIDTH = {"error": 0.15, "sample_complexity": 0.66}
+#: Direction of "faster than claimed": +1 if an exponent above the prediction is more
+#: favourable in the regime the claim is about (large n, small target alpha, strong privacy
+#: i.e. small eps, high dimension), -1 if below. Example: n* ~ alpha^-1 measured against a
+#: claimed alpha^-2 needs fewer samples as alpha -> 0: faster than claimed.
+FAVOURABLE = {
+    ("error", "privacy"): +1, ("error", "n"): -1, ("error", "eps"): +1, ("error", "d"): -1,
+    ("error", "rank"): -1,
+    ("sample_complexity", "alpha"): +1, ("sample_complexity", "eps"): +1,
+    ("sample_complexity", "d"): -1, ("sample_complexity", "privacy"): -1,
+}
+
+
+def verdict(fit: ExponentFit | dict, predicted: float | None, view: str = "error",
+            x: str | None = None, max_width: float | None = None) -> str:
+    """consistent (prediction inside the CI), faster / slower than claimed (CI entirely on the
+    favourable / unfavourable side, see FAVOURABLE), or inconclusive (no prediction, no CI,
+    or a CI wider than `max_width`, by default MAX_CI_WIDTH[view])."""
+    f = fit if isinstance(fit, dict) else asdict(fit)
+    lo, hi = f["ci_low"], f["ci_high"]
+    xname = x or f["x"]
+    width = MAX_CI_WIDTH.get(view, math.inf) if max_width is None else max_width
+    if predicted is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return "inconclusive"
+    if hi - lo > width:
+        return "inconclusive"
+    if lo <= predicted <= hi:
+        return "consistent"
+    above = lo > predicted
+    sign = FAVOURABLE.get((view, xname))
+    if sign is None:
+        raise ValueError(f"(view, x)=({view!r}, {xname!r}) is invalid: no favourable direction "
+                         f"is defined; allowed are {sorted(FAVOURABLE)}")
+    return "faster than claimed" if (above == (sign > 0)) else "slower than claimed"
+
+
+#: The verdict when the O~ exponent is outside the CI but the implemented rules' own slope is
+#: inside it: the claim holds up to the polylog factors its O~ hides.
+UP_TO_LOGS = "consistent up to the rules' log factors"
+#: The verdict of a fit that fails the regime gate (a ceiling or floor flag): its slope says
+#: nothing about the claim, whatever its CI (issue 28, point 1). Its reason is in `regime`.
+NOT_IN_REGIME = "not in regime"
+#: The verdict of a claim no window can test (its bound binds only past the budget).
+OUT_OF_REACH = "out of reach"
+#: The verdict of a declared claim that no fit measures.
+NOT_MEASURED = "not measured"
+#: The flags that fail the regime gate: where the window touches the start (ceiling) or the
+#: non-private floor, the measured slope is the saturation's, not the claim's. "censored" is
+#: not among them: censoring is intrinsic to the sample-complexity view and is counted.
+GATE_FLAGS = ("ceiling", "floor")
+
+
+def regime_reason(flags: str | float | None) -> str:
+    """The reason a fit fails the regime gate ("" when it passes): its ceiling / floor flags,
+    from the "; "-joined `flags` text a fit row (or a claims CSV) carries."""
+    if not isinstance(flags, str):
+        return ""
+    parts = [p.strip() for p in flags.split("; ") if p.strip()]
+    return "; ".join(p for p in parts if p.split(":")[0].strip() in GATE_FLAGS)
+
+
+def gate_verdict(verdict: str, flags: str | float | None) -> str:
+    """The verdict after the regime gate: "not in regime" when the flags fail it, else the
+    verdict as read from the CI."""
+    return NOT_IN_REGIME if regime_reason(flags) else verdict
+
+
+def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
+    """A fit table (from `run_fit`, or a claims CSV read back) with the regime gate applied
+    from its own `flags` column: `regime` holds "in regime" or the reason, and every verdict
+    read from a CI on that window (verdict, rules_verdict, two_term_verdict) becomes "not in
+    regime" where the gate fails. Idempotent: a gated table comes back unchanged."""
+    if table.empty or "flags" not in table:
+        return table
+    out = table.copy()
+    reasons = [regime_reason(f) for f in out["flags"]]
+    out["regime"] = [r or "in regime" for r in reasons]
+    failed = np.array([bool(r) for r in reasons], dtype=bool)
+    # The two-term fit models the floor (b n^-q), so only a ceiling fails it.
+    ceiling = np.array(["ceiling" in r for r in reasons], dtype=bool)
+    for col, mask in (("verdict", failed), ("rules_verdict", failed), ("two_term_verdict", ceiling)):
+        if col in out:
+            col_vals = out[col].astype(object)
+            has = (col_vals.notna() & (col_vals.astype(str) != "")).to_numpy()
+            out[col] = np.where(mask & has, NOT_IN_REGIME, col_vals)
+    return out
