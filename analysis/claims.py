@@ -25,7 +25,7 @@ import pandas as pd
 
 from algorithms import get_algorithm
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis import envelope, paired, rates, two_term, verdicts
+from analysis import envelope, paired, rates, regime_forecast, two_term, verdicts
 from analysis.declarations import FitSpec, StoreData
 from analysis.flags import _excess_at_x0, _floor_flag, start_point
 from analysis.points import fit_points_table, group_columns, theory_mask
@@ -96,6 +96,8 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
             flags.append("floor: a design point within 3x of its eps = inf median")
         if res.n_censored:
             flags.append("censored: some runs never reached their threshold")
+        forecast = regime_forecast.forecast_group(fit, sub, data.spec.calibration, fit_metric)
+        flags.extend(regime_forecast.gate_flags(forecast))
         row = res.row()
         row.update(n_stuck=stuck, alpha_x0=x0, alpha_top=top)
         if fit.view == "error" and fit.x == "privacy":
@@ -114,7 +116,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                    verdict=verdict,
                    flags="; ".join(flags), claimed_rate=cls.claimed_rate,
                    median_steps=float(sub["n_steps"].median()),
-                   median_first_o1=float(sub["first_o1_batch"].median()))
+                   median_first_o1=float(sub["first_o1_batch"].median()), **forecast)
         rows.append(row)
     return apply_gate(pd.DataFrame(rows))
 

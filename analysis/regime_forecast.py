@@ -320,3 +320,47 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[st
                      "binding_n": max(binds), "crossover_n": math.nan if cross is None else cross,
                      "source": source})
     return rows
+
+
+def forecast_group(fit: Any, points: Any, calibration: str, metric_of: Any) -> dict[str, Any]:
+    """The forecast of one group of a fit's measured points (`analysis.points.fit_points_table`
+    rows of one curve): columns forecast, forecast_source, binding_n, crossover_n of
+    `forecast_fit` on the cells those points come from (the first row that fails, if any)."""
+    import json
+    from types import SimpleNamespace
+
+    cells = []
+    for r in points.to_dict("records"):
+        target = r.get("alpha") if fit.view == "sample_complexity" else None
+        cells.append(SimpleNamespace(
+            algorithm=r["algorithm"], problem=r["problem"], params=(),
+            problem_params=tuple(sorted(json.loads(r["instance_params"]).items())),
+            n=None if fit.view == "sample_complexity" else r["n"], d=int(r["d"]),
+            eps=float(r["eps"]), delta=float(r["delta"]), calibration=calibration,
+            target_alpha=None if target is None else float(target)))
+    rows = forecast_fit(_without_where(fit), cells, metric_of)
+    if not rows:
+        return {"forecast": "", "forecast_source": "", "binding_n": math.nan, "crossover_n": math.nan}
+    row = next((r for r in rows if r["forecast"] != "in regime"), rows[0])
+    return {"forecast": row["forecast"], "forecast_source": row["source"],
+            "binding_n": row["binding_n"], "crossover_n": row["crossover_n"]}
+
+
+def _without_where(fit: Any) -> Any:
+    """The fit without its `where` filter (the points are already the filtered ones)."""
+    from dataclasses import replace
+
+    return replace(fit, where={})
+
+
+def gate_flags(forecast: dict[str, Any]) -> list[str]:
+    """The forecast's failures that gate a verdict: only those the algorithm's own rules give
+    (the Spiders' budget split); a forecast from the claim's terms with every constant at 1 is
+    reported beside the fit but does not overrule the data (its balance of terms ignores the
+    problem's scales, e.g. seed 002's stylized sigma)."""
+    if not str(forecast.get("forecast_source", "")).startswith("the rules'"):
+        return []
+    text = str(forecast.get("forecast", ""))
+    if not text or text == "in regime":
+        return []
+    return [f"{part} (forecast from the rules)" for part in text.split("; ")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import brentq
 
@@ -144,3 +145,43 @@ def test_forecast_fit_over_spec_cells():
             for n in (10**6, 10**8) for d in (10, 20) for e in (0.1, 1.0)]
     rows = rf.forecast_fit(err, grid, fit_metric)
     assert len(rows) == 1 and rows[0]["points"] == 8 and rows[0]["d"] is None
+
+
+def test_rules_forecast_gates_a_verdict_and_a_claim_forecast_does_not():
+    from analysis.verdicts import NOT_IN_REGIME, apply_gate
+
+    fails = {"forecast": "floor: the rules' non-private sample budget outweighs their privacy part "
+                         "at 2 of 5 design points",
+             "forecast_source": "the rules' sample budget (private part against non-private), knobs at 1"}
+    flags = rf.gate_flags(fails)
+    assert flags == [fails["forecast"] + " (forecast from the rules)"]
+    advisory = {**fails, "forecast_source": "claim's terms, constants at 1"}
+    assert rf.gate_flags(advisory) == [] and rf.gate_flags({**fails, "forecast": "in regime"}) == []
+    table = pd.DataFrame([{"verdict": "consistent", "flags": "; ".join(flags)},
+                          {"verdict": "consistent", "flags": ""}])
+    gated = apply_gate(table)
+    assert list(gated["verdict"]) == [NOT_IN_REGIME, "consistent"]
+    assert gated["regime"].iloc[0].startswith("floor: the rules'")
+
+
+def test_claims_summary_says_out_of_reach_with_the_computed_size():
+    """A claim decided only by not-in-regime fits: "out of reach" when its bound binds past
+    n = 1e12 (the size printed is the one computed), "not in regime" with the size otherwise."""
+    from analysis.report.tables import claims_summary, reach_verdict
+    from analysis.verdicts import NOT_IN_REGIME, OUT_OF_REACH
+
+    v, regime = reach_verdict(NOT_IN_REGIME, "ceiling: x", 3.3e13)
+    assert v == OUT_OF_REACH and "3.3e+13" in regime
+    v, regime = reach_verdict(NOT_IN_REGIME, "ceiling: x", 2.5e4)
+    assert v == NOT_IN_REGIME and regime.endswith("binds from n = 2.5e+04")
+    assert reach_verdict("consistent", "in regime", 3.3e13) == ("consistent", "in regime")
+    c = get_algorithm("noisy_sgd").claims[0]
+    big = rf.binding_n(c, 1e4, 1e-9, 0.8)  # eps tiny, d large: the privacy term binds late
+    assert big > rf.N_BUDGET
+    fits = pd.DataFrame([{"algorithm": "noisy_sgd", "metric": c.metric, "verdict": "slower than claimed",
+                          "flags": "ceiling: runs in the window never halved ||grad F(x0)||",
+                          "exponent": -3.0, "ci_low": -3.5, "ci_high": -2.5, "predicted": -3.0,
+                          "binding_n": big, "mode": "theory", "fit": "f", "spec": "s",
+                          "problem": "hard_valley", "x": "alpha", "view": "sample_complexity"}])
+    row = claims_summary(fits).set_index("algorithm").loc["noisy_sgd"]
+    assert row["verdict"] == OUT_OF_REACH and f"{big:.2g}" in row["regime"]

@@ -189,14 +189,32 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
                    f"{best.get('problem', '')}, x = {best.get('x', '')}"
                    + (f", {where}" if where else ""))
         note = privacy.get((c.algorithm, str(best.get("spec", ""))), note)
+        verdict, regime = reach_verdict(best["verdict"], str(best.get("regime", "in regime")),
+                                        best.get("binding_n"))
         rows.append({**base, "claimed": _num(best.get("predicted")), "measured": measured,
                      "rules": _num(best.get("rules_predicted")),
-                     "regime": str(best.get("regime", "in regime")), "verdict": best["verdict"],
+                     "regime": regime, "verdict": verdict,
                      "decided by": decided, "fits": f"{n_in} of {len(ranked)} in regime",
                      "privacy": note, "view": best.get("view"), "x": best.get("x"),
                      "exponent": best.get("exponent"), "ci_low": lo, "ci_high": hi,
                      "predicted": best.get("predicted")})
     return pd.DataFrame(rows)
+
+
+def reach_verdict(verdict: str, regime: str, binding_n: Any) -> tuple[str, str]:
+    """A claim's verdict and regime text with where it binds (`analysis.regime_forecast`):
+    a claim no fit measures in regime is "out of reach" when its own bound, constants at 1,
+    stays above a tenth of the start's metric up to n = 1e12 (the counts streams' budget), and
+    stays "not in regime" with the size it binds from otherwise (the window then saturates for
+    the algorithm's constants, not the claim's)."""
+    from analysis.regime_forecast import N_BUDGET, describe_n
+
+    if verdict != NOT_IN_REGIME or not isinstance(binding_n, (int, float)) or math.isnan(binding_n):
+        return verdict, regime
+    if binding_n > N_BUDGET:
+        return OUT_OF_REACH, (f"out of reach: the claim's bound (constants at 1) first falls below "
+                              f"a tenth of the start's metric at n = {describe_n(binding_n)}")
+    return verdict, f"{regime}; the claim binds from n = {describe_n(binding_n)}"
 
 
 def short_source(paper: str, where: str) -> str:
