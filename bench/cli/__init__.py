@@ -257,7 +257,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from bench.runner import run_sweep
     from bench.store import load
 
-    spec_path = Path(__file__).resolve().parent / "configs" / "quick.toml"
+    spec_path = Path(__file__).resolve().parent.parent / "configs" / "quick.toml"
     spec = load_spec(spec_path)
     out = Path(args.out or _default_store(spec.name))
     print(f"Sweep {spec.name}: {len(spec.cells())} cells ({spec.description}) -> {out}")
@@ -935,6 +935,3 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
