@@ -28,7 +28,7 @@ def _list_params(name: str) -> int:
     """A problem's parameters (with defaults) or an algorithm's knobs and overrides."""
     import algorithms
     import problems
-    from bench.config import algorithm_parameters, problem_parameters
+    from bench.config_parameters import algorithm_parameters, problem_parameters
 
     if name in problems.available():
         cls = problems.get_problem_class(name)

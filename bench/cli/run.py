@@ -46,7 +46,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         params["target_alpha"] = args.target_alpha
     n = parse_count(args.n, "--n")
     import problems
-    from bench.config import check_problem_params
+    from bench.config_parameters import check_problem_params
 
     problems.get_problem_class(args.problem)  # an unknown name: one line with the allowed ones
     check_problem_params(args.problem, parse_assignments(args.problem_param, "--problem-param"),
