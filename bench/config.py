@@ -49,13 +49,17 @@ A spec (see bench/configs/quick.toml for a commented example):
 
 Validation names the key, the value and what is allowed, and raises `SpecError` (a
 ValueError) before anything is run or written.
+
+This module holds the spec itself (`SweepSpec`, `Limits`, `parse_spec`, `load_spec`); the checks
+of single values and `SpecError` are in `bench.config_values`, what a problem or an algorithm
+accepts in `bench.config_parameters`, and the refusals of a grid that would measure nothing in
+`bench.config_grid_checks`.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +67,20 @@ from typing import Any
 
 from analysis.declarations import FitSpec
 from bench.cells import Cell, canonical_number
+from bench.config_grid_checks import _check_fit_against_grid, _check_targets_below_start
+from bench.config_parameters import check_problem_params, default_data_mode
+from bench.config_values import (
+    SpecError,
+    _check_keys,
+    _delta_entry,
+    _grid_list,
+    _int_like,
+    _is_number,
+    _number_list,
+    _param_table,
+    _where,
+    delta_for,
+)
 from problems import data_modes, instance_params
 from problems.base import DATA_MODES
 
@@ -77,10 +95,6 @@ FIT_VIEWS = ("sample_complexity", "error")
 FIT_X = ("alpha", "privacy", "n", "d", "eps", "rank")
 FIT_MODES = ("tuned", "theory")
 CALIBRATIONS = ("tight", "theory")
-
-
-class SpecError(ValueError):
-    """An invalid sweep spec (the message names the key, the value and what is allowed)."""
 
 
 @dataclass(frozen=True)
@@ -140,131 +154,6 @@ class SweepSpec:
                             stop_at_target=self.stop_at_target,
                             data=self.data_mode(prob["name"], alg["name"])))
         return out
-
-
-def _where(key: str, value: Any, allowed: str) -> SpecError:
-    return SpecError(f"{key}={value!r} is invalid: {allowed}")
-
-
-def _check_keys(table: Any, allowed: set[str], where: str) -> None:
-    if not isinstance(table, dict):
-        raise _where(where, table, "must be a table")
-    for key in table:
-        if key not in allowed:
-            raise SpecError(f"{where}.{key} is an unknown key: allowed are {', '.join(sorted(allowed))}"
-                            if where else
-                            f"{key} is an unknown key: allowed are {', '.join(sorted(allowed))}")
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _int_like(key: str, v: Any, lo: int) -> int:
-    if _is_number(v) and math.isfinite(v) and float(v).is_integer() and v >= lo:
-        return int(v)
-    raise _where(key, v, f"must be an integer >= {lo}")
-
-
-def _grid_list(key: str, v: Any) -> list:
-    if not isinstance(v, list):
-        raise _where(key, v, "must be a list of values")
-    if not v:
-        raise _where(key, v, "must not be empty")
-    if len({repr(x) for x in v}) != len(v):
-        raise _where(key, v, "must not repeat a value")
-    return v
-
-
-DELTA_RULE = re.compile(r"^1/n(?:\^(\d+(?:\.\d+)?))?$")
-
-
-def _delta_entry(x: Any) -> float | str:
-    """A number in (0, 1), or a rule "1/n^p" (p > 0) kept as its canonical string."""
-    if _is_number(x) and 0 < float(x) < 1:
-        return float(x)
-    if isinstance(x, str):
-        m = DELTA_RULE.match(x.replace(" ", ""))
-        if m and (m.group(1) is None or float(m.group(1)) > 0):
-            return f"1/n^{float(m.group(1) or 1):g}"
-    raise SpecError(f"grid.delta contains {x!r}: every delta must be a number in (0, 1) or a "
-                    'rule "1/n^p" with p > 0 (1 / budget^p per cell)')
-
-
-def delta_for(entry: float | str, budget: int | None) -> float:
-    """The delta of a cell: the number itself, or 1 / budget^p for a rule "1/n^p"."""
-    if isinstance(entry, str):
-        return float(budget) ** -float(entry.split("^")[1])
-    return float(entry)
-
-
-def _number_list(key: str, v: Any, check, allowed: str) -> list:
-    vals = _grid_list(key, v)
-    for x in vals:
-        if not _is_number(x) or not check(float(x)):
-            raise SpecError(f"{key} contains {x!r}: {allowed}")
-    return vals
-
-
-def _param_table(key: str, v: Any) -> dict[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise _where(key, v, "must be a table of name = value")
-    for k, x in v.items():
-        if not isinstance(x, (int, float, str, bool)):
-            raise SpecError(f"{key}.{k}={x!r} is invalid: must be a number, string or boolean")
-    return dict(v)
-
-
-def problem_parameters(name: str) -> dict[str, Any]:
-    """The parameters problem `name` takes besides d, with their defaults (from its class)."""
-    import inspect
-
-    import problems
-
-    sig = inspect.signature(problems.get_problem_class(name).__init__)
-    return {k: (None if p.default is inspect.Parameter.empty else p.default)
-            for k, p in sig.parameters.items()
-            if k not in ("self", "d") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
-
-
-def algorithm_parameters(name: str) -> list[str]:
-    """The knobs and overrides algorithm `name` accepts, as its own validation lists them
-    (every family refuses an unknown key with "...: allowed: a, b, ..."; we ask it)."""
-    import algorithms
-
-    cls = algorithms.get_algorithm(name)
-    try:
-        cls(**{"__no_such_parameter__": 0})
-    except (ValueError, TypeError) as exc:
-        msg = str(exc)
-        if "allowed: " in msg:
-            return [k.strip() for k in msg.split("allowed: ", 1)[1].split(",") if k.strip()]
-    return []
-
-
-def check_problem_params(name: str, params: dict[str, Any], where: str) -> None:
-    """One line naming an unknown problem parameter and the allowed ones (not the constructor's
-    "unexpected keyword argument" TypeError)."""
-    allowed = problem_parameters(name)
-    for k, v in params.items():
-        if k not in allowed and k != "d":
-            shown = ", ".join(allowed) or "none"
-            at = f"{where} {k}={v!r}" if where.startswith("--") else f"{where}.{k}={v!r}"
-            raise SpecError(f"{at} is invalid: {name} has no parameter {k!r}; its "
-                            f"parameters are {shown} (`dprates list --params {name}`)")
-
-
-def default_data_mode(problem: str, algorithm: str) -> str:
-    """"counts" where counts mode is exact for the pair (`problems.counts.dataset.counts_exact`:
-    e.g. DP-SGD re-reads its sample, exact on atoms problems only), else "records"."""
-    import algorithms
-    from problems import get_problem_class
-    from problems.counts.dataset import counts_exact
-
-    cls = algorithms.get_algorithm(algorithm)
-    return "counts" if counts_exact(get_problem_class(problem), cls) else "records"
 
 
 def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
@@ -471,101 +360,6 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
                      stop_at_target=stop, data=data, plugins=plugins)
-
-
-def start_metric(problem: str, d: int, params: dict, metric: str) -> tuple[float, str]:
-    """The value of a claim metric at the problem's public start x0, and its name: alpha_SOSP
-    (alpha_sosp), ||grad F(x0)|| (grad_norm; also emp_grad_norm, whose value at x0 is the
-    population one up to sampling error), or F(x0) - min F (excess_risk)."""
-    import problems
-    from analysis.metrics import sosp_alpha
-
-    prob = problems.get_problem(problem, d=d, **params)
-    if metric == "alpha_sosp":
-        return float(sosp_alpha(prob, prob.x0)["alpha"]), "alpha_SOSP(x0)"
-    if metric == "excess_risk" and hasattr(prob, "excess_risk"):
-        return float(prob.excess_risk(prob.x0)), "F(x0) - min F"
-    import numpy as np
-
-    return float(np.linalg.norm(prob.population_grad(prob.x0))), "||grad F(x0)||"
-
-
-def _check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
-                               alg_list: list[dict]) -> None:
-    """Refuse a target at or above the start's value of the metric it targets: such a cell
-    is "reached" at step 0 (samples_to_target 0) and measures nothing (issue 28, point 1)."""
-    import problems
-    from analysis.predictions import claim_metric
-
-    metrics = sorted({claim_metric(a["name"]) for a in alg_list})
-    cache: dict[tuple, tuple[float, str]] = {}
-    for prob in problem_list:
-        for d in grid["d"]:
-            for ta in grid["target_alpha"]:
-                params = problems.instance_params(prob["name"], prob["params"], ta)
-                for metric in metrics:
-                    key = (prob["name"], d, repr(sorted(params.items())), metric)
-                    if key not in cache:
-                        cache[key] = start_metric(prob["name"], d, params, metric)
-                    start, what = cache[key]
-                    if ta >= start:
-                        users = ", ".join(a["name"] for a in alg_list
-                                          if claim_metric(a["name"]) == metric)
-                        raise SpecError(
-                            f"grid.target_alpha contains {ta:g}: at or above the start's {what} = "
-                            f"{start:.3g} on {prob['name']} (d={d}; the metric of {users}), so "
-                            f"the target is met at step 0 and measures nothing; targets must be "
-                            f"< {start:.3g}")
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, str) or isinstance(b, str):
-        return str(a) == str(b)
-    return math.isclose(float(a), float(b), rel_tol=1e-9) or float(a) == float(b)
-
-
-def _check_fit_against_grid(i: int, fit: FitSpec, grid: dict[str, Any], problem_list: list[dict],
-                            alg_list: list[dict]) -> None:
-    """Before any run: a fit's `where` names values the grid has, and its window holds at least
-    two of the design values of its x (in x's units), so it cannot silently fit nothing."""
-    names = {"problem": [p["name"] for p in problem_list],
-             "algorithm": [a["name"] for a in alg_list]}
-    axis = {**names, **{k: v for k, v in grid.items() if isinstance(v, list)}}
-    for k, v in fit.where.items():
-        values = axis.get(k)
-        if values is None:
-            raise SpecError(f"fit[{i}].where.{k} is invalid: the grid has no {k} axis")
-        if not any(_same(v, u) for u in values):
-            shown = ", ".join(str(u) for u in values)
-            raise SpecError(f"fit[{i}].where.{k}={v!r} is invalid: not in the grid ({k}: {shown})")
-    def pick(k: str) -> list[float]:
-        vals = [float(u) for u in grid.get(k) or []]
-        if k in fit.where:
-            vals = [u for u in vals if _same(u, fit.where[k])]
-        return [u for u in vals if math.isfinite(u)]
-
-    if fit.x == "alpha":
-        if "target_alpha" not in grid:
-            return  # budget cells: thresholds of the samples-to-accuracy curves, any window
-        design, unit = pick("target_alpha"), "target alpha"
-    elif fit.x == "privacy":
-        design = [math.sqrt(d) / (n * e) for d in pick("d") for n in pick("n") for e in pick("eps")]
-        unit = "sqrt(d)/(n eps)"
-    elif fit.x == "rank":  # a problem parameter: one [[problem]] table per rank
-        design = [float(p["params"]["rank"]) for p in problem_list if "rank" in p["params"]
-                  and p["name"] == fit.where.get("problem", p["name"])]
-        unit = "problem rank"
-    else:
-        design, unit = pick(fit.x), fit.x
-    if not design:
-        raise SpecError(f"fit[{i}] ({fit.name}) is invalid: the grid has no finite {unit} values "
-                        f"for x = {fit.x}")
-    lo, hi = fit.window
-    inside = {u for u in design if lo * (1 - 1e-9) <= u <= hi * (1 + 1e-9)}
-    if len(inside) < 2:
-        raise SpecError(f"fit[{i}].window=[{lo:g}, {hi:g}] is invalid: it holds {len(inside)} of the "
-                        f"design values of x = {fit.x} ({unit}: {min(design):.3g} to "
-                        f"{max(design):.3g} in this grid); a fit needs at least 2")
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from bench.cli import main
-from bench.config import SpecError, algorithm_parameters, parse_spec, problem_parameters
+from bench.config import SpecError, parse_spec
+from bench.config_parameters import algorithm_parameters, problem_parameters
 
 SPEC = """
 name = "t"

@@ -229,7 +229,7 @@ def test_privacy_verification_refuses_counts_mode_for_first_order_families():
 
 
 def test_the_default_is_counts_where_exact():
-    from bench.config import default_data_mode
+    from bench.config_parameters import default_data_mode
 
     assert default_data_mode("glm", "dp_sgd") == "counts"
     assert default_data_mode("scaled_regression", "pagan") == "counts"

@@ -132,7 +132,7 @@ def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
 
 def test_readme_claims_table_is_the_generated_one():
     """README Results opens with the table `make readme-claims` writes from the CSV."""
-    from bench.cli import README_BEGIN, README_END, readme_claims_block
+    from bench.cli.claims import README_BEGIN, README_END, readme_claims_block
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     block = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()

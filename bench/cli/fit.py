@@ -1,0 +1,100 @@
+"""`dprates fit`: the declared fits' exponent table (text or an export format), or one
+exploratory fit; and the claims-table printout the report and demo commands share."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.cli.stores import varying_columns
+
+
+def _print_claims(claims) -> None:
+    import pandas as pd
+
+    from analysis.report.tables import claims_display, direction_lines
+
+    if claims is None or not len(claims):
+        print("no declared fit has data (is the sweep finished? does the spec declare [[fit]]?)")
+        return
+    disp = claims_display(claims)
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.max_colwidth", 40):
+        print(disp.to_string(index=False))
+    counts: dict[str, int] = {}
+    for flags in claims["flags"]:
+        for part in filter(None, (flags or "").split("; ")):
+            counts[part] = counts.get(part, 0) + 1
+    if counts:
+        print("flags (number of fits):")
+        for part, k in counts.items():
+            print(f"  [{k}] {part}")
+    for line in direction_lines(list(zip(claims["view"], claims["x"], strict=True))):
+        print(f"what faster / slower mean: {line}")
+
+
+def exploratory_groups(df, x: str, by: str | None) -> list[str]:
+    """The grouping of an exploratory fit: `by` (comma- or space-separated column names), or
+    algorithm, problem and every other grid column that varies (never pooled silently)."""
+    from analysis.points import FOLDED
+
+    if by:
+        cols = [c for c in by.replace(",", " ").split() if c]
+        unknown = [c for c in cols if c not in df.columns]
+        if unknown:
+            allowed = ["algorithm", "problem", *varying_columns(df)]
+            raise ValueError(f"--by={by!r} is invalid: no column {', '.join(map(repr, unknown))} "
+                             f"(group by any of {', '.join(allowed)} or another stored column)")
+        return cols
+    return ["algorithm", "problem", *[c for c in varying_columns(df) if c not in FOLDED[x]]]
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """The declared fits (claims table), or one exploratory fit with --x and --metric."""
+    from analysis import rates
+    from analysis.claims import claims_table
+    from bench.store import load, open_store_data
+
+    if args.boot < 100:
+        raise ValueError(f"--boot={args.boot} is invalid: must be >= 100")
+    if args.standalone and args.format != "latex":
+        raise ValueError("--standalone is only used with --format latex")
+    if args.format and (args.x or args.metric):
+        raise ValueError("--format exports the declared fits' table; an exploratory fit prints text "
+                         "(use --csv FILE for its rows)")
+    if args.x or args.metric:
+        if not (args.x and args.metric):
+            raise ValueError("an exploratory fit needs both --x SCALE and --metric COLUMN")
+        df = load(args.store)
+        df = df[(df["status"] == "ok") & (df["eps"] < float("inf"))]
+        window = tuple(args.window) if args.window else None
+        if window and not 0 < window[0] < window[1]:
+            raise ValueError(f"--window={list(window)} is invalid: must be LOW HIGH with 0 < LOW < HIGH")
+        by = exploratory_groups(df, args.x, args.by)
+        table = rates.fit_exponent(df, args.x, args.metric, by=by, window=window,
+                                   n_boot=args.boot)
+        print(f"exploratory fit (not declared in the spec): log {args.metric} vs log {args.x}, "
+              f"one fit per {', '.join(by)}"
+              + ("" if args.by else " (every grid column that varies; --by to choose)"))
+        cols = [*by, "exponent", "ci_low", "ci_high", "se_ols", "r2", "n_points",
+                "n_design", "dropped_design"]
+        print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    else:
+        table = claims_table(open_store_data(args.store), n_boot=args.boot)
+        if args.format:
+            from analysis.report.tables import claims_display, direction_lines, export
+
+            if not len(table):
+                raise ValueError(f"--format {args.format}: no declared fit of {args.store} has data")
+            keys = list(zip(table["view"], table["x"], strict=True))
+            sys.stdout.write(export(
+                claims_display(table), args.format, notes=direction_lines(keys),
+                caption=f"Declared fits of {args.store}: measured exponents with 95% CIs.",
+                label="tab:dprates-fits", standalone=args.standalone))
+        else:
+            _print_claims(table)
+    if args.csv:
+        out = table.drop(columns=[c for c in ("x_design", "y_design", "chosen") if c in table])
+        out.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    return 0

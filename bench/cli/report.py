@@ -1,0 +1,80 @@
+"""`dprates report` and `dprates plot`: the PDF report of stores, and one figure of a store."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.cli.fit import _print_claims
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from analysis.report.build import write_report
+    from bench.store import open_store_data
+
+    res = write_report([open_store_data(p) for p in args.store], args.output, n_boot=args.boot,
+                       csv=args.csv, figures=args.figures)
+    print(f"wrote {res['path']} ({res['pages']} pages)" + (f", {args.csv}" if args.csv else "")
+          + (f", figures in {args.figures}" if args.figures else ""))
+    if args.print:
+        _print_claims(res["claims"])
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from analysis.claims import claims_table, paired_table
+    from analysis.points import fit_points_table
+    from analysis.report import plots
+    from analysis.report.scaling_pages import _chosen_rows
+    from bench.store import load_curves, open_store_data
+
+    suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
+    if f".{suffix}" not in plots.SAVE_FORMATS:
+        raise ValueError(f"-o {args.output!r} is invalid: the extension must be one of "
+                         f"{', '.join(plots.SAVE_FORMATS)}")
+    data = open_store_data(args.store)
+    fits = {f.name: f for f in data.spec.fits}
+    if args.fit and args.fit not in fits:
+        raise ValueError(f"--fit={args.fit!r} is invalid: declared fits are {', '.join(fits) or 'none'}")
+    if args.kind == "trajectory":
+        if not args.cell:
+            raise ValueError("--kind trajectory needs --cell KEY (a key prefix from `dprates status`)")
+        prof = load_curves(args.store, "trajectory")
+        match = [k for k in prof if k.startswith(args.cell)]
+        if len(match) != 1:
+            raise ValueError(f"--cell={args.cell!r} is invalid: matches {len(match)} stored cells")
+        fig, axes = plots.new_figure(11, 3.6, ncols=2)
+        plots.trajectory_plot(axes, prof[match[0]], title=match[0])
+    elif args.kind in ("scaling", "forest"):
+        claims = claims_table(data, n_boot=args.boot)
+        if args.kind == "forest":
+            views = sorted(claims["view"].unique())
+            fig, axes = plots.new_figure(10, 2.5 + 0.3 * len(claims), nrows=len(views), squeeze=False)
+            for ax, v in zip(axes.ravel(), views, strict=True):
+                plots.forest_plot(ax, claims, v)
+        else:
+            fit = fits[args.fit] if args.fit else data.spec.fits[0]
+            mode = args.mode or fit.mode
+            pts = fit_points_table(data, fit, mode)
+            probs = sorted(pts["problem"].unique())
+            fig, axes = plots.new_figure(5.5 * len(probs), 4.4, ncols=len(probs), squeeze=False)
+            for ax, prob in zip(axes.ravel(), probs, strict=True):
+                f = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)
+                           & (claims["problem"] == prob)]
+                sub = pts[pts["problem"] == prob]
+                if mode == "tuned":
+                    sub = _chosen_rows(sub, f)
+                plots.scaling_plot(ax, sub, f, x=fit.x, y=fit.y, window=fit.window,
+                                   title=f"{prob} ({fit.name}, {mode})")
+    else:
+        paired = paired_table(data, n_boot=args.boot)
+        if args.fit:
+            paired = [p for p in paired if p["fit"] == args.fit]
+        if not paired:
+            raise ValueError("no paired comparison: needs two algorithms with claimed rates")
+        fig, axes = plots.new_figure(5.5 * len(paired), 4.2, ncols=len(paired), squeeze=False)
+        for ax, p in zip(axes.ravel(), paired, strict=True):
+            plots.paired_plot(ax, p, p["x"])
+    fig.tight_layout()
+    path = plots.save(fig, args.output)
+    print(f"wrote {path}")
+    return 0

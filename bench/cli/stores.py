@@ -1,0 +1,74 @@
+"""`dprates status` and `dprates export`: what a store holds (counts by status, slowest
+cells, failures) and its cells table as CSV or Parquet."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def varying_columns(df) -> list[str]:
+    """The grid columns (and knob columns param_*) that take more than one value in `df`."""
+    cands = ["d", "n", "target_alpha", "eps", "delta", "data",
+             *sorted(c for c in df.columns if c.startswith("param_"))]
+    return [c for c in cands if c in df and df[c].nunique(dropna=False) > 1]
+
+
+def _cell_label(r, cols: list[str]) -> str:
+    def show(v: Any) -> str:
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    parts = [f"{c.removeprefix('param_')}={show(r[c])}" for c in cols]
+    return f"{r['algorithm']}/{r['problem']} " + " ".join([*parts, f"rep={r['rep']}"])
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from bench.store import load, load_meta
+
+    meta = load_meta(args.store)
+    df = load(args.store, current=not args.all)
+    print(f"store {args.store}: spec {meta.get('spec_name', '?')} ({meta.get('spec_source', '?')}), "
+          f"updated {meta.get('updated', '?')}")
+    print(f"{len(df)} cells" + ("" if args.all else " of the current spec"))
+    for status, count in df["status"].value_counts().sort_index().items():
+        print(f"  {status:9s} {count}")
+    cols = varying_columns(df)
+    if cols:
+        print("grid columns that vary: " + ", ".join(c.removeprefix("param_") for c in cols))
+    ok = df[df["wall"].notna()].sort_values("wall", ascending=False).head(args.slowest)
+    if len(ok):
+        print(f"slowest {len(ok)} cells (wall s):")
+        for _, r in ok.iterrows():
+            print(f"  {r['wall']:8.2f}  {_cell_label(r, cols)} [{r['status']}]")
+    failed = df[df["status"].isin(["error", "timeout"])]
+    if len(failed):
+        print(f"failures ({len(failed)}):")
+        for _, r in failed.iterrows():
+            first = (r["error_message"] or "").strip().splitlines()
+            print(f"  {r['key'][:12]} {_cell_label(r, cols)}: {r['error_type']}: "
+                  f"{first[0] if first else ''}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench.store import load
+
+    if bool(args.csv) == bool(args.parquet):
+        raise ValueError("export needs exactly one of --csv FILE or --parquet FILE")
+    if args.parquet:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ValueError("--parquet needs pyarrow, which is not installed: pip install pyarrow "
+                             "(or use --csv FILE)") from None
+    df = load(args.store, current=not args.all)
+    for col in ("problem_params", "params", "knobs", "params_used", "warnings"):
+        df[col] = [json.dumps(v, default=str) for v in df[col]]
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+        print(f"wrote {len(df)} rows to {args.csv}")
+    else:
+        df.to_parquet(args.parquet, index=False)
+        print(f"wrote {len(df)} rows to {args.parquet}")
+    return 0

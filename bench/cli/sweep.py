@@ -1,0 +1,81 @@
+"""`dprates sweep`: a sweep spec into its resumable store (or, with --dry-run, the plan and its
+cost estimate)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def describe_cost(plan, jobs: int) -> str:
+    """The dry-run's cost line: the estimate, its spread and what it rests on."""
+    from bench.runner import format_seconds
+
+    est = plan.cost
+    if not plan.pending:
+        return "estimated cost: nothing to run"
+    wall = f"{format_seconds(est.mid / jobs)} of wall time on {jobs} jobs"
+    if est.learned and not est.bounded:
+        return (f"estimated cost: {format_seconds(est.mid)} of CPU (interquartile range "
+                f"{format_seconds(est.low)} to {format_seconds(est.high)}), about {wall} "
+                f"({plan.cost_basis})")
+    if est.learned:
+        return (f"estimated cost: {format_seconds(est.mid)} of CPU, about {wall}; {est.bounded} "
+                f"of {len(plan.pending)} cells priced at their upper bound (budget or horizon T: "
+                f"no stored cells of their algorithm and problem yet) ({plan.cost_basis})")
+    return (f"estimated cost: {format_seconds(max(est.mid, 1.0))} of CPU or more, {wall} at the "
+            f"default rates ({plan.cost_basis}: each cell priced at its budget or horizon T plus "
+            "0.3 s; algorithms that loop in Python can take far longer; a rerun after some cells "
+            "are stored learns the real rates)")
+
+
+def _default_store(spec_name: str) -> str:
+    return f"results/{spec_name}.sqlite"
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench.config import load_spec
+    from bench.runner import plan_sweep, run_sweep
+
+    spec = load_spec(args.spec)
+    out = args.out or _default_store(spec.name)
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs={args.jobs} is invalid: must be an integer >= 1")
+    if args.backend == "dask" and not args.scheduler:
+        raise ValueError("--backend dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    if args.scheduler and args.backend != "dask":
+        raise ValueError(f"--scheduler={args.scheduler!r} is only used with --backend dask")
+    if args.dry_run:
+        plan = plan_sweep(spec, out, args.retry_failed)
+        print(f"spec {spec.name} ({spec.source}): {len(plan.cells)} cells, {plan.done} already in "
+              f"{out}, {len(plan.pending)} to run"
+              + (f" ({plan.failed_to_retry} failed cells to retry)" if args.retry_failed else ""))
+        if plan.status_counts:
+            print("  stored: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.status_counts.items())))
+        jobs = args.jobs or __import__("bench.runner").runner.default_jobs()
+        print("  " + describe_cost(plan, jobs))
+        return 0
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # SIGTERM ends like Ctrl-C: workers stopped, store consistent
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        res = run_sweep(spec, out, jobs=args.jobs, backend=args.backend, scheduler=args.scheduler,
+                        retry_failed=args.retry_failed, progress=not args.quiet,
+                        blas_threads=None if args.blas_threads == 0 else args.blas_threads)
+    except KeyboardInterrupt:
+        from bench.store import load
+
+        stored = len(load(out)) if Path(out).is_file() else 0
+        print(f"\ninterrupted: {stored} of {len(spec.cells())} cells are stored in {out}; "
+              f"rerun `dprates sweep {args.spec}` to resume", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items())) or "nothing to run"
+    print(f"{spec.name}: {res.ran} cells run ({counts}), {res.skipped} already stored, "
+          f"{res.wall:.1f} s; store {res.store}")
+    return 0

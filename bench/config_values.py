@@ -1,0 +1,88 @@
+"""Checks of single spec values, and `SpecError`: tables of allowed keys, integers, grid lists,
+number lists, parameter tables, and delta entries (a number or a rule "1/n^p") with the
+delta of a cell they give (`bench.config` parses a whole spec with them)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+
+class SpecError(ValueError):
+    """An invalid sweep spec (the message names the key, the value and what is allowed)."""
+
+
+def _where(key: str, value: Any, allowed: str) -> SpecError:
+    return SpecError(f"{key}={value!r} is invalid: {allowed}")
+
+
+def _check_keys(table: Any, allowed: set[str], where: str) -> None:
+    if not isinstance(table, dict):
+        raise _where(where, table, "must be a table")
+    for key in table:
+        if key not in allowed:
+            raise SpecError(f"{where}.{key} is an unknown key: allowed are {', '.join(sorted(allowed))}"
+                            if where else
+                            f"{key} is an unknown key: allowed are {', '.join(sorted(allowed))}")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _int_like(key: str, v: Any, lo: int) -> int:
+    if _is_number(v) and math.isfinite(v) and float(v).is_integer() and v >= lo:
+        return int(v)
+    raise _where(key, v, f"must be an integer >= {lo}")
+
+
+def _grid_list(key: str, v: Any) -> list:
+    if not isinstance(v, list):
+        raise _where(key, v, "must be a list of values")
+    if not v:
+        raise _where(key, v, "must not be empty")
+    if len({repr(x) for x in v}) != len(v):
+        raise _where(key, v, "must not repeat a value")
+    return v
+
+
+DELTA_RULE = re.compile(r"^1/n(?:\^(\d+(?:\.\d+)?))?$")
+
+
+def _delta_entry(x: Any) -> float | str:
+    """A number in (0, 1), or a rule "1/n^p" (p > 0) kept as its canonical string."""
+    if _is_number(x) and 0 < float(x) < 1:
+        return float(x)
+    if isinstance(x, str):
+        m = DELTA_RULE.match(x.replace(" ", ""))
+        if m and (m.group(1) is None or float(m.group(1)) > 0):
+            return f"1/n^{float(m.group(1) or 1):g}"
+    raise SpecError(f"grid.delta contains {x!r}: every delta must be a number in (0, 1) or a "
+                    'rule "1/n^p" with p > 0 (1 / budget^p per cell)')
+
+
+def delta_for(entry: float | str, budget: int | None) -> float:
+    """The delta of a cell: the number itself, or 1 / budget^p for a rule "1/n^p"."""
+    if isinstance(entry, str):
+        return float(budget) ** -float(entry.split("^")[1])
+    return float(entry)
+
+
+def _number_list(key: str, v: Any, check, allowed: str) -> list:
+    vals = _grid_list(key, v)
+    for x in vals:
+        if not _is_number(x) or not check(float(x)):
+            raise SpecError(f"{key} contains {x!r}: {allowed}")
+    return vals
+
+
+def _param_table(key: str, v: Any) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise _where(key, v, "must be a table of name = value")
+    for k, x in v.items():
+        if not isinstance(x, (int, float, str, bool)):
+            raise SpecError(f"{key}.{k}={x!r} is invalid: must be a number, string or boolean")
+    return dict(v)
