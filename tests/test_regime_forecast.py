@@ -185,3 +185,15 @@ def test_claims_summary_says_out_of_reach_with_the_computed_size():
                           "problem": "hard_valley", "x": "alpha", "view": "sample_complexity"}])
     row = claims_summary(fits).set_index("algorithm").loc["noisy_sgd"]
     assert row["verdict"] == OUT_OF_REACH and f"{big:.2g}" in row["regime"]
+
+
+def test_dry_run_prints_the_forecast_of_every_fit(tmp_path, capsys):
+    from bench.cli import main
+
+    assert main(["sweep", "bench/configs/quick.toml", "--dry-run", "--out", str(tmp_path / "q.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "fit samples_vs_alpha (sample_complexity, x = alpha, window 0.025-0.09): regime forecast" in out
+    lines = [ln for ln in out.splitlines() if ln.startswith("    ")]
+    assert len(lines) == 6  # three Spiders x two problems
+    assert sum("in regime; binds from n = " in ln for ln in lines) == 4
+    assert sum("no claim of tree_spider" in ln for ln in lines) == 2

@@ -29,8 +29,24 @@ def _print_claims(claims) -> None:
         print("flags (number of fits):")
         for part, k in counts.items():
             print(f"  [{k}] {part}")
+    print_forecast_counts(claims)
     for line in direction_lines(list(zip(claims["view"], claims["x"], strict=True))):
         print(f"what faster / slower mean: {line}")
+
+
+def print_forecast_counts(claims) -> None:
+    """The regime forecast of the fits (`analysis.regime_forecast`), counted per verdict and
+    source: "in regime" included, so a reader sees how many fits the forecast passes."""
+    if "forecast" not in claims:
+        return
+    counts: dict[tuple[str, str], int] = {}
+    for f, src in zip(claims["forecast"], claims.get("forecast_source", [""] * len(claims)), strict=True):
+        if isinstance(f, str) and f:
+            counts[f, src if isinstance(src, str) else ""] = counts.get((f, src), 0) + 1
+    if counts:
+        print("regime forecast from the claims' bounds before the run (number of fits):")
+        for (f, src), k in counts.items():
+            print(f"  [{k}] {f}" + (f" ({src})" if src else ""))
 
 
 def exploratory_groups(df, x: str, by: str | None) -> list[str]:

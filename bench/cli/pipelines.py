@@ -42,8 +42,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     res = write_report(open_store_data(out), report)
     print("\nDeclared fit (log n* against log target alpha; 95% bootstrap CIs):")
     _print_claims(res["claims"])
-    print(f"\nwrote {report} ({res['pages']} pages). The demo is small (4 seeds, one eps, a window "
-          "only 2.3-3x below the start saddle): the reference sweep is the result to quote.")
+    print(f"\nwrote {report} ({res['pages']} pages). The demo is small (4 seeds, one eps, half a "
+          "decade of alpha, in the claims' regime): the reference sweep is the result to quote.")
     return 0
 
 

@@ -57,6 +57,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print("  stored: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.status_counts.items())))
         jobs = args.jobs or __import__("bench.runner").runner.default_jobs()
         print("  " + describe_cost(plan, jobs))
+        print_forecast(spec, plan.cells)
         return 0
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # SIGTERM ends like Ctrl-C: workers stopped, store consistent
@@ -79,3 +80,30 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{spec.name}: {res.ran} cells run ({counts}), {res.skipped} already stored, "
           f"{res.wall:.1f} s; store {res.store}")
     return 0
+
+
+def print_forecast(spec: Any, cells: list) -> None:
+    """The regime gate before the run (issue 28, point 1): per declared fit and curve, whether
+    the window is in its claim's regime by the claim's own bound (`analysis.regime_forecast`),
+    the n where the claim first binds and where its two terms cross."""
+    import math
+
+    from analysis.predictions import fit_metric
+    from analysis.regime_forecast import describe_n, forecast_fit
+
+    for fit in spec.fits:
+        rows = forecast_fit(fit, cells, fit_metric)
+        print(f"  fit {fit.name} ({fit.view}, x = {fit.x}, window {fit.window[0]:g}-{fit.window[1]:g}): "
+              "regime forecast")
+        for r in rows:
+            setting = ", ".join(f"{k} {r[k]:g}" for k in ("d", "eps") if r[k] is not None)
+            extra = ""
+            if r["points"]:
+                extra = f"; binds from n = {describe_n(r['binding_n'])}"
+                rules = r["source"].startswith("the rules'")
+                if not rules and not math.isnan(r["crossover_n"]):
+                    extra += f", terms cross at n = {describe_n(r['crossover_n'])}"
+                extra += f" [{r['source']}" + ("" if rules else "; advisory: the data's flags decide") + "]"
+            print(f"    {r['algorithm']} / {r['problem']}" + (f" ({setting})" if setting else "")
+                  + f": {r['forecast']}{extra}")
+
