@@ -56,3 +56,29 @@ def test_data_flows_one_way_from_bench_to_analysis():
                 offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names
                               if n == "bench" or n.startswith("bench.")]
     assert not offenders, offenders
+
+
+def test_readme_folder_map_names_every_package_and_only_real_paths():
+    """README "Development" maps the folders: every package folder has its line, and every
+    `folder/` or `module.py` the map names exists (a move that forgets the map fails here)."""
+    import re
+
+    root = ROOT
+    text = (root / "README.md").read_text()
+    section = text[text.index("## Development"):]
+    section = section[:section.index("`make test` runs")]
+    lines = [ln for ln in section.splitlines() if ln.startswith("- `")]
+    named = {ln.split("`")[1].rstrip("/") for ln in lines}
+    packages = {str(p.parent.relative_to(root)) for top in ("algorithms", "analysis", "bench", "problems")
+                for p in (root / top).rglob("__init__.py") if ".venv" not in p.parts}
+    by_folder = {ln.split("`")[1].rstrip("/"): ln for ln in lines}
+    # a sub-package may be described on its parent's line as `name/`
+    missing = {p for p in packages - named
+               if f"`{p.rsplit('/', 1)[1]}/`" not in by_folder.get(p.rsplit("/", 1)[0], "")}
+    assert missing == set(), f"folders missing from the README map: {missing}"
+    for ln in lines:
+        folder = ln.split("`")[1].rstrip("/")
+        assert (root / folder).is_dir(), folder
+        for mod in re.findall(r"`([a-z_]+(?:\.py|/))`", ln.split(":", 1)[1]):
+            here = root / folder / mod
+            assert here.exists() or any(root.glob(f"*/**/{mod}")), f"{folder}: {mod} does not exist"
