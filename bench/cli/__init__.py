@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the declared fits' table in this format (booktabs LaTeX for latex)")
     p.add_argument("--standalone", action="store_true",
                    help="with --format latex: a complete document (else a table to \\input)")
+    p.add_argument("--n-star", default=None, metavar="TARGETS",
+                   help="empirical sample complexity: for each target error (comma-separated), the "
+                        "smallest n whose output reaches it, from --metric against n with a "
+                        "bootstrap CI (the samples-to-target view of methods that run on n records)")
     p.set_defaults(func=cmd_fit)
     p = sub.add_parser("regate", help="re-derive a claims CSV's verdicts under the regime gate "
                        "(from its own flags: ceiling / floor -> not in regime)")

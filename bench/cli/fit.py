@@ -78,6 +78,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.format and (args.x or args.metric):
         raise ValueError("--format exports the declared fits' table; an exploratory fit prints text "
                          "(use --csv FILE for its rows)")
+    if args.n_star is not None:
+        return _print_n_star(args)
     if args.x or args.metric:
         if not (args.x and args.metric):
             raise ValueError("an exploratory fit needs both --x SCALE and --metric COLUMN")
@@ -114,3 +116,51 @@ def cmd_fit(args: argparse.Namespace) -> int:
         out.to_csv(args.csv, index=False)
         print(f"wrote {args.csv}")
     return 0
+
+
+def _print_n_star(args: argparse.Namespace) -> int:
+    """`dprates fit STORE --n-star T1,T2 --metric COL`: n* per target and curve (every grid
+    column that varies except n), from the error against n (`analysis.empirical_n_star`)."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.empirical_n_star import empirical_n_star
+    from bench.store import load
+
+    try:
+        targets = [float(v) for v in args.n_star.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise ValueError(f"--n-star={args.n_star!r} is invalid: must be comma-separated error "
+                         "levels, e.g. 0.05,0.02") from None
+    if not targets or not all(t > 0 for t in targets):
+        raise ValueError(f"--n-star={args.n_star!r} is invalid: must be error levels > 0")
+    if not args.metric:
+        raise ValueError("--n-star needs --metric COLUMN (the error the target is on, e.g. "
+                         "emp_grad_best)")
+    df = load(args.store)
+    df = df[df["status"] == "ok"]
+    if args.metric not in df:
+        raise ValueError(f"--metric={args.metric!r} is invalid: not a stored column")
+    by = ["algorithm", "problem", *[c for c in varying_columns(df) if c not in ("n", "target_alpha")]]
+    rows = []
+    for k, (key, g) in enumerate(df.groupby(by, dropna=False, sort=True)):
+        if g["n"].nunique() < 2:
+            continue
+        for t in targets:
+            r = empirical_n_star(g["n"].to_numpy(float), g["rep"].to_numpy(), g[args.metric].to_numpy(float),
+                                 t, n_boot=args.boot, rng=np.random.default_rng([0, k]))
+            rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
+                         "target": t, "n_star": r.n_star, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                         "status": r.status, "n_design": r.n_design})
+    if not rows:
+        raise ValueError(f"--n-star: no curve of {args.store} has two or more design sizes n")
+    table = pd.DataFrame(rows)
+    print(f"empirical sample complexity: the smallest n whose {args.metric} (median over "
+          "repetitions) reaches each target, log-log interpolated between design sizes; 95% "
+          "stratified-bootstrap CI (inf: not reached by the largest n)")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"wrote {args.csv}")
+    return 0
+
