@@ -82,3 +82,30 @@ def test_readme_folder_map_names_every_package_and_only_real_paths():
         for mod in re.findall(r"`([a-z_]+(?:\.py|/))`", ln.split(":", 1)[1]):
             here = root / folder / mod
             assert here.exists() or any(root.glob(f"*/**/{mod}")), f"{folder}: {mod} does not exist"
+
+
+def test_every_module_path_the_docs_name_resolves():
+    """`algorithms.x.y`-style names in README.md and reports/README.md resolve to a module or
+    an attribute of one (a move or split that leaves the docs behind fails here)."""
+    import importlib
+
+    bad = []
+    for doc in (ROOT / "README.md", ROOT / "reports" / "README.md"):
+        text = doc.read_text()
+        for name in sorted(set(re.findall(r"`((?:algorithms|analysis|bench|problems)(?:\.[A-Za-z_]+)+)",
+                                          text))):
+            parts = name.split(".")
+            for i in range(len(parts), 0, -1):
+                try:
+                    obj = importlib.import_module(".".join(parts[:i]))
+                except ImportError:
+                    continue
+                try:
+                    for attr in parts[i:]:
+                        obj = getattr(obj, attr)
+                except AttributeError:
+                    bad.append(f"{doc.name}: {name}")
+                break
+            else:
+                bad.append(f"{doc.name}: {name}")
+    assert not bad, bad
