@@ -26,6 +26,7 @@ from algorithms.first_order import (
     RecursiveRegularizationLinear,
     TreePrivateSpider,
 )
+from algorithms.empirical_sosp import EmpiricalSospSpider
 from algorithms.sosp_spiders import AdaptiveTreeSpider, GaussianSpider, TreeSpider
 from algorithms.spider import Spider
 
@@ -37,7 +38,7 @@ _REGISTRY: dict[str, Any] = {
                 JLDPGD,
                 JLPrivateSpiderBoost, JLRecursiveRegularization, Pasan, Pagan,
                 PaganPrivateScales, PaganPublicScales,
-                PrivateSGDIsotropic, PrivateAdaGradIsotropic, PDPSGD)
+                PrivateSGDIsotropic, PrivateAdaGradIsotropic, PDPSGD, EmpiricalSospSpider)
 }
 
 

@@ -36,6 +36,7 @@ from algorithms import get_algorithm
 from algorithms.spider import KNOB_DEFAULTS
 from analysis import rates
 from analysis.declarations import FitSpec, StoreData
+from analysis.empirical_route import reading_for_fit
 from analysis.privacy_ledger import UNVERIFIED_MARK, unverified_algorithms
 from problems import character as problem_character
 
@@ -304,7 +305,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         metric = fit_metric(fit, group["algorithm"])
         predicted = predicted_slope(cls, fit, metric, private=bool(np.isfinite(sub["eps"]).any()))
         flags = []
-        first_order = metric != "alpha_sosp"
+        first_order = metric not in ("alpha_sosp", "emp_alpha_sosp")  # SOSP metrics: alpha_x0
         excess = metric == "excess_risk"
         start = (_excess_at_x0(data, sub) if excess else sub["grad_x0"] if first_order
                  else sub["alpha_x0"]).to_numpy(float)
@@ -336,6 +337,9 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         if fit.view == "error" and fit.x == "privacy":
             row.update(_two_term(data, sub, fit, mode, res, rng))
         verdict = rates.verdict(res, predicted, fit.view, fit.x)
+        # which statistical exponent of n the runs follow (issue 29: printed vs Theorem A.2)
+        row["reading"] = reading_for_fit(cls, fit.x, fit.view, bool(np.isfinite(sub["eps"]).any()),
+                                         row.get("ci_low", math.nan), row.get("ci_high", math.nan))
         rules = rules_prediction(sub, fit, data.spec.calibration)
         rules_verdict = rates.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
         if verdict.endswith("than claimed") and rules_verdict == "consistent":
@@ -505,7 +509,9 @@ Y_METRIC = {"alpha_best": "alpha_sosp", "alpha_last": "alpha_sosp", "alpha_selec
             "grad_norm_best": "grad_norm", "pop_grad_best": "grad_norm", "pop_grad_last": "grad_norm",
             "emp_grad_best": "emp_grad_norm", "emp_grad_last": "emp_grad_norm",
             "emp_grad_selected": "emp_grad_norm", "excess_best": "excess_risk",
-            "excess_last": "excess_risk"}
+            "excess_last": "excess_risk", "alpha_at_emp_best": "alpha_sosp",
+            "emp_alpha_best": "emp_alpha_sosp", "emp_alpha_last": "emp_alpha_sosp",
+            "emp_alpha_selected": "emp_alpha_sosp"}
 
 
 def fit_metric(fit: FitSpec, algorithm: str) -> str:

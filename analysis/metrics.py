@@ -161,6 +161,9 @@ def evaluate(problem: Problem, traj, target: float | None = None,
     }
     fo = first_order_metrics(problem, traj, target, metric)
     out.update(fo["metrics"], target_metric=metric)
+    from analysis.empirical_route import empirical_sosp_metrics  # F_S's alpha_SOSP (issue 29)
+
+    out.update(empirical_sosp_metrics(problem, traj))
     if metric != "alpha_sosp":
         run_min = fo["run_min"]
     # n* at the run's own target (sample-complexity cells): NaN when never reached (censored).

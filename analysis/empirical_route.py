@@ -1,0 +1,76 @@
+"""The empirical route's measurements (seed 000, Appendix A.2; `algorithms.empirical_sosp`):
+the empirical SOSP metric of a run, and which statistical term the population alpha follows.
+
+Metrics (`empirical_sosp_metrics`, added to every run's metrics by `analysis.metrics.evaluate`;
+NaN where the run keeps no sample or the problem has no closed-form empirical Hessian):
+* emp_alpha_best: min over the stored iterates of alpha_SOSP of F_S (the run's own data set),
+  exact (`problems.empirical_hessian`): the empirical claim's "at least one output";
+* emp_alpha_last / emp_alpha_selected: at the last iterate / the smallest released estimate;
+* emp_lambda_min_best: lambda_min(hess F_S) at the emp_alpha_best iterate;
+* alpha_at_emp_best: the *population* alpha_SOSP at that same iterate: the route of Theorem
+  A.2 (an SOSP of F_S, carried to F), unlike alpha_best (the best population alpha over all
+  iterates, which can pick a point the empirical route would never single out).
+
+Which statistical term (`statistical_reading`): at eps = inf the population alpha of the
+empirical SOSP is the statistical error alone. Its exponent in n is -1 as seed 000 prints the
+rate (sqrt(d)/n) and -1/2 by Theorem A.2 as stated (sqrt(d/n)); a fit's CI says which.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from analysis.metrics import sosp_alpha
+from problems.empirical_hessian import empirical_alpha, supports_empirical_hessian
+
+#: The metric columns this module adds (bench.store keeps them).
+COLUMNS = ("emp_alpha_best", "emp_alpha_last", "emp_alpha_selected", "emp_lambda_min_best",
+           "alpha_at_emp_best")
+
+
+def empirical_sosp_metrics(problem: Any, traj: Any) -> dict[str, float]:
+    """The metrics of the module docstring for one run (NaN where they do not exist)."""
+    out = {k: math.nan for k in COLUMNS}
+    if getattr(traj, "sample", None) is None or not supports_empirical_hessian(problem):
+        return out
+    its = traj.iterates
+    emp = empirical_alpha(problem, its, traj.sample)
+    alpha = emp["alpha"]
+    best = int(np.nanargmin(alpha)) if np.isfinite(alpha).any() else len(its) - 1
+    sel = int(np.argmin(traj.est_norm_at))
+    out.update(emp_alpha_best=float(alpha[best]), emp_alpha_last=float(alpha[-1]),
+               emp_alpha_selected=float(alpha[sel]),
+               emp_lambda_min_best=float(emp["lambda_min"][best]),
+               alpha_at_emp_best=float(sosp_alpha(problem, its[best])["alpha"]))
+    return out
+
+
+def statistical_reading(readings: tuple[tuple[str, float], ...], ci_low: float,
+                        ci_high: float) -> str:
+    """Which of the readings' exponents of n (name, exponent) the CI [ci_low, ci_high] holds:
+    "follows <name> (exponent e)", "cannot tell <a> from <b>" (both inside), or "follows
+    neither (...)"; "" without a finite CI or readings."""
+    if not readings or not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+        return ""
+    inside = [(name, e) for name, e in readings if ci_low <= e <= ci_high]
+    if len(inside) == 1:
+        return f"follows {inside[0][0]} (exponent {inside[0][1]:g})"
+    if len(inside) > 1:
+        return "cannot tell " + " from ".join(f"{n} ({e:g})" for n, e in inside)
+    return "follows neither (" + ", ".join(f"{n}: {e:g}" for n, e in readings) + ")"
+
+
+def reading_for_fit(cls: Any, fit_x: str, view: str, private: bool, ci_low: float,
+                    ci_high: float) -> str:
+    """The reading of a non-private error fit against n for an algorithm that declares
+    `statistical_readings` ("" for every other fit)."""
+    readings = getattr(cls, "statistical_readings", ())
+    if private or view != "error" or fit_x != "n" or not readings:
+        return ""
+    return statistical_reading(tuple(readings), ci_low, ci_high)
+
+
+__all__ = ["COLUMNS", "empirical_sosp_metrics", "reading_for_fit", "statistical_reading"]
