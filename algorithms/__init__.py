@@ -6,6 +6,7 @@ from typing import Any
 
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, validate_claims
+from algorithms.empirical_sosp import EmpiricalSospSpider
 from algorithms.first_order import (
     DPGD,
     DPSGD,
@@ -26,7 +27,6 @@ from algorithms.first_order import (
     RecursiveRegularizationLinear,
     TreePrivateSpider,
 )
-from algorithms.empirical_sosp import EmpiricalSospSpider
 from algorithms.sosp_spiders import AdaptiveTreeSpider, GaussianSpider, TreeSpider
 from algorithms.spider import Spider
 
