@@ -110,7 +110,7 @@ def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
     fits = read_fits([CSV])
     summary = claims_summary(fits)
     claims = all_claims()
-    assert len(summary) == len(claims) == 21
+    assert len(summary) == len(claims) == 23
     assert list(zip(summary["algorithm"], summary["metric"], strict=True)) == \
         [(c.algorithm, c.metric) for c in claims]
     for r in summary.itertuples():
