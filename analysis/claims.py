@@ -183,6 +183,8 @@ def _excess_at_x0(data: StoreData, sub: pd.DataFrame) -> pd.Series:
 def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
     if fit.view != "error":
         return False
+    if not np.isfinite(sub["eps"].to_numpy(float)).any():  # a non-private fit IS the floor:
+        return False  # comparing its points with themselves flagged every one (issue 29)
     cells = data.cells
     inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])]
     if inf.empty:
@@ -339,7 +341,9 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         verdict = rates.verdict(res, predicted, fit.view, fit.x)
         # which statistical exponent of n the runs follow (issue 29: printed vs Theorem A.2)
         row["reading"] = reading_for_fit(cls, fit.x, fit.view, bool(np.isfinite(sub["eps"]).any()),
-                                         row.get("ci_low", math.nan), row.get("ci_high", math.nan))
+                                         row.get("ci_low", math.nan), row.get("ci_high", math.nan),
+                                         data.cells.set_index("key").reindex(sub["key"]).assign(
+                                             x=sub["x"].to_numpy()))
         rules = rules_prediction(sub, fit, data.spec.calibration)
         rules_verdict = rates.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
         if verdict.endswith("than claimed") and rules_verdict == "consistent":

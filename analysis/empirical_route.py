@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from analysis.metrics import sosp_alpha
 from problems.empirical_hessian import empirical_alpha, supports_empirical_hessian
@@ -63,14 +64,39 @@ def statistical_reading(readings: tuple[tuple[str, float], ...], ci_low: float,
     return "follows neither (" + ", ".join(f"{n}: {e:g}" for n, e in readings) + ")"
 
 
+#: The statistical term sets the population alpha of the empirical SOSP only where the
+#: empirical alpha there is well below it: at most this fraction (median per design point).
+OPTIMIZATION_LIMITED = 1 / 3
+
+
+def optimization_limited(cells: pd.DataFrame | None) -> str:
+    """"" when every design point's median emp_alpha_best / alpha_at_emp_best is at most
+    OPTIMIZATION_LIMITED, else the reason naming the points where the empirical alpha (the
+    optimization) and not the sample (statistics) sets the population alpha. `cells`: the
+    fit's cells with columns x, emp_alpha_best, alpha_at_emp_best."""
+    if cells is None or not {"emp_alpha_best", "alpha_at_emp_best", "x"} <= set(cells.columns):
+        return ""
+    ratio = cells["emp_alpha_best"].astype(float) / cells["alpha_at_emp_best"].astype(float)
+    med = ratio.groupby(cells["x"].to_numpy()).median()
+    bad = [f"{x:g}" for x, r in med.items() if not r <= OPTIMIZATION_LIMITED]
+    if not bad:
+        return ""
+    return (f"optimization-limited at n = {', '.join(bad)}: the empirical alpha is above "
+            f"{OPTIMIZATION_LIMITED:.2g} of the population alpha there, so the slope is the "
+            "optimizer's, not the statistical term's")
+
+
 def reading_for_fit(cls: Any, fit_x: str, view: str, private: bool, ci_low: float,
-                    ci_high: float) -> str:
+                    ci_high: float, cells: pd.DataFrame | None = None) -> str:
     """The reading of a non-private error fit against n for an algorithm that declares
-    `statistical_readings` ("" for every other fit)."""
+    `statistical_readings` ("" for every other fit); "optimization-limited ..." instead where
+    the fit's cells (`optimization_limited`) show the optimizer, not the sample, at work."""
     readings = getattr(cls, "statistical_readings", ())
     if private or view != "error" or fit_x != "n" or not readings:
         return ""
-    return statistical_reading(tuple(readings), ci_low, ci_high)
+    limited = optimization_limited(cells)
+    return limited or statistical_reading(tuple(readings), ci_low, ci_high)
 
 
-__all__ = ["COLUMNS", "empirical_sosp_metrics", "reading_for_fit", "statistical_reading"]
+__all__ = ["COLUMNS", "OPTIMIZATION_LIMITED", "empirical_sosp_metrics", "optimization_limited",
+           "reading_for_fit", "statistical_reading"]
