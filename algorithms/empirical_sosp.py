@@ -80,7 +80,10 @@ with the anchors has no valid PLD filter (f-DP filters fail in general; Smith an
 result is for GDP). On the product-layout hard families a re-read subsample would also not be
 exact from counts (`problems.counts_dataset`). The private output selection of Ganesh et al.
 (AboveThreshold) is replaced, as for every SOSP family here, by the suite's best / last /
-smallest-estimate iterates.
+smallest-estimate iterates. Target-alpha (sample-complexity) cells: `target_alpha` sets
+gamma, but the run still reads the whole budget as its data set, so its samples-to-target is
+the budget; the empirical route's sample complexity is read off its fixed-budget error curve
+(the smallest n of the grid whose runs reach alpha), not from target cells.
 
 Counts mode: every read is the full data set (`counts_rereads = ""`), exact on atoms and on
 product layouts (clip G and C_t are the identity on the whole support, the guard of
