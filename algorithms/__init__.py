@@ -27,6 +27,7 @@ from algorithms.first_order import (
 from algorithms.glm import JLDPGD, JLPrivateSpiderBoost, JLRecursiveRegularization
 from algorithms.privacy import accounting, mechanisms  # `algorithms.accounting` etc. as DESIGN names them
 from algorithms.sosp import AdaptiveTreeSpider, GaussianSpider, Spider, TreeSpider
+from algorithms.sosp.empirical import EmpiricalSospSpider
 
 #: Every algorithm honours `cls(**overrides).run(problem, data, privacy, rng, *, time_limit,
 #: probe, monitor) -> Trajectory` and declares `claims` (`algorithms.claims`).
@@ -36,7 +37,7 @@ _REGISTRY: dict[str, Any] = {
                 JLDPGD,
                 JLPrivateSpiderBoost, JLRecursiveRegularization, Pasan, Pagan,
                 PaganPrivateScales, PaganPublicScales,
-                PrivateSGDIsotropic, PrivateAdaGradIsotropic, PDPSGD)
+                PrivateSGDIsotropic, PrivateAdaGradIsotropic, PDPSGD, EmpiricalSospSpider)
 }
 
 

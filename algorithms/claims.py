@@ -11,7 +11,8 @@ Metrics (computed by `analysis.metrics` with exact oracles):
 * alpha_sosp: max(||grad F||, lambda_-(hess F)^2 / rho), the SOSP accuracy (seed 000, Def. 1.2);
 * grad_norm: ||grad F(x)||, population first-order stationarity;
 * emp_grad_norm: ||grad F_S(x)|| on the run's own sample S (empirical stationarity);
-* excess_risk: F(x) - min F.
+* excess_risk: F(x) - min F;
+* emp_alpha_sosp: alpha_SOSP of F_S on the run's own sample S (`problems.empirical_hessian`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SETTINGS = ("population", "empirical")
-METRICS = ("alpha_sosp", "grad_norm", "emp_grad_norm", "excess_risk")
+METRICS = ("alpha_sosp", "grad_norm", "emp_grad_norm", "excess_risk", "emp_alpha_sosp")
 #: Variables a rate term can depend on; "privacy" is sqrt(d) / (n eps).
 VARIABLES = ("n", "d", "eps", "privacy", "rank")
 

@@ -27,6 +27,7 @@ from algorithms import get_algorithm
 from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis import envelope, paired, rates, regime_forecast, two_term, verdicts
 from analysis.declarations import FitSpec, StoreData
+from analysis.empirical_route import reading_for_fit
 from analysis.flags import _excess_at_x0, _floor_flag, start_point
 from analysis.points import fit_points_table, group_columns, theory_mask
 from analysis.predictions import (
@@ -69,7 +70,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         metric = fit_metric(fit, group["algorithm"])
         predicted = predicted_slope(cls, fit, metric, private=bool(np.isfinite(sub["eps"]).any()))
         flags = []
-        first_order = metric != "alpha_sosp"
+        first_order = metric not in ("alpha_sosp", "emp_alpha_sosp")  # SOSP metrics: alpha_x0
         excess = metric == "excess_risk"
         start = (_excess_at_x0(data, sub) if excess else sub["grad_x0"] if first_order
                  else sub["alpha_x0"]).to_numpy(float)
@@ -103,6 +104,11 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         if fit.view == "error" and fit.x == "privacy":
             row.update(_two_term(data, sub, fit, mode, res, rng))
         verdict = verdicts.verdict(res, predicted, fit.view, fit.x)
+        # which statistical exponent of n the runs follow (issue 29: printed vs Theorem A.2)
+        row["reading"] = reading_for_fit(cls, fit.x, fit.view, bool(np.isfinite(sub["eps"]).any()),
+                                         row.get("ci_low", math.nan), row.get("ci_high", math.nan),
+                                         data.cells.set_index("key").reindex(sub["key"]).assign(
+                                             x=sub["x"].to_numpy()))
         rules = rules_prediction(sub, fit, data.spec.calibration)
         rules_verdict = verdicts.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
         if verdict.endswith("than claimed") and rules_verdict == "consistent":

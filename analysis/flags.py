@@ -38,6 +38,8 @@ def _excess_at_x0(data: StoreData, sub: pd.DataFrame) -> pd.Series:
 def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
     if fit.view != "error":
         return False
+    if not np.isfinite(sub["eps"].to_numpy(float)).any():  # a non-private fit IS the floor:
+        return False  # comparing its points with themselves flagged every one (issue 29)
     cells = data.cells
     inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])]
     if inf.empty:

@@ -8,6 +8,7 @@ the problem's stated Hessian-Lipschitz constant (Assumption 3.1), the one the al
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from scipy.sparse.linalg import LinearOperator, eigsh
 
 from problems.base import Problem
 from problems.counts.layouts import CountsBatch
+from problems.empirical_hessian import empirical_alpha, supports_empirical_hessian
 
 #: Thresholds of the samples-to-accuracy curve: a fixed log grid (8 per decade, 1e-4 .. 10).
 THRESHOLDS = np.logspace(-4, 1, 41)
@@ -161,6 +163,7 @@ def evaluate(problem: Problem, traj, target: float | None = None,
     }
     fo = first_order_metrics(problem, traj, target, metric)
     out.update(fo["metrics"], target_metric=metric)
+    out.update(empirical_sosp_metrics(problem, traj))
     if metric != "alpha_sosp":
         run_min = fo["run_min"]
     # n* at the run's own target (sample-complexity cells): NaN when never reached (censored).
@@ -241,3 +244,27 @@ def median_n_star(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     g = done.groupby(by, sort=True)
     return pd.DataFrame({"median_n_star": g["n_star"].median(), "runs": g.size(),
                          "censored": g["censored"].sum().astype(int)})
+
+
+#: The empirical route's metric columns (`empirical_sosp_metrics`; bench.store keeps them).
+EMPIRICAL_SOSP_COLUMNS = ("emp_alpha_best", "emp_alpha_last", "emp_alpha_selected",
+                          "emp_lambda_min_best", "alpha_at_emp_best")
+
+
+
+def empirical_sosp_metrics(problem: Any, traj: Any) -> dict[str, float]:
+    """The empirical route's metrics of one run (`analysis.empirical_route` says what each is;
+    NaN where the run keeps no sample or the problem has no closed-form empirical Hessian)."""
+    out = {k: math.nan for k in EMPIRICAL_SOSP_COLUMNS}
+    if getattr(traj, "sample", None) is None or not supports_empirical_hessian(problem):
+        return out
+    its = traj.iterates
+    emp = empirical_alpha(problem, its, traj.sample)
+    alpha = emp["alpha"]
+    best = int(np.nanargmin(alpha)) if np.isfinite(alpha).any() else len(its) - 1
+    sel = int(np.argmin(traj.est_norm_at))
+    out.update(emp_alpha_best=float(alpha[best]), emp_alpha_last=float(alpha[-1]),
+               emp_alpha_selected=float(alpha[sel]),
+               emp_lambda_min_best=float(emp["lambda_min"][best]),
+               alpha_at_emp_best=float(sosp_alpha(problem, its[best])["alpha"]))
+    return out

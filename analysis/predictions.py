@@ -76,7 +76,9 @@ Y_METRIC = {"alpha_best": "alpha_sosp", "alpha_last": "alpha_sosp", "alpha_selec
             "grad_norm_best": "grad_norm", "pop_grad_best": "grad_norm", "pop_grad_last": "grad_norm",
             "emp_grad_best": "emp_grad_norm", "emp_grad_last": "emp_grad_norm",
             "emp_grad_selected": "emp_grad_norm", "excess_best": "excess_risk",
-            "excess_last": "excess_risk"}
+            "excess_last": "excess_risk", "alpha_at_emp_best": "alpha_sosp",
+            "emp_alpha_best": "emp_alpha_sosp", "emp_alpha_last": "emp_alpha_sosp",
+            "emp_alpha_selected": "emp_alpha_sosp"}
 
 
 def fit_metric(fit: FitSpec, algorithm: str) -> str:

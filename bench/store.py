@@ -53,6 +53,9 @@ METRIC_COLUMNS = {
     "target_metric": "TEXT", "pop_grad_best": "REAL", "pop_grad_last": "REAL",
     "emp_grad_best": "REAL", "emp_grad_last": "REAL", "emp_grad_selected": "REAL",
     "grad_x0": "REAL", "excess_best": "REAL", "excess_last": "REAL",
+    # the empirical route (analysis.empirical_route): alpha_SOSP of F_S, issue 29
+    "emp_alpha_best": "REAL", "emp_alpha_last": "REAL", "emp_alpha_selected": "REAL",
+    "emp_lambda_min_best": "REAL", "alpha_at_emp_best": "REAL",
 }
 RUN_COLUMNS = {
     "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",

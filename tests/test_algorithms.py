@@ -31,7 +31,7 @@ def test_registry_and_claims():
                                     "recursive_regularization_linear", "jl_dp_gd",
                                     "jl_private_spiderboost", "jl_recursive_regularization", "pasan", "pagan",
                                     "pagan_private_scales", "pagan_public_scales", "private_sgd_iso",
-                                    "private_adagrad_iso", "pdp_sgd"}
+                                    "private_adagrad_iso", "pdp_sgd", "empirical_sosp_spider"}
     assert get_algorithm("gaussian_spider").claimed_exponent == pytest.approx(3 / 7)
     assert get_algorithm("adaptive_tree_spider").claimed_exponent == 0.5
     assert get_algorithm("tree_spider").claimed_exponent is None

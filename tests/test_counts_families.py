@@ -38,6 +38,7 @@ CASES = {
     "private_sgd_iso": (REG, 5_000, {"T": 60, "B": 0.3}),
     "private_adagrad_iso": (REG, 5_000, {"T": 60, "B": 0.3}),
     "pdp_sgd": (REG, 5_000, {"T": 40, "k": 4, "public_m": 200, "refresh": 10}),
+    "empirical_sosp_spider": (GLM, 20_000, {"T": 60}),  # hard_valley: tests/test_empirical_sosp.py
 }
 
 

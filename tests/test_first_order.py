@@ -163,7 +163,8 @@ def test_every_registered_algorithm_declares_valid_claims():
     for c in claims:
         cls = get_algorithm(c.algorithm)
         assert c in cls.claims
-        assert c.metric in ("alpha_sosp", "grad_norm", "emp_grad_norm", "excess_risk")
+        assert c.metric in ("alpha_sosp", "grad_norm", "emp_grad_norm", "excess_risk",
+                            "emp_alpha_sosp")
         # the Spider-era exponent agrees with the declared privacy term
         assert cls.claimed_exponent == pytest.approx(c.privacy_exponent)
     adaptive = get_algorithm("adaptive_tree_spider").claims[0]

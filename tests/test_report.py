@@ -74,12 +74,12 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     text = [p.extract_text() for p in reader.pages]
     page1, headline, text = text[0], text[1], text[2:]
     summary = res["summary"]
-    assert len(summary) == 21  # one row per declared claim, measured or not
+    assert len(summary) == 23  # one row per declared claim, measured or not
     flat = page1.replace("\n", "")  # a cell's wrapped lines joined again
     for r in summary.itertuples():  # every row's algorithm and verdict on page 1
         assert r.algorithm in flat and r.verdict in flat
     assert "not measured" in page1 and "not in regime" in page1
-    assert "19 not measured; 2 not in regime (21 declared claims)" in page1
+    assert "21 not measured; 2 not in regime (23 declared claims)" in page1
     assert (summary.loc[summary["algorithm"].isin(["gaussian_spider", "adaptive_tree_spider"]),
                         "verdict"] == "not in regime").all()
     assert "Headline" in headline and "Crossover" in headline and "hard_valley" in headline
@@ -324,7 +324,7 @@ def test_exports_from_a_store_fit_latex_and_claims_rows(store: Path, tmp_path: P
     assert "x = target alpha -" in tex and "faster = slope of log n" in tex
     assert main(["claims", "--measured", str(store), "--format", "csv", "--boot", "200"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    assert len(table) == 21
+    assert len(table) == 23
     measured = table[table["verdict"] != "not measured"]
     assert set(measured["algorithm"]) == {"gaussian_spider", "adaptive_tree_spider"}
     assert (measured["verdict"] == "not in regime").all()  # the fixture's window is saturated

@@ -110,7 +110,7 @@ def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
     fits = read_fits([CSV])
     summary = claims_summary(fits)
     claims = all_claims()
-    assert len(summary) == len(claims) == 21
+    assert len(summary) == len(claims) == 23
     assert list(zip(summary["algorithm"], summary["metric"], strict=True)) == \
         [(c.algorithm, c.metric) for c in claims]
     for r in summary.itertuples():
@@ -174,10 +174,10 @@ def test_claims_exports_markdown_latex_csv(tmp_path, capsys):
     assert main(["claims", "--measured", str(CSV), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
     lines = [ln for ln in md.splitlines() if ln.startswith("|")]
-    assert len(lines) == 2 + 21 and lines[0].count(" | ") == len(EXPORT_COLUMNS) - 2
+    assert len(lines) == 2 + 23 and lines[0].count(" | ") == len(EXPORT_COLUMNS) - 2
     assert main(["claims", "--measured", str(CSV), "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    assert len(table) == 21 and {"exponent", "ci_low", "ci_high", "verdict"} <= set(table.columns)
+    assert len(table) == 23 and {"exponent", "ci_low", "ci_high", "verdict"} <= set(table.columns)
     for fmt_args in ([], ["--standalone"]):
         out = tmp_path / "claims.tex"
         assert main(["claims", "--measured", str(CSV), "--format", "latex", "-o", str(out),

@@ -66,6 +66,9 @@ FIRST_ORDER_AUDIT = {
     "recursive_regularization": {"R": 1.0, "c_lambda": 1e6, "K_max": 2},
     # one stage; the canary in the first phase, whose noisy output later phases post-process
     "recursive_regularization_linear": {"R": 1.0, "c_lambda": 1e6},
+    # the empirical route: one full-batch anchor (the whole budget: T = A_max = 1), a plain
+    # step of size 1, a ball too large to project (issue 29)
+    "empirical_sosp_spider": {"T": 1, "A_max": 1, "eta": 1.0, "R": 1e9},
 }
 #: The ellipsoid methods (seed 002) project onto a box and shape their noise by coordinate
 #: scales, so their instance is `_ellipsoid_instance`: one full batch (q = 1, a plain Gaussian
