@@ -37,7 +37,8 @@ bench: $(STAMP_TEST)
 # The reference report (README "Results"): the SOSP headline's sweeps, seed 001's and seed
 # 002's, each resumable, then one report. `make reference-seed001` / `reference-seed002` run
 # one seed's section alone.
-HEADLINE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta
+HEADLINE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta \
+                  seed000_empirical
 SEED001_SPECS := seed001_empirical seed001_population seed001_convex seed001_convex_linear \
                  seed001_glm_d seed001_glm_rank seed001_glm_convex_d
 SEED002_SPECS := seed002_experiment seed002_scaling_d seed002_scaling_eps
