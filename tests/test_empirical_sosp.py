@@ -94,7 +94,19 @@ def test_private_accuracy_scales_as_the_claimed_two_thirds_power():
     g = [gamma_private(c, int(n), 10, mu) for n in ns]
     x = np.sqrt(10) / (ns * mu)
     assert np.polyfit(np.log(x), np.log(g), 1)[0] == pytest.approx(2 / 3, abs=1e-12)
-    assert g[0] == pytest.approx((16 * c.G * c.B0 * c.M * x[0] ** 2) ** (1 / 3))
+    # Independently: gamma_priv is the smallest gamma whose feasible kappa range is non-empty,
+    # [12 G^2 x^2 B0 / (M gamma^2 beta), gamma^4 (1 - beta) / (4 M^3 x^2 B0)] at beta = 3/4
+    # (anchor noise and epoch noise both <= gamma over the run's A_max anchors and T steps).
+    from scipy.optimize import brentq
+
+    beta = 0.75
+    for gv, xv in zip(g, x, strict=True):
+        def gap(gam, xv=xv):
+            lo = 12 * c.G**2 * xv**2 * c.B0 / (c.M * gam**2 * beta)
+            hi = gam**4 * (1 - beta) / (4 * c.M**3 * xv**2 * c.B0)
+            return math.log(hi) - math.log(lo)
+
+        assert gv == pytest.approx(brentq(gap, 1e-12, 1e3, xtol=1e-16, rtol=1e-14), rel=1e-9)
 
 
 def test_derived_noise_bounds_hold_at_the_rules_and_balance_at_three_quarters():
@@ -107,7 +119,6 @@ def test_derived_noise_bounds_hold_at_the_rules_and_balance_at_three_quarters():
     epoch = math.sqrt(d) * 2 * c.M * math.sqrt(p["kappa"]) / (n * p["mu2"])
     assert anchor <= 1.05 * p["gamma"] and epoch <= 1.05 * p["gamma"]
     assert anchor == pytest.approx(epoch, rel=0.06)  # balanced (the ceilings and +1 aside)
-    assert 12 / 0.75 == pytest.approx(4 / (1 - 0.75))
     for share in (0.5, 0.9):  # off the balance one of them exceeds gamma
         q = _params(10**6, 0.1, anchor_share=share)
         a = math.sqrt(d) * 2 * c.G / (n * q["mu1"])
@@ -176,7 +187,8 @@ def test_the_ball_holds_the_path_on_both_hard_instances(n, eps):
 
 
 # ------------------------------------------------------------------ counts = records
-@pytest.mark.parametrize("name,params", [("hard_valley", {"d": 6}), ("glm", {"d": 6})])
+@pytest.mark.parametrize("name,params", [("hard_valley", {"d": 6}), ("hard_ramp", {"d": 6}),
+                                         ("glm", {"d": 6})])
 @pytest.mark.parametrize("eps", [1.0, math.inf])
 def test_counts_run_equals_record_run_on_materialized_records(name, params, eps):
     """Product layout (the separable fast path) and atoms layout (counts_maps): the same
@@ -184,6 +196,8 @@ def test_counts_run_equals_record_run_on_materialized_records(name, params, eps)
     prob = problems.get_problem(name, **params)
     seed = np.random.SeedSequence([29, 1])
     kw = {"T": 400} if name == "glm" else {"T": 400, "target_alpha": 0.05}
+    if name == "hard_ramp":
+        kw = {"T": 400}
     a = _run(prob, prob.stream(seed, budget=20_000, data="counts"), eps, **kw)
     b = _run(prob, TwinStream(prob.stream(seed, budget=20_000, data="counts"), prob.materialize),
              eps, **kw)
@@ -308,3 +322,53 @@ def test_layer3_audit_passes_and_catches_a_planted_third_of_the_noise():
     assert ok.mu_low <= ok.mu_accountant <= ok.mu_high + 0.05, ok  # one release: tight
     bad = audit(ALG, 2.0, runs=4000, faults=("noise_third",), seed=11, n_jobs=2)
     assert bad.flagged and bad.mu_empirical > 2 * bad.mu_accountant, bad
+
+
+# ------------------------------------------------------------------ the noise, by hand
+def _o2_runs(faults=(), runs=120):
+    """Mean estimation at zero spread from a start at distance 1, kappa huge: one anchor, then
+    differences only. Per release the noise std by hand, from the budget alone: mu1 =
+    mu sqrt(beta / A_max), mu2 = mu sqrt((1 - beta) / (T - 1)), sensitivities 2G/n and
+    2 M ||x_t - x_{t-1}|| / n (the records' gradient differences are all x_t - x_{t-1})."""
+    from analysis.privacy_checks.layers import Recorder
+
+    prob = problems.get_problem("mean_estimation", d=4, spread=0.0)
+    T, A_max, n, beta = 10, 2, 64, 0.75
+    mu = gdp_mu(1.0, 1e-6)
+    mu1, mu2 = mu * math.sqrt(beta / A_max), mu * math.sqrt((1 - beta) / (T - 1))
+    z = []
+    for r in range(runs):
+        rec = Recorder()
+        alg = get_algorithm(ALG)(planted_faults=faults, T=T, A_max=A_max, kappa=1e9, eta=0.5)
+        data = prob.sample(n, np.random.default_rng([r, 0]))
+        alg.run(prob, data, Privacy(1.0, 1e-6), np.random.default_rng([r, 1]), probe=rec)
+        spent = 0.0
+        for e in rec.events:
+            if e["oracle"] == 1:
+                std = 2 * prob.constants.G / (n * mu1)
+            else:
+                std = 2 * prob.constants.M * float(np.linalg.norm(e["x"] - e["x_prev"])) / (n * mu2)
+                z.append((e["released"] - e["leaf"]) / std)
+            assert e["noise_std"] == pytest.approx(std, rel=1e-12)
+            spent += (e["told"] / e["noise_std"]) ** 2
+        assert spent <= mu**2 * (1 + 1e-12)  # the realised composition within the budget
+    return np.concatenate(z)
+
+
+def test_every_release_has_the_noise_its_budget_share_gives_by_hand():
+    z = _o2_runs()
+    assert len(z) == 120 * 9 * 4
+    assert stats.kstest(z, "norm").pvalue > 1e-3  # the differences' noise is N(0, std^2)
+
+
+def test_a_third_of_the_noise_fails_the_by_hand_check():
+    with pytest.raises(AssertionError):
+        z = _o2_runs(("noise_third",), runs=40)
+        assert stats.kstest(z, "norm").pvalue > 1e-3
+
+
+@pytest.mark.parametrize("key,value", [("T", 0), ("A_max", -2), ("kappa", 0.0), ("R", -1.0), ("eta", 0)])
+def test_a_direct_parameter_at_or_below_zero_is_refused(key, value):
+    prob = problems.get_problem("hard_valley", d=4)
+    with pytest.raises(ValueError, match=f"parameter {key}="):
+        get_algorithm(ALG)(**{key: value}).resolve_params(prob, 1000, Privacy(1.0, 1e-6))

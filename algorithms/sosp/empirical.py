@@ -18,7 +18,9 @@ What is stated, by whom:
   sensitivity, the saddle escape of seed 000 Algorithm 2 lines 9-11.
 Ganesh et al.'s text is not among our sources; everything below that is not in the two
 bullets is ours, tagged *derived* (follows from the stated frame by the computation given)
-or *chosen* (a reading where the sources leave it open; each a knob, each tested).
+or *chosen* (a reading where the sources leave it open: the parameter rules' constants are
+knobs and tested; the structural choices, full-batch O1 and O2 and no drift reset on an
+escape, are fixed, stated and tested here).
 
 The algorithm (x_0 the problem's start, Pi the projection onto the ball B(x_0, R)):
 * O1(x) = (1/n) sum_{z in S} clip_G(grad f(x; z)) + N(0, s1^2 I): the full data set (chosen:
@@ -135,6 +137,16 @@ def gamma_statistical(constants: Constants, n: int, d: int) -> float:
     return constants.G * math.sqrt(d / n)
 
 
+def _direct(kn: dict[str, Any], key: str, rule: float) -> float:
+    """A directly given parameter (> 0, else one clear error) or the rule's value."""
+    if kn.get(key) is None:
+        return float(rule)
+    v = float(kn[key])
+    if not v > 0:
+        raise ValueError(f"parameter {key}={kn[key]!r} is invalid: must be > 0")
+    return v
+
+
 def privacy_split(mu: float, A_max: int, T: int, beta: float) -> tuple[float, float]:
     """(mu1, mu2) with A_max mu1^2 + (T - 1) mu2^2 = mu^2 (module docstring: the GDP filter)."""
     if T <= 1:
@@ -216,10 +228,10 @@ class EmpiricalSospSpider(FirstOrderAlgorithm):
         if not gamma > 0:
             raise ValueError(f"{cls.name}: the accuracy gamma={gamma!r} is invalid (constants.G "
                              "and constants.B0 must be > 0, or give target_alpha)")
-        kappa = float(kn.get("kappa") or kn["c_kappa"] * G * gamma / M**2)
-        T = max(1, math.ceil(float(kn.get("T") or kn["c_T"] * B0 * M / gamma**2)))
-        A_max = max(1, math.ceil(float(kn.get("A_max") or kn["c_A"] * (1 + 3 * B0 / (M * kappa)))))
-        R = float(kn.get("R") or kn["c_R"] * max(B0, 1e-300) / gamma)
+        kappa = _direct(kn, "kappa", kn["c_kappa"] * G * gamma / M**2)
+        T = math.ceil(_direct(kn, "T", max(1.0, kn["c_T"] * B0 * M / gamma**2)))
+        A_max = math.ceil(_direct(kn, "A_max", max(1.0, kn["c_A"] * (1 + 3 * B0 / (M * kappa)))))
+        R = _direct(kn, "R", kn["c_R"] * max(B0, 1e-300) / gamma)
         beta = kn["anchor_share"]
         mu1, mu2 = privacy_split(mu, A_max, T, beta)
         if privacy.private:
@@ -229,10 +241,11 @@ class EmpiricalSospSpider(FirstOrderAlgorithm):
         else:
             noise_norm = 0.0
         p = {"alpha": gamma, "gamma": gamma, "gamma_priv": g_priv, "gamma_stat": g_stat,
-             "kappa": kappa, "T": T, "A_max": A_max, "R": R, "eta": float(kn.get("eta") or
-                                                                         kn["eta_mult"] / M),
+             "kappa": kappa, "T": T, "A_max": A_max, "R": R,
+             "eta": _direct(kn, "eta", kn["eta_mult"] / M),
              "mu": mu, "mu1": mu1, "mu2": mu2, "noise_norm": noise_norm, "C": G, "b": n}
         p.update(escape_params(constants, d, gamma, noise_norm, T, {**kn, "escape_rule": "noise_scaled"}))
+        p["Gamma"] = int(p["Gamma"])  # the frozen window the run uses (a whole number of steps)
         return p
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
