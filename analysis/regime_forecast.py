@@ -208,6 +208,21 @@ def _spider_split(cls: Any, problem: Any, d: int, eps: float, delta: float, cali
     return max(budget(eps) - stat, 0.0), stat
 
 
+def _spider_accuracy_split(cls: Any, problem: Any, n: int, d: int, eps: float, delta: float,
+                           calibration: str) -> tuple[float, float]:
+    """The Spiders' own rules at a budget n: (privacy part, statistical part) of the accuracy
+    they configure, i.e. alpha(n, eps) - alpha(n, inf) and alpha(n, inf), knobs at 1."""
+    from algorithms import Privacy
+    from algorithms.sosp.spider import KNOB_DEFAULTS
+
+    def alpha(e: float) -> float:
+        return float(cls.theory_params(problem.constants, n, d, Privacy(e, delta, calibration),
+                                       **KNOB_DEFAULTS)["alpha"])
+
+    stat = alpha(math.inf)
+    return max(alpha(eps) - stat, 0.0), stat
+
+
 def _cell_value(cell: Any, key: str) -> Any:
     if key in ("problem", "algorithm", "n", "d", "eps", "delta", "target_alpha", "calibration"):
         return getattr(cell, key)
@@ -312,6 +327,13 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[st
                              for n, *_ in mine if n is not None})
                 xs = [(x, n) for x, n in xs if lo * (1 - 1e-9) <= x <= hi * (1 + 1e-9)]
                 here = forecast_points(claim, "error", [(x, n, d, eps) for x, n in xs], start, rank)
+                if getattr(cls, "family", "") == "sosp_spider" and math.isfinite(eps):
+                    split = [_spider_accuracy_split(cls, problem, int(n), int(d), eps, delta,
+                                                    calibration) for _x, n in xs]
+                    here = [PointForecast(q.x, q.n, q.d, q.eps, pv, sv, q.bound, q.ceiling, sv > pv)
+                            for q, (pv, sv) in zip(here, split, strict=True)]
+                    source = "the rules' accuracy at n (private part against non-private), knobs at 1"
+                    balance = "the rules' non-private accuracy outweighs their privacy part"
             pts.extend(here)
         d0, eps0, pp0 = settings[0]
         reason = forecast_reason(pts, min(starts), metric, math.isfinite(eps0), balance)

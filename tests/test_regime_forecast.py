@@ -197,3 +197,29 @@ def test_dry_run_prints_the_forecast_of_every_fit(tmp_path, capsys):
     assert len(lines) == 6  # three Spiders x two problems
     assert sum("in regime; binds from n = " in ln for ln in lines) == 4
     assert sum("no claim of tree_spider" in ln for ln in lines) == 2
+
+
+def test_error_view_balance_from_the_spiders_accuracy_rules():
+    """Error view: the Spiders' balance comes from their own accuracy rule at n (alpha(n, eps)
+    - alpha(n, inf) against alpha(n, inf)); at eps 0.1 the Gaussian rules' privacy part
+    dominates at n = 1e8 and no longer at n = 1e11 (their non-private accuracy is larger)."""
+    from algorithms import Privacy
+    from algorithms.sosp.spider import KNOB_DEFAULTS
+    from analysis.declarations import FitSpec
+    from analysis.predictions import fit_metric
+    from bench.cells import Cell
+
+    prob = get_problem("hard_valley", d=10)
+    cls = get_algorithm("gaussian_spider")
+
+    def alpha(n, e):
+        return cls.theory_params(prob.constants, n, 10, Privacy(e, 1e-6, "theory"), **KNOB_DEFAULTS)["alpha"]
+
+    for n, dominated in ((10**8, False), (10**11, True)):
+        priv, stat = alpha(n, 0.1) - alpha(n, math.inf), alpha(n, math.inf)
+        assert (stat > priv) is dominated
+        fit = FitSpec("e", "error", "privacy", "alpha_best", (1e-12, 1.0), "theory")
+        cells = [Cell("hard_valley", (), "gaussian_spider", (), n, 10, 0.1, 1e-6, 0, "theory", 1)]
+        (row,) = rf.forecast_fit(fit, cells, fit_metric)
+        assert row["source"].startswith("the rules' accuracy at n")
+        assert (row["forecast"] != "in regime") is dominated
