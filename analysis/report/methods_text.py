@@ -70,5 +70,11 @@ The regime gate. A fit whose window fails the gate (a "ceiling" flag: the window
 10x of the start's metric, or runs never halved it; a "floor" flag: a design point within 3x of
 the eps = inf median) gets the verdict "not in regime" with that reason, never consistent /
 slower / faster, and is counted so; censoring is counted, not gated. A target at or above the
-start's metric is refused when the spec is checked.
+start's metric is refused when the spec is checked. Before the run the dry run forecasts each
+fit from its claim's bound with every hidden constant at 1: a design point where the bound is
+above a tenth of the start's metric is a ceiling, one where the statistical term outweighs
+the privacy term a floor. For the Spiders the balance comes from their own rules (the private
+part of the sample budget or accuracy against the non-private part), and a failure there gates
+the verdict too; elsewhere the forecast is advisory. A claim that no fit measures in regime is
+"out of reach" when its bound binds only past n = 1e12, with the n where it would.
 """
