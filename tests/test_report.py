@@ -67,8 +67,8 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     reader = PdfReader(out)
     # claims table (page 1), headline plots, title, declared fits, forest, every declared
     # claim (2 pages), path table, privacy spent, scaling (tuned + theory), paired, 2
-    # trajectory pages, methods, failures
-    assert len(reader.pages) == res["pages"] == 16
+    # trajectory pages, methods (2 pages), failures
+    assert len(reader.pages) == res["pages"] == 17
     # Nothing on any page runs off its edge or out of its table cell (drawn bounding boxes).
     assert layout == []
     text = [p.extract_text() for p in reader.pages]
@@ -102,7 +102,8 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     assert "Trajectories" in text[7] and "hard_valley" in text[7] and "strict_saddle" in text[8]
     assert "Methods" in text[9] and "Censoring" in text[9] and "Verdicts" in text[9]
     assert "Which way each x counts" in text[9] and "regime gate" in text[9]
-    assert "Failures (18 cells)" in text[10] and "ValueError" in text[10]
+    assert "Methods (continued, 2 of 2)" in text[10] and "out of reach" in text[9] + text[10]
+    assert "Failures (18 cells)" in text[11] and "ValueError" in text[11]
 
 
 def test_layout_check_catches_text_off_the_page_and_out_of_a_cell():
