@@ -102,7 +102,7 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     assert "Trajectories" in text[7] and "hard_valley" in text[7] and "strict_saddle" in text[8]
     assert "Methods" in text[9] and "Censoring" in text[9] and "Verdicts" in text[9]
     assert "Which way each x counts" in text[9] and "regime gate" in text[9]
-    assert "Methods (continued, 2 of 2)" in text[10] and "out of reach" in text[9] + text[10]
+    assert "Methods (continued, 2 of 2)" in text[10] and "binds only past n = 1e12" in text[10]
     assert "Failures (18 cells)" in text[11] and "ValueError" in text[11]
 
 
