@@ -155,8 +155,9 @@ def test_rules_forecast_gates_a_verdict_and_a_claim_forecast_does_not():
              "forecast_source": "the rules' sample budget (private part against non-private), knobs at 1"}
     flags = rf.gate_flags(fails)
     assert flags == [fails["forecast"] + " (forecast from the rules)"]
-    both = {**fails, "forecast": "ceiling: the claim's bound (constants at 1) is above a tenth of "
-                                 "the start's alpha_sosp (0.915) at 1 of 5 design points; " + fails["forecast"]}
+    ceiling = ("ceiling: the claim's bound (constants at 1) is above a tenth of the start's "
+               "alpha_sosp (0.915) at 1 of 5 design points")
+    both = {**fails, "forecast": ceiling + "; " + fails["forecast"]}
     assert rf.gate_flags(both) == flags  # the ceiling part is the claim's: advisory
     advisory = {**fails, "forecast_source": "claim's terms, constants at 1"}
     assert rf.gate_flags(advisory) == [] and rf.gate_flags({**fails, "forecast": "in regime"}) == []
