@@ -116,19 +116,19 @@ def crossover_n(claim: Claim, d: float, eps: float, rank: float | None = None) -
 
 def start_metric(problem: Any, metric: str) -> float:
     """The claim's metric at the problem's start x0, from the exact population oracles:
-    alpha_SOSP, ||grad F(x0)|| (for emp_grad_norm too: the empirical gradient at x0 is an
-    average of records whose mean is grad F(x0)), or F(x0) - min F."""
+    alpha_SOSP (for emp_alpha_sosp too), ||grad F(x0)|| (for emp_grad_norm too: the empirical
+    gradient at x0 is an average of records whose mean is grad F(x0)), or F(x0) - min F."""
     from analysis.metrics import sosp_alpha
 
     x0 = np.asarray(problem.x0, dtype=float)
-    if metric == "alpha_sosp":
+    if metric in ("alpha_sosp", "emp_alpha_sosp"):  # F_S at x0 averages records of mean F's
         return float(sosp_alpha(problem, x0)["alpha"])
     if metric in ("grad_norm", "emp_grad_norm"):
         return float(np.linalg.norm(problem.population_grad(x0)))
     if metric == "excess_risk":
         return float(problem.excess_risk(x0))
-    raise ValueError(f"metric={metric!r} is invalid: must be alpha_sosp, grad_norm, emp_grad_norm "
-                     "or excess_risk")
+    raise ValueError(f"metric={metric!r} is invalid: must be alpha_sosp, emp_alpha_sosp, grad_norm, "
+                     "emp_grad_norm or excess_risk")
 
 
 @dataclass(frozen=True)

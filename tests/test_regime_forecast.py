@@ -227,3 +227,22 @@ def test_error_view_balance_from_the_spiders_accuracy_rules():
         (row,) = rf.forecast_fit(fit, cells, fit_metric)
         assert row["source"].startswith("the rules' accuracy at n")
         assert (row["forecast"] != "in regime") is dominated
+
+
+def test_every_committed_spec_has_a_forecast_for_every_fit():
+    """The dry run's forecast runs on every spec in bench/configs (a metric or view it cannot
+    forecast would stop `dprates sweep --dry-run` and `dprates fit`)."""
+    from pathlib import Path
+
+    from analysis.predictions import fit_metric
+    from bench.config import load_spec
+
+    specs = sorted((Path(__file__).resolve().parents[1] / "bench" / "configs").glob("*.toml"))
+    assert len(specs) >= 20
+    for path in specs:
+        spec = load_spec(path)
+        cells = spec.cells()
+        for fit in spec.fits:
+            rows = rf.forecast_fit(fit, cells, fit_metric)
+            assert rows, (path.name, fit.name)
+            assert all(isinstance(r["forecast"], str) and r["forecast"] for r in rows)

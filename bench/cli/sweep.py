@@ -101,7 +101,7 @@ def print_forecast(spec: Any, cells: list) -> None:
             if r["points"]:
                 extra = f"; binds from n = {describe_n(r['binding_n'])}"
                 rules = r["source"].startswith("the rules'")
-                if not rules and not math.isnan(r["crossover_n"]):
+                if not rules and not math.isnan(r["crossover_n"]) and r["crossover_n"] >= 1:
                     extra += f", terms cross at n = {describe_n(r['crossover_n'])}"
                 extra += f" [{r['source']}" + ("" if rules else "; advisory: the data's flags decide") + "]"
             print(f"    {r['algorithm']} / {r['problem']}" + (f" ({setting})" if setting else "")
