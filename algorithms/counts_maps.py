@@ -59,28 +59,30 @@ def _clipped_sum(problem: Any, x: np.ndarray, y: np.ndarray | None, batch: Any, 
                  oracle: str) -> np.ndarray:
     """The two functions above: per-record gradients (y None) or gradient differences at
     (x, y), clipped, summed over records or exactly from counts."""
-    def per_record(rows: np.ndarray) -> np.ndarray:
-        return problem.per_sample_grads(x, rows) if y is None else \
-            problem.per_sample_grad_diffs(x, y, rows)
-
-    if not isinstance(batch, CountsBatch):
-        rows = np.asarray(batch)
-        if len(rows) == 0:
+    if isinstance(batch, CountsBatch):
+        if batch.k == 0:
             return np.zeros(problem.d)
-        return clip_rows(per_record(rows), clip).sum(axis=0)
-    if batch.k == 0:
+        kind = getattr(problem, "counts_layout_kind", None) or layout_kind(problem)
+        if kind == "atoms":
+            fast = getattr(problem, "counts_clipped_sum", None)
+            if fast is not None:
+                return fast(x, y, batch, clip)
+            _, atoms, c = _present(problem, batch)
+            rows = problem.per_sample_grads(x, atoms) if y is None else \
+                problem.per_sample_grad_diffs(x, y, atoms)
+            return c @ clip_rows(rows, clip)
+        # One pass: the mean and the whole-support bound at the public iterate (never the
+        # batch's); the guard raises before anything is released.
+        mean, bound = problem.guarded_counts_grad(x, batch) if y is None else \
+            problem.guarded_counts_grad_diff(x, y, batch)
+        _guard(problem, oracle, clip, bound)
+        return mean * batch.k
+    rows = np.asarray(batch)
+    if len(rows) == 0:
         return np.zeros(problem.d)
-    if layout_kind(problem) == "atoms":
-        fast = getattr(problem, "counts_clipped_sum", None)
-        if fast is not None:
-            return fast(x, y, batch, clip)
-        _, atoms, c = _present(problem, batch)
-        return c @ clip_rows(per_record(atoms), clip)
-    if y is None:
-        _guard(problem, oracle, clip, problem.record_grad_bound(x))
-        return problem.batch_mean_grad(x, batch) * batch.k
-    _guard(problem, oracle, clip, problem.record_grad_diff_bound(x, y))
-    return problem.batch_mean_grad_diff(x, y, batch) * batch.k
+    per_record = problem.per_sample_grads(x, rows) if y is None else \
+        problem.per_sample_grad_diffs(x, y, rows)
+    return clip_rows(per_record, clip).sum(axis=0)
 
 
 def mapped_grad_sum(problem: Any, x: np.ndarray, batch: Any,

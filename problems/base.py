@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from problems.counts.coordinates import counts_stream
 from problems.counts.layouts import CountsBatch, CountsLayout
 from problems.counts.stream import CountsStream
 from problems.streams import ArrayStream, DataStream, StreamBase
@@ -153,7 +154,7 @@ class Problem(ABC):
         """A lazy, prefix-consistent stream of i.i.d. records (`problems.streams`), or with
         data="counts" of their value counts (`problems.counts.stream`; problems that opt in)."""
         if data == "counts":
-            return CountsStream(self.counts_layout(data), seed, budget)
+            return counts_stream(self.counts_layout(data), seed, budget)
         if data == "records":
             return DataStream(self._draw, seed, budget=budget)
         raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")
@@ -203,6 +204,17 @@ class Problem(ABC):
     def counts_grad_diff(self, x: np.ndarray, y: np.ndarray,
                          batch: CountsBatch) -> tuple[np.ndarray, float]:
         """Counts-mode O2: as `counts_grad` for grad f(x; z) - grad f(y; z)."""
+        return self.batch_mean_grad_diff(x, y, batch), self.record_grad_diff_bound(x, y)
+
+    def guarded_counts_grad(self, x: np.ndarray, batch: CountsBatch) -> tuple[np.ndarray, float]:
+        """Product layouts' counts-mode O1 with its guard: (batch mean of grad f(x; z_i),
+        `record_grad_bound(x)`), the bound over the whole support at x, a public value
+        (`algorithms.counts_maps`). A problem may compute the two in one pass."""
+        return self.batch_mean_grad(x, batch), self.record_grad_bound(x)
+
+    def guarded_counts_grad_diff(self, x: np.ndarray, y: np.ndarray,
+                                 batch: CountsBatch) -> tuple[np.ndarray, float]:
+        """As `guarded_counts_grad` for differences: the bound is `record_grad_diff_bound`."""
         return self.batch_mean_grad_diff(x, y, batch), self.record_grad_diff_bound(x, y)
 
     def record_grad_bound(self, x: np.ndarray) -> float:

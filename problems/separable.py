@@ -116,15 +116,31 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
         """Counts-mode O2 in one pass (the engine's hot path): the per-sample difference is
         affine in the record and its <g, x> term cancels, so the batch mean is
         ((1 + mean a1) c (phi'(x1) - phi'(y1)), (1 + mean a2) mu (u(x) - u(y))), u(x) = y/r;
-        the bound is `record_grad_diff_bound`'s, from the same two factors."""
-        frac = batch.counts[:2] / batch.k
-        a1, a2 = self.record_low[:2] + (self.record_high[:2] - self.record_low[:2]) * frac
-        first = self.c * float(self.profile.d1(x[0]) - self.profile.d1(y[0]))
-        rest = self.mu * (self._block_unit(x) - self._block_unit(y))
+        the bound is `record_grad_diff_bound`'s, from the same two factors. It reads the
+        counts of the two noise factors only (`CountsBatch.counts_of`): a per-coordinate
+        counts stream then walks 2 coordinates, not d + 2."""
+        c1, c2 = batch.counts_of(slice(0, 2)).tolist()
+        s, k = self.noise, batch.k
+        a1, a2 = -s + 2 * s * (c1 / k), -s + 2 * s * (c2 / k)  # low + (high - low) * count / k
+        d1 = self.profile.d1
+        first = self.c * float(d1(float(x[0])) - d1(float(y[0])))
+        xb, yb = x[1:], y[1:]
+        rest = xb / math.sqrt(1.0 + xb.dot(xb))
+        rest -= yb / math.sqrt(1.0 + yb.dot(yb))
+        rest *= self.mu  # mu (u(x) - u(y))
         out = np.empty(self.d)
         out[0] = (1 + a1) * first
-        out[1:] = (1 + a2) * rest
-        return out, (1 + self.noise) * math.sqrt(first * first + float(rest @ rest))
+        np.multiply(rest, 1 + a2, out=out[1:])
+        return out, (1 + self.noise) * math.sqrt(first * first + float(rest.dot(rest)))
+
+    def batch_mean_grad_diff(self, x, y, batch):
+        return self.counts_grad_diff(x, y, batch)[0]
+
+    def guarded_counts_grad(self, x, batch):
+        return self.counts_grad(x, batch)  # its bound is over the whole support (public)
+
+    def guarded_counts_grad_diff(self, x, y, batch):
+        return self.counts_grad_diff(x, y, batch)  # likewise
 
     # --- per sample -----------------------------------------------------------------------
     def per_sample_losses(self, x, batch):

@@ -165,6 +165,11 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
     sqrt_d = math.sqrt(d)
     threshold, Gamma, zeta = p["escape_threshold"], int(p["Gamma"]), p["zeta"]
     eps_eff, alpha = p["eps_eff"], p["alpha"]
+    # Loop invariants, read once (the loop runs millions of times in counts mode).
+    wrong_step, no_clip = "o2_wrong_step" in faults, "no_clipping" in faults
+    adaptive = alg.batch_rule == "adaptive"
+    tree_clips_o2 = tree is not None and privacy.private and not wrong_step
+    leaf_sens = p.get("leaf_sensitivity", math.nan)
     while t < T_int:
         if stream.remaining <= b:  # line 3
             stop = "data_exhausted"
@@ -194,9 +199,9 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
                 break
             g = M * step_len
             g_rule = g  # the step bound the batch rule and the noise use
-            if "o2_wrong_step" in faults:  # planted fault: the previous step's length
+            if wrong_step:  # planted fault: the previous step's length
                 g_rule = M * _norm(x_prev - x_prev2)
-            if alg.batch_rule == "adaptive":
+            if adaptive:
                 terms = [1.0, g_rule * kappa / alpha**2]
                 if math.isfinite(eps_eff):
                     terms.append(g_rule * sqrt_d / (alpha * eps_eff))
@@ -209,16 +214,16 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
             batch = stream.take(bt)
             grad_evals += 2 * len(batch)
             clip_o2 = g
-            if tree is not None and privacy.private and "o2_wrong_step" not in faults:
-                clip_o2 = min(g, p["leaf_sensitivity"] * bt / 2)
-            if "no_clipping" in faults:
+            if tree_clips_o2:
+                clip_o2 = min(g, leaf_sens * bt / 2)
+            if no_clip:
                 clip_o2 = math.inf
             leaf = o2_leaf(problem, x, x_prev, batch, clip_o2)
             clip = clip_o2
             told = s_leaf if tree is not None else 2 * clip_o2 / bt
             delta_t = leaf
             if tree is None and privacy.private:
-                bound = clip_o2 if math.isfinite(clip_o2) and "o2_wrong_step" not in faults else g_rule
+                bound = clip_o2 if math.isfinite(clip_o2) and not wrong_step else g_rule
                 noise_std = mult * 2 * bound / bt  # scaled to the step taken (public)
                 told = noise_std / mult
                 delta_t = delta_t + gaussian_noise(d, noise_std * noise_factor, rng)
@@ -270,7 +275,7 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
         rec_escape.append(escape)
         rec_samples.append(stream.used)
         it_e.append(est_norm)
-        if not np.all(np.isfinite(x)):
+        if not np.isfinite(x).all():
             stop = "diverged"
             _store(x, t, stream.used)
             break

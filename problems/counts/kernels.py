@@ -19,8 +19,9 @@ compute the *same numbers*, bit for bit, in compiled code:
   atom, the complement when more than half is drawn);
 * `permute_rows`: numpy's `permuted(..., axis=1)` on rows of 0..size-1 (Fisher-Yates from the
   last position, `random_interval`);
-* `walk_binary` / `walk_categorical`: `CountsStream.prefix_counts`'s walk from the block's
-  root to the leaf, with the cached path in arrays.
+* `walk`: `CountsStream.prefix_counts`'s walk from the block's root to the leaf, with the
+  cached path in arrays; `walk_between`: the per-coordinate walks of counts stream version 3
+  (`problems.counts.coordinates`), one scalar path per coordinate, in one compiled call.
 
 Exactness is tested against numpy itself (tests/test_counts_kernels.py: raw Philox words, the
 samplers on random arguments incl. both HRUA branches and the 32/64-bit interval paths, and
@@ -256,8 +257,11 @@ def _arrange(kind, st, counts, size, leaf_arr, present):
 
 @_jit
 def walk(kind, st, levels, leaf_levels, block, offset, prev_offset, pidx, pvalid, pnode,
-         pbefore, pleft, phas, leaf_meta, leaf_arr, out, present):
+         pbefore, pleft, phas, leaf_meta, leaf_arr, out, present, tag):
     """`CountsStream.prefix_counts` below the block's root (see there), into `out`.
+
+    `tag` is added to the level word of every node's Philox counter: 0 for `CountsStream`,
+    a coordinate's own tag for `problems.counts.coordinates` (one tree per coordinate).
 
     Path arrays, per level l (leaf_levels <= l <= levels): pvalid[l], pidx[l] (node index),
     pnode[l] (its counts), pbefore[l] (counts before it), pleft[l] / phas[l] (its left half
@@ -278,7 +282,7 @@ def walk(kind, st, levels, leaf_levels, block, offset, prev_offset, pidx, pvalid
             return drawn
         if level == leaf_levels:
             if not (leaf_meta[2] == 1 and leaf_meta[0] == block and leaf_meta[1] == index):
-                philox_seek(st, index, level, block)
+                philox_seek(st, index, level + tag, block)
                 _arrange(kind, st, pnode[level], 1 << level, leaf_arr, present)
                 leaf_meta[0], leaf_meta[1], leaf_meta[2] = block, index, 1
                 drawn += 1
@@ -294,7 +298,7 @@ def walk(kind, st, levels, leaf_levels, block, offset, prev_offset, pidx, pvalid
                     out[leaf_arr[0, i]] += 1
             return drawn
         if not phas[level]:
-            philox_seek(st, index, level, block)
+            philox_seek(st, index, level + tag, block)
             if kind == BINARY:
                 split_binary(st, pnode[level], 1 << level, pleft[level])
             else:
@@ -315,5 +319,110 @@ def walk(kind, st, levels, leaf_levels, block, offset, prev_offset, pidx, pvalid
         level = child
 
 
+@_jit
+def _walk_one(st, levels, leaf_levels, block, offset, j, tag, prev_offset, pidx, pnode, pbefore,
+              pleft, pvalid, phas, meta, leaf_arr, ranks):
+    """`walk` for one binary coordinate j with its path in row j of 2-d arrays (scalars per
+    level, no per-node views): the same nodes, the same draws (split: one hypergeometric;
+    leaf: `permute_rows` of one row). Returns (prefix count, nodes drawn)."""
+    drawn = 0
+    level = max(leaf_levels, _bit_length(prev_offset ^ offset))
+    while level < levels:  # nodes at >= this level may be shared with the previous path
+        if pvalid[j, level] and pidx[j, level] == offset >> level:
+            break
+        level += 1
+    while True:
+        index = pidx[j, level]
+        r = offset - (index << level)
+        if r == 0:
+            return pbefore[j, level], drawn
+        if level == leaf_levels:
+            if not (meta[j, 6] == 1 and meta[j, 4] == block and meta[j, 5] == index):
+                philox_seek(st, index, level + tag, block)
+                size = 1 << level
+                for i in range(size):
+                    ranks[i] = i
+                for i in range(size - 1, 0, -1):
+                    k = random_interval(st, i)
+                    t = ranks[i]
+                    ranks[i] = ranks[k]
+                    ranks[k] = t
+                c = pnode[j, level]
+                for i in range(size):
+                    leaf_arr[j, i] = 1 if ranks[i] < c else 0
+                meta[j, 4], meta[j, 5], meta[j, 6] = block, index, 1
+                drawn += 1
+            acc = pbefore[j, level]
+            for i in range(r):
+                acc += leaf_arr[j, i]
+            return acc, drawn
+        if not phas[j, level]:
+            philox_seek(st, index, level + tag, block)
+            c, size = pnode[j, level], 1 << level
+            if 0 < c < size:
+                pleft[j, level] = hypergeometric(st, c, size - c, size >> 1)
+            elif c:
+                pleft[j, level] = size >> 1
+            else:
+                pleft[j, level] = 0
+            phas[j, level] = True
+            drawn += 1
+        child = level - 1
+        if r < 1 << child:
+            pidx[j, child] = 2 * index
+            pnode[j, child] = pleft[j, level]
+            pbefore[j, child] = pbefore[j, level]
+        else:
+            pidx[j, child] = 2 * index + 1
+            pnode[j, child] = pnode[j, level] - pleft[j, level]
+            pbefore[j, child] = pbefore[j, level] + pleft[j, level]
+        phas[j, child] = False
+        pvalid[j, child] = True
+        level = child
+
+
+@_jit
+def _walk_coordinate(j, m, levels, leaf_levels, root, before, tags, st, meta, path, flags,
+                     leaf_arr, ranks):
+    """Coordinate j's prefix count at m into meta[j, 3] (a fresh path from the block's root,
+    root[j] with before[j] records' counts before it, when m is in another block)."""
+    block = m >> levels
+    top = levels
+    pidx, pnode, pbefore, pleft = path[0], path[1], path[2], path[3]
+    pvalid, phas = flags[0], flags[1]
+    if meta[j, 0] != block:
+        pvalid[j, :] = False
+        pvalid[j, top], phas[j, top] = True, False
+        pidx[j, top], pnode[j, top], pbefore[j, top] = 0, root[j], before[j]
+        meta[j, 0] = block
+    offset = m - (block << levels)
+    value, drawn = _walk_one(st, levels, leaf_levels, block, offset, j, tags[j], meta[j, 1], pidx,
+                             pnode, pbefore, pleft, pvalid, phas, meta, leaf_arr, ranks)
+    meta[j, 1], meta[j, 2], meta[j, 3] = offset, m, value
+    return drawn
+
+
+@_jit
+def walk_between(lo, hi, start, stop, levels, leaf_levels, roots, tags, st, meta, path, flags,
+                 leaf_arr, ranks, out):
+    """Counts of records [start, stop) of coordinates lo..hi-1 into out[lo:hi], each on its
+    own path (`problems.counts.coordinates`): meta[j] = (path block, last offset, last m,
+    its prefix count, leaf block, leaf index, leaf valid); path = (node index, counts, counts
+    before, left-half counts) and flags = (valid, split) per coordinate and level; node
+    counters tagged tags[j]. A coordinate whose last read is not at `start` walks there first.
+    roots = (root counts of start's block, counts before it, the same for stop's block).
+    Returns the number of nodes drawn."""
+    drawn = 0
+    for j in range(lo, hi):
+        if meta[j, 2] != start:
+            drawn += _walk_coordinate(j, start, levels, leaf_levels, roots[0], roots[1], tags, st,
+                                      meta, path, flags, leaf_arr, ranks)
+        begin = meta[j, 3]
+        drawn += _walk_coordinate(j, stop, levels, leaf_levels, roots[2], roots[3], tags, st,
+                                  meta, path, flags, leaf_arr, ranks)
+        out[j] = meta[j, 3] - begin
+    return drawn
+
+
 __all__ = ["BINARY", "CATEGORICAL", "hypergeometric", "multivariate_hypergeometric_marginals",
-           "permute_rows", "shuffle_1d", "split_binary", "split_categorical", "walk"]
+           "permute_rows", "shuffle_1d", "split_binary", "split_categorical", "walk", "walk_between"]

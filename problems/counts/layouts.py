@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,15 +23,42 @@ LEAF_LEVELS = 8
 _VECTOR_SPLIT_MIN = 24
 
 
-@dataclass(frozen=True)
 class CountsBatch:
-    """The value counts of `k` consecutive records (shape and meaning set by the layout)."""
+    """The value counts of `k` consecutive records (shape and meaning set by the layout).
 
-    k: int
-    counts: np.ndarray
+    Either given (`counts`), or read lazily from a stream that can count any coordinates of
+    records [start, stop) on their own (`problems.counts.coordinates`): `counts_of(cols)`
+    then reads only the coordinates a map needs (a Spider's O2 on the separable problems
+    reads 2 of d + 2), and `counts` reads them all once. Either way a batch's counts are a
+    fixed function of the stream's seed and the records it covers, whenever they are read.
+    """
+
+    __slots__ = ("_counts", "_source", "_span", "k")
+
+    def __init__(self, k: int, counts: np.ndarray | None = None, *, source=None,
+                 span: tuple[int, int] = (0, 0)) -> None:
+        if counts is None and source is None:
+            raise ValueError("a CountsBatch needs counts or a source to read them from")
+        self.k, self._counts, self._source, self._span = k, counts, source, span
+
+    @property
+    def counts(self) -> np.ndarray:
+        if self._counts is None:
+            self._counts = self._source.counts_between(*self._span, None)
+        return self._counts
+
+    def counts_of(self, cols: slice) -> np.ndarray:
+        """counts[cols] (a slice of coordinates), reading only those from a lazy source."""
+        if self._counts is not None:
+            return self._counts[cols]
+        return self._source.counts_between(*self._span, cols)
 
     def __len__(self) -> int:
         return self.k
+
+    def __repr__(self) -> str:
+        shown = "lazy" if self._counts is None else repr(self._counts)
+        return f"CountsBatch(k={self.k}, counts={shown})"
 
 
 class CountsLayout(ABC):

@@ -37,6 +37,10 @@ the two equal). Version 2 of the stream (`STREAM_VERSION`) gives BinaryCoordinat
 2^4 records instead of 2^8 (its arrangement costs records x coordinates; measured cheapest at
 2^4); Categorical keeps 2^8 (its arrangement costs records only).
 
+Version 3 (`problems.counts.coordinates`, what a problem's counts mode draws on a product
+layout): the same construction with one tree per coordinate, node counters tagged by the
+coordinate, read lazily, so that a map needing 2 of d + 2 coordinates walks 2.
+
 Limits: numpy's hypergeometric sampler needs ngood, nbad < 1e9, hence blocks of 2^29 records;
 a take of k records draws the roots of every superblock it passes (k / 2^35 numpy binomial
 calls of 64 x m draws), the cost that dominates from k ~ 1e11 on.
@@ -56,10 +60,11 @@ from problems.streams import StreamBase, parse_budget, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
 BLOCK_LEVELS = 29
-#: The stream's construction (block / leaf sizes, draw order). Version 1: leaves of 2^8 for
-#: every layout; version 2: BinaryCoordinates' leaves hold 2^4 records.
+#: The counts streams' construction (block / leaf sizes, draw order). Version 1: leaves of 2^8
+#: for every layout; version 2: BinaryCoordinates' leaves hold 2^4 records; version 3: a
+#: problem's product layout draws one tree per coordinate (`problems.counts.coordinates`).
 #: Stores record it (bench.store) and a sweep refuses to resume a store of another version.
-STREAM_VERSION = 2
+STREAM_VERSION = 3
 #: Blocks whose root counts are drawn together (one Philox counter per group).
 BLOCKS_PER_SUPER = 64
 _ROOT_TAG = 2**63  # counter word marking the block-root draws (node levels are < 64)
@@ -257,7 +262,7 @@ class CountsStream(StreamBase):
         self.nodes_drawn += _kernels.walk(
             self._kind, self._st, self.levels, self.leaf_levels, block, offset, self._trail_offset,
             self._pidx, self._pvalid, self._pnode, self._pbefore, self._pleft, self._phas,
-            self._leaf_meta, self._leaf_arr, out, self._scratch)
+            self._leaf_meta, self._leaf_arr, out, self._scratch, 0)
         self._trail_offset = offset
         return out
 

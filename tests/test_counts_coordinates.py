@@ -1,0 +1,174 @@
+"""Counts stream version 3 (`problems.counts.coordinates`): one counts tree per coordinate of a
+product layout, read lazily. Held against independent references: the numpy walk of one
+`ReferenceCountsStream` per coordinate (number for number), the binomial law (chi-square, with
+power against a 1% shift), independence across coordinates (with a planted shared counter
+caught), and prefix consistency whatever the take pattern and whichever coordinates are read
+when."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import problems
+from problems.counts.coordinates import (
+    CoordinateCountsStream,
+    ReferenceCoordinateCountsStream,
+    counts_stream,
+)
+from problems.counts.layouts import BinaryCoordinates, Categorical
+from problems.counts.stream import CountsStream
+
+P4 = np.array([0.5, 0.3, 0.9, 0.5])
+COLS = [slice(0, 2), slice(None), slice(2, 4), slice(1, 2), None]
+
+
+@pytest.mark.parametrize("kw", [{}, {"block_levels": 8, "blocks_per_super": 2},
+                                {"block_levels": 12, "blocks_per_super": 3}, {"block_levels": 3}],
+                         ids=["shipped", "b8", "b12", "b3"])
+def test_compiled_coordinates_equal_the_numpy_walk(kw):
+    """Random take sizes and random column reads (some batches never read, some read late):
+    every read equal to the per-coordinate numpy walk's, and the digests equal."""
+    rs = np.random.default_rng(4)
+    sizes = [0, 1, 3, 15, 16, 17, 100, 255, 1000, 10**5]
+    if not kw:
+        sizes += [10**7, 10**9, 10**10]  # several blocks and superblocks of 2^29
+    for seed in range(3):
+        a = CoordinateCountsStream(BinaryCoordinates(P4), seed, **kw)
+        b = ReferenceCoordinateCountsStream(BinaryCoordinates(P4), seed, **kw)
+        held = []
+        for _ in range(60):
+            k = int(rs.choice(sizes))
+            ba, bb = a.take(k), b.take(k)
+            cols = COLS[rs.integers(len(COLS))]
+            if cols is None:
+                held.append((ba, bb))  # read later, after the streams moved on
+                continue
+            np.testing.assert_array_equal(ba.counts_of(cols), bb.counts_of(cols))
+        for ba, bb in held:
+            np.testing.assert_array_equal(ba.counts, bb.counts)
+        assert a.digest() == b.digest()
+        np.testing.assert_array_equal(a.take(5).counts, b.take(5).counts)  # digest left paths alone
+
+
+def test_prefix_consistent_whatever_the_takes_and_the_columns_read():
+    """The counts of records [0, m) are a fixed function of (seed, m): the sum of any take
+    pattern's batches, read column by column at any time, equals one fresh prefix query."""
+    layout = BinaryCoordinates(np.full(5, 0.5))
+    for levels in (5, 29):
+        kw = {"block_levels": levels, "blocks_per_super": 3}
+        for seed in range(4):
+            pattern = np.random.default_rng(seed)
+            stream = CoordinateCountsStream(layout, seed, **kw)
+            total = np.zeros(5, dtype=np.int64)
+            marks = {}
+            for _ in range(50):
+                batch = stream.take(int(pattern.choice([0, 1, 7, 33, 200, 5000])))
+                if pattern.random() < 0.5:  # some coordinates now, the rest at the end
+                    total[:2] += batch.counts_of(slice(0, 2))
+                    total[2:] += batch.counts_of(slice(2, 5))
+                else:
+                    total += batch.counts
+                marks[stream.used] = total.copy()
+            for m, want in marks.items():
+                fresh = CoordinateCountsStream(layout, seed, **kw)
+                np.testing.assert_array_equal(fresh.prefix_counts(m), want)
+
+
+def _coordinate_batches(p, seeds: int, offset: int, k: int, **kw) -> np.ndarray:
+    out = []
+    for s in range(seeds):
+        stream = CoordinateCountsStream(BinaryCoordinates(p), np.random.SeedSequence([13, s]), **kw)
+        pattern = np.random.default_rng(s)
+        while stream.used < offset:  # O2-like reads of two coordinates on the way
+            stream.take(int(min(offset - stream.used, pattern.integers(1, offset // 3 + 2)))) \
+                .counts_of(slice(0, 2))
+        out.append(stream.take(k).counts)
+    return np.array(out)
+
+
+def _chi2_pvalue(counts: np.ndarray, k: int, p: float) -> float:
+    lo, hi = stats.binom.ppf(1e-4, k, p), stats.binom.ppf(1 - 1e-4, k, p)
+    edges = np.unique(np.linspace(lo, hi, 16).round())
+    edges[0], edges[-1] = -1, k
+    expected = np.diff(stats.binom.cdf(edges, k, p)) * len(counts)
+    observed = np.histogram(counts, bins=edges + 0.5)[0]
+    keep = expected >= 5
+    obs, exp = observed[keep], expected[keep]
+    return float(stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
+
+
+@pytest.mark.slow
+def test_coordinates_are_binomial_and_independent_across_blocks():
+    """Batches crossing block and superblock boundaries (blocks of 2^10, 4 per superblock),
+    reached through partial reads: Binomial(k, p_j) per coordinate (a 1% shift is rejected),
+    and uncorrelated across coordinates."""
+    p = np.array([0.5, 0.3, 0.8])
+    k, offset = 5000, 3 * 1024 + 700
+    c = _coordinate_batches(p, 400, offset, k, block_levels=10, blocks_per_super=4)
+    for j, pj in enumerate(p):
+        assert _chi2_pvalue(c[:, j], k, pj) > 1e-3, j
+        assert _chi2_pvalue(c[:, j], k, pj * 1.01) < 1e-3, j
+    r = np.corrcoef(c.T)[np.triu_indices(3, 1)]
+    assert np.all(np.abs(r) < 4 / math.sqrt(len(c)))
+
+
+def test_a_shared_counter_across_coordinates_is_caught():
+    """Planted bug: two coordinates with the same node tag draw their splits from the same
+    numbers. The deviation of each coordinate's first half from half its block's count
+    (C(2048) - C(4096) / 2 in blocks of 2^12) then has nearly the same size in both (numpy's
+    sampler flips its sign with the side of the half the count is on, so the sizes are
+    compared); with the shipped tags the sizes are uncorrelated."""
+    def deviations(tags_equal: bool) -> np.ndarray:
+        out = []
+        for s in range(300):
+            stream = CoordinateCountsStream(BinaryCoordinates([0.5, 0.5]), s, block_levels=12)
+            if tags_equal:
+                stream.tags[1] = stream.tags[0]
+            half = stream.take(2048).counts
+            out.append(np.abs(half - stream.prefix_counts(4096) / 2))
+        return np.array(out)
+
+    assert abs(np.corrcoef(deviations(False).T)[0, 1]) < 4 / math.sqrt(300)
+    assert np.corrcoef(deviations(True).T)[0, 1] > 0.5
+
+
+def test_problem_streams_use_one_tree_per_coordinate_on_product_layouts():
+    valley = problems.get_problem("hard_valley", d=10)
+    assert isinstance(valley.stream(0, data="counts"), CoordinateCountsStream)
+    logistic = problems.get_problem("logistic")
+    assert type(logistic.stream(0, data="counts")) is CountsStream
+    assert type(counts_stream(Categorical([0.5, 0.5]), 0)) is CountsStream
+
+    class OwnSplit(BinaryCoordinates):  # a layout with its own draws keeps the numpy walk
+        def split(self, rng, counts, size):
+            return super().split(rng, counts, size)
+
+    assert type(counts_stream(OwnSplit([0.5]), 0)) is CountsStream
+
+
+def test_an_o2_reads_two_coordinates_only():
+    """The separable problems' O2 reads the counts of the two noise factors: the other d
+    coordinates' trees are not walked (their last read stays at record 0), and the mean equals
+    the per-sample differences of the same batch's records."""
+    prob = problems.get_problem("hard_valley", d=10)
+    stream = prob.stream(3, data="counts")
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=10), rng.normal(size=10)
+    batch = stream.take(10**5)
+    mean, _ = prob.counts_grad_diff(x, y, batch)
+    assert np.all(stream._meta[2:, 2] == 0) and np.all(stream._meta[:2, 2] == 10**5)
+    rows = prob.materialize(batch)
+    np.testing.assert_allclose(mean, prob.per_sample_grad_diffs(x, y, rows).mean(axis=0),
+                               rtol=1e-10, atol=1e-13)
+
+
+def test_bad_column_reads_are_refused():
+    stream = CoordinateCountsStream(BinaryCoordinates(P4), 0)
+    with pytest.raises(ValueError, match="step 1"):
+        stream.take(10).counts_of(slice(0, 4, 2))
+    with pytest.raises(ValueError, match="must be BinaryCoordinates"):
+        CoordinateCountsStream(Categorical([0.5, 0.5]), 0)
