@@ -275,7 +275,9 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
         rec_escape.append(escape)
         rec_samples.append(stream.used)
         it_e.append(est_norm)
-        if not np.isfinite(x).all():
+        # x . x is finite unless an entry is inf / nan (or the sum overflows: then the exact
+        # check decides); one dot product instead of an elementwise test every step.
+        if not math.isfinite(x.dot(x)) and not np.isfinite(x).all():
             stop = "diverged"
             _store(x, t, stream.used)
             break
