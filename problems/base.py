@@ -198,7 +198,8 @@ class Problem(ABC):
         """Counts-mode O1: the batch mean of grad f(x; z_i) and an upper bound on the largest
         per-record norm in the batch. Default: the mean from `batch_mean_grad`, the bound over
         the whole support. The engines' clips do not read this bound (it may be a statistic of
-        the batch): `algorithms.counts_maps` clips per atom, or guards on `record_grad_bound`."""
+        the batch): `algorithms.counts_maps` clips per atom, or guards on the whole-support
+        bound of `guarded_counts_grad`."""
         return self.batch_mean_grad(x, batch), self.record_grad_bound(x)
 
     def counts_grad_diff(self, x: np.ndarray, y: np.ndarray,

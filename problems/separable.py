@@ -99,6 +99,9 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
         return (1 + self.noise) * math.sqrt(first * first + float(rest @ rest))
 
     def counts_grad(self, x, batch):
+        return self._mean_grad_and_support_bound(x, batch)
+
+    def _mean_grad_and_support_bound(self, x, batch):
         """Counts-mode O1 in one pass: `per_sample_grads` at the batch's mean record (the
         gradient is affine in the record) and `record_grad_bound`, sharing phi'(x1) and u(x)."""
         z = self.mean_record(batch)[0]
@@ -113,6 +116,9 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
         return g, math.sqrt(first * first + float(rest @ rest))
 
     def counts_grad_diff(self, x, y, batch):
+        return self._mean_grad_diff_and_support_bound(x, y, batch)
+
+    def _mean_grad_diff_and_support_bound(self, x, y, batch):
         """Counts-mode O2 in one pass (the engine's hot path): the per-sample difference is
         affine in the record and its <g, x> term cancels, so the batch mean is
         ((1 + mean a1) c (phi'(x1) - phi'(y1)), (1 + mean a2) mu (u(x) - u(y))), u(x) = y/r;
@@ -136,11 +142,21 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
     def batch_mean_grad_diff(self, x, y, batch):
         return self.counts_grad_diff(x, y, batch)[0]
 
+    # The clip guard's pair (mean, bound over the whole support at the public iterate). The
+    # bound is computed in the same pass as the mean; a subclass that states its own
+    # `record_grad_bound` / `record_grad_diff_bound` gets that one (the guard must read the
+    # support bound the problem states, never a value a `counts_grad` override returns).
     def guarded_counts_grad(self, x, batch):
-        return self.counts_grad(x, batch)  # its bound is over the whole support (public)
+        mean, bound = self._mean_grad_and_support_bound(x, batch)
+        if type(self).record_grad_bound is not SeparableSaddle.record_grad_bound:
+            bound = self.record_grad_bound(x)
+        return mean, bound
 
     def guarded_counts_grad_diff(self, x, y, batch):
-        return self.counts_grad_diff(x, y, batch)  # likewise
+        mean, bound = self._mean_grad_diff_and_support_bound(x, y, batch)
+        if type(self).record_grad_diff_bound is not SeparableSaddle.record_grad_diff_bound:
+            bound = self.record_grad_diff_bound(x, y)
+        return mean, bound
 
     # --- per sample -----------------------------------------------------------------------
     def per_sample_losses(self, x, batch):

@@ -51,7 +51,7 @@ def test_compiled_coordinates_equal_the_numpy_walk(kw):
         for ba, bb in held:
             np.testing.assert_array_equal(ba.counts, bb.counts)
         assert a.digest() == b.digest()
-        np.testing.assert_array_equal(a.take(5).counts, b.take(5).counts)  # digest left paths alone
+        np.testing.assert_array_equal(a.take(5).counts, b.take(5).counts)  # still equal after it
 
 
 def test_prefix_consistent_whatever_the_takes_and_the_columns_read():
@@ -65,14 +65,21 @@ def test_prefix_consistent_whatever_the_takes_and_the_columns_read():
             stream = CoordinateCountsStream(layout, seed, **kw)
             total = np.zeros(5, dtype=np.int64)
             marks = {}
+            late = []  # batches whose other coordinates are read after the loop
             for _ in range(50):
                 batch = stream.take(int(pattern.choice([0, 1, 7, 33, 200, 5000])))
                 if pattern.random() < 0.5:  # some coordinates now, the rest at the end
                     total[:2] += batch.counts_of(slice(0, 2))
-                    total[2:] += batch.counts_of(slice(2, 5))
+                    late.append((stream.used, batch))
                 else:
                     total += batch.counts
                 marks[stream.used] = total.copy()
+            for i in pattern.permutation(len(late)):  # in shuffled order, the stream moved on
+                used, batch = late[i]
+                rest = batch.counts_of(slice(2, 5))
+                for m in marks:
+                    if m >= used:
+                        marks[m][2:] += rest
             for m, want in marks.items():
                 fresh = CoordinateCountsStream(layout, seed, **kw)
                 np.testing.assert_array_equal(fresh.prefix_counts(m), want)
@@ -136,6 +143,23 @@ def test_a_shared_counter_across_coordinates_is_caught():
     assert np.corrcoef(deviations(True).T)[0, 1] > 0.5
 
 
+def test_every_node_counter_is_distinct():
+    """Structural: the level words of all coordinates' nodes (leaf to top, any block size up
+    to the shipped one) and of the root draws are pairwise distinct, so no two draws share a
+    Philox counter (a stride of 1 would make coordinate 0's level 12 coordinate 1's level 11)."""
+    from problems.counts.coordinates import TAG_STRIDE
+    from problems.counts.stream import BLOCK_LEVELS
+
+    m = 50
+    words = [0]  # the root draws' level word
+    for j in range(m):
+        words += [TAG_STRIDE * (j + 1) + level for level in range(BLOCK_LEVELS + 1)]
+    assert len(words) == len(set(words))
+    assert min(words[1:]) >= 64  # above every version-2 node's level word
+    stream = CoordinateCountsStream(BinaryCoordinates(np.full(m, 0.5)), 0)
+    np.testing.assert_array_equal(stream.tags, TAG_STRIDE * (np.arange(m) + 1))
+
+
 def test_problem_streams_use_one_tree_per_coordinate_on_product_layouts():
     valley = problems.get_problem("hard_valley", d=10)
     assert isinstance(valley.stream(0, data="counts"), CoordinateCountsStream)
@@ -164,6 +188,39 @@ def test_an_o2_reads_two_coordinates_only():
     rows = prob.materialize(batch)
     np.testing.assert_allclose(mean, prob.per_sample_grad_diffs(x, y, rows).mean(axis=0),
                                rtol=1e-10, atol=1e-13)
+
+
+def test_the_guard_reads_the_support_bound_the_problem_states():
+    """The one-pass guard bound equals `record_grad_diff_bound` / `record_grad_bound`, and a
+    subclass stating a larger support bound is refused at a clip below its own bound (the
+    guard reads the stated bound, not the one-pass value)."""
+    from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
+    from problems.counts.stream import CountsClipError
+    from problems.separable import HardValley
+
+    prob = problems.get_problem("hard_valley", d=6)
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=6), rng.normal(size=6)
+    batch = prob.stream(2, data="counts").take(1000)
+    assert prob.guarded_counts_grad_diff(x, y, batch)[1] == prob.record_grad_diff_bound(x, y)
+    assert prob.guarded_counts_grad(x, batch)[1] == prob.record_grad_bound(x)
+
+    class Wider(HardValley):
+        def record_grad_bound(self, x):
+            return 10 * super().record_grad_bound(x)
+
+        def record_grad_diff_bound(self, x, y):
+            return 10 * super().record_grad_diff_bound(x, y)
+
+    wide = Wider(d=6)
+    clip_d = 2 * prob.record_grad_diff_bound(x, y)  # enough for HardValley, not for Wider
+    clip = 2 * prob.record_grad_bound(x)
+    clipped_grad_diff_sum(prob, x, y, batch, clip_d)
+    clipped_grad_sum(prob, x, batch, clip)
+    with pytest.raises(CountsClipError):
+        clipped_grad_diff_sum(wide, x, y, batch, clip_d)
+    with pytest.raises(CountsClipError):
+        clipped_grad_sum(wide, x, batch, clip)
 
 
 def test_bad_column_reads_are_refused():

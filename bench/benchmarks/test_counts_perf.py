@@ -99,7 +99,10 @@ def test_counts_step(benchmark, b, d, impl):
         m, rows = d + 2, stream.levels + 1
         sup = (stream.per_super + 2 + len(stream._super_totals)) * m * 8
         if isinstance(stream, CoordinateCountsStream):
-            path = ((4 * rows + 7) * 8 + 2 * rows + (1 << stream.leaf_levels)) * m
+            # per coordinate also its 7 words of state and result, the two blocks' roots and
+            # counts before them (and their stacked copy); the Philox state and leaf ranks
+            leaf = 1 << stream.leaf_levels
+            path = ((4 * rows + 7 + 1 + 8) * 8 + 2 * rows + leaf) * m + (13 + leaf) * 8
         else:
             path = 3 * rows * m * 8 + m * (1 << stream.leaf_levels)
         assert stream.cache_nbytes <= path + sup

@@ -15,11 +15,18 @@ difference), 2 of d + 2 coordinates; its O1 reads them all, each coordinate's pa
 from where it was last read (about log2 of the records since then). Per step the walk costs
 O(coordinates read x log2 batch) hypergeometric draws instead of O((d + 2) x log2 batch).
 
-Exact: each coordinate's counts are those of `CountsStream` over a one-coordinate layout (the
-same tests of law and prefix consistency hold them), coordinates are independent (distinct
-counters of one Philox key), and `ReferenceCoordinateCountsStream` recomputes every read with
-the numpy walk of one `ReferenceCountsStream` per coordinate (the tests hold the two equal,
-number for number).
+Exact: each coordinate's counts are distributed as those of `CountsStream` over a
+one-coordinate layout (the same construction; its own counters and the shared root draw make
+the numbers differ), coordinates are independent (distinct counters of one Philox key: a
+coordinate's level words lie in [TAG_STRIDE (j + 1), TAG_STRIDE (j + 1) + BLOCK_LEVELS], so
+they meet no other coordinate's, no version-2 node's (< 64) and no root draw's (0)), and
+`ReferenceCoordinateCountsStream` recomputes every read with the numpy walk of one
+`ReferenceCountsStream` per coordinate (tests/test_counts_coordinates.py holds the two equal,
+number for number, and the law, independence and prefix consistency on their own).
+
+The version (`problems.counts.stream.STREAM_VERSION`) is one number for both layouts: a store
+of atoms-layout counts cells made by version 2 holds the same data as version 3 would, but is
+refused all the same (rerun it into a new store).
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ import numpy as np
 
 from problems.counts import kernels as _kernels
 from problems.counts.layouts import BinaryCoordinates, CountsBatch, CountsLayout
-from problems.counts.stream import CountsStream, ReferenceCountsStream, _compiled_kind
+from problems.counts.philox import STATE_WORDS
+from problems.counts.stream import BLOCK_LEVELS, CountsStream, ReferenceCountsStream, _compiled_kind
 
 #: A coordinate's node counters add TAG_STRIDE * (j + 1) to the level word (levels < 64).
 TAG_STRIDE = 64
+assert TAG_STRIDE > BLOCK_LEVELS  # one coordinate's level words never reach the next's
 
 
 class CoordinateCountsStream(CountsStream):
@@ -56,7 +65,7 @@ class CoordinateCountsStream(CountsStream):
     # -- the compiled paths: row j of every array is coordinate j's path ------------------
     def _init_path(self) -> None:
         rows, m = self.levels + 1, self.layout.shape[0]
-        self._st = np.zeros(13, dtype=np.uint64)
+        self._st = np.zeros(STATE_WORDS, dtype=np.uint64)
         self._st[4:6] = self._bitgen.state["state"]["key"]
         self._path = np.zeros((4, m, rows), dtype=np.int64)  # index, counts, before, left
         self._flags = np.zeros((2, m, rows), dtype=np.bool_)  # valid, split
@@ -132,7 +141,10 @@ class CoordinateCountsStream(CountsStream):
         """Bytes held by the caches: every coordinate's path (one node per level and its
         leaf), one superblock's cumulative root counts, one total per superblock passed."""
         if self.compiled:
-            path = self._path.nbytes + self._flags.nbytes + self._leaf_arr.nbytes + self._meta.nbytes
+            path = sum(a.nbytes for a in (self._path, self._flags, self._leaf_arr, self._meta,
+                                           self._ranks, self._out, self._st))
+            path += sum(a.nbytes for pair in self._roots.values() for a in pair)
+            path += 0 if self._roots_key is None else self._roots_stacked.nbytes
         else:
             path = sum(c.cache_nbytes for c in self._children)
         sup = 0 if self._super_cum is None else self._super_cum.nbytes

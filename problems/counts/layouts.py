@@ -33,13 +33,14 @@ class CountsBatch:
     fixed function of the stream's seed and the records it covers, whenever they are read.
     """
 
-    __slots__ = ("_counts", "_source", "_span", "k")
+    __slots__ = ("_counts", "_parts", "_source", "_span", "k")
 
     def __init__(self, k: int, counts: np.ndarray | None = None, *, source=None,
                  span: tuple[int, int] = (0, 0)) -> None:
         if counts is None and source is None:
             raise ValueError("a CountsBatch needs counts or a source to read them from")
         self.k, self._counts, self._source, self._span = k, counts, source, span
+        self._parts: dict[tuple, np.ndarray] = {}  # partial reads, by slice
 
     @property
     def counts(self) -> np.ndarray:
@@ -51,7 +52,11 @@ class CountsBatch:
         """counts[cols] (a slice of coordinates), reading only those from a lazy source."""
         if self._counts is not None:
             return self._counts[cols]
-        return self._source.counts_between(*self._span, cols)
+        key = (cols.start, cols.stop, cols.step)
+        part = self._parts.get(key)
+        if part is None:  # a second read of the same coordinates walks nothing
+            part = self._parts[key] = self._source.counts_between(*self._span, cols)
+        return part
 
     def __len__(self) -> int:
         return self.k
