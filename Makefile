@@ -57,9 +57,9 @@ reference: $(STAMP_DEMO)
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print
 	$(MAKE) readme-claims
 
-# The SOSP crossover (issue 28, point 5): both Spiders on hard_valley down to alpha = 3e-4,
-# 10 paired seeds. Outside `make reference` for its cost (~15 h of CPU on counts stream
-# version 3: a run to 3e-4 takes ~25 min); resumable like every sweep.
+# The SOSP crossover (issue 28, point 5): both Spiders on hard_valley, alpha 2e-3 to 5.5e-4,
+# 10 paired seeds. Outside `make reference` for its cost (92 min on 2 cores, measured on
+# counts stream version 3); resumable like every sweep.
 reference-crossover: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline3_crossover.toml --quiet
 	$(BIN)/dprates report results/headline3_crossover.sqlite -o reports/crossover.pdf --figures reports --print
