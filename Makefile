@@ -39,7 +39,7 @@ bench: $(STAMP_TEST)
 # one seed's section alone.
 HEADLINE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta \
                   seed000_empirical headline3_error headline3_error_adaptive
-SEED001_SPECS := seed001_empirical seed001_population seed001_convex seed001_convex_linear \
+SEED001_SPECS := seed001_empirical seed001_population seed001_population3 seed001_convex seed001_convex_linear \
                  seed001_glm_d seed001_glm_rank seed001_glm_convex_d
 SEED002_SPECS := seed002_experiment seed002_scaling_d seed002_scaling_eps
 REFERENCE_SPECS := $(HEADLINE_SPECS) $(SEED001_SPECS) $(SEED002_SPECS)
