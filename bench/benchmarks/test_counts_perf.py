@@ -100,9 +100,9 @@ def test_counts_step(benchmark, b, d, impl):
         sup = (stream.per_super + 2 + len(stream._super_totals)) * m * 8
         if isinstance(stream, CoordinateCountsStream):
             # per coordinate also its 7 words of state and result, the two blocks' roots and
-            # counts before them (and their stacked copy); the Philox state and leaf ranks
+            # counts before them (stacked); the Philox state and leaf ranks
             leaf = 1 << stream.leaf_levels
-            path = ((4 * rows + 7 + 1 + 8) * 8 + 2 * rows + leaf) * m + (13 + leaf) * 8
+            path = ((4 * rows + 7 + 1 + 4) * 8 + 2 * rows + leaf) * m + (13 + leaf) * 8
         else:
             path = 3 * rows * m * 8 + m * (1 << stream.leaf_levels)
         assert stream.cache_nbytes <= path + sup

@@ -31,6 +31,8 @@ refused all the same (rerun it into a new store).
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from problems.counts import kernels as _kernels
@@ -57,7 +59,10 @@ class CoordinateCountsStream(CountsStream):
         m = layout.shape[0]
         self._all = np.arange(m, dtype=np.int64)
         self.tags = TAG_STRIDE * (self._all + 1)
-        self._fresh_meta(m)
+        # Per coordinate: path block, last offset, last m read, its prefix count, leaf block,
+        # leaf index, leaf valid (the compiled walk's; the reference uses columns 2 and 3).
+        self._meta = np.zeros((m, 7), dtype=np.int64)
+        self._meta[:, 0] = -1
         self._seed, self._budget_arg, self._kw = seed, budget, kw
         if not self.compiled:
             self._children = [_ReferenceCoordinate(self, j) for j in range(m)]
@@ -72,26 +77,13 @@ class CoordinateCountsStream(CountsStream):
         self._leaf_arr = np.zeros((m, 1 << self.leaf_levels), dtype=np.uint8)
         self._ranks = np.zeros(1 << self.leaf_levels, dtype=np.int64)
         self._out = np.zeros(m, dtype=np.int64)
-        self._roots: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._roots_key: tuple[int, int] | None = None
 
-    def _fresh_meta(self, m: int) -> None:
-        # Per coordinate: path block, last offset, last m read, its prefix count, leaf block,
-        # leaf index, leaf valid (the compiled walk's; the reference uses columns 2 and 3).
-        self._meta = np.zeros((m, 7), dtype=np.int64)
-        self._meta[:, 0] = -1
-
     def _block_root(self, block: int) -> tuple[np.ndarray, np.ndarray]:
-        """(root counts of a block, counts before it), per coordinate; the last two kept."""
-        hit = self._roots.get(block)
-        if hit is None:
-            s, b_in = divmod(block, self.per_super)
-            cum = self._superblock(s)
-            hit = (cum[b_in + 1] - cum[b_in], self._before_super(s) + cum[b_in])
-            if len(self._roots) >= 2:
-                self._roots.pop(next(iter(self._roots)))
-            self._roots[block] = hit
-        return hit
+        """(root counts of a block, counts before it), per coordinate."""
+        s, b_in = divmod(block, self.per_super)
+        cum = self._superblock(s)
+        return cum[b_in + 1] - cum[b_in], self._before_super(s) + cum[b_in]
 
     def _between(self, start: int, stop: int, lo: int, hi: int) -> np.ndarray:
         """Counts of records [start, stop) of coordinates lo..hi-1 (module docstring)."""
@@ -143,7 +135,6 @@ class CoordinateCountsStream(CountsStream):
         if self.compiled:
             path = sum(a.nbytes for a in (self._path, self._flags, self._leaf_arr, self._meta,
                                            self._ranks, self._out, self._st))
-            path += sum(a.nbytes for pair in self._roots.values() for a in pair)
             path += 0 if self._roots_key is None else self._roots_stacked.nbytes
         else:
             path = sum(c.cache_nbytes for c in self._children)
@@ -153,8 +144,6 @@ class CoordinateCountsStream(CountsStream):
     def digest(self, records: int = 64) -> str:
         """A short hash of the counts of the first `records` records (a pairing check), from a
         fresh twin: the consumer's paths stay where they are."""
-        import hashlib
-
         twin = type(self)(self.layout, self._seed, self._budget_arg, **self._kw)
         counts = twin.prefix_counts(int(min(records, self.budget)))
         return hashlib.sha256(counts.astype(np.int64).tobytes()).hexdigest()[:16]
