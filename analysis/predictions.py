@@ -48,9 +48,10 @@ def rules_prediction(sub: pd.DataFrame, fit: FitSpec, calibration: str) -> float
 
 
 def matching_claim(cls: Any, metric: str) -> Any:
-    """The algorithm's claim on `metric` (its first claim if none matches; None if it has none)."""
-    claims = getattr(cls, "claims", ())
-    return next((c for c in claims if c.metric == metric), claims[0] if claims else None)
+    """The algorithm's claim on `metric`, None if it declares none on that metric (a fit of
+    another metric, e.g. DP-GD's population ||grad F|| beside its empirical claim, has no
+    claimed slope and so no verdict, rather than the first claim's)."""
+    return next((c for c in getattr(cls, "claims", ()) if c.metric == metric), None)
 
 
 def predicted_slope(cls: Any, fit: FitSpec, metric: str, private: bool = True) -> float | None:
@@ -59,7 +60,7 @@ def predicted_slope(cls: Any, fit: FitSpec, metric: str, private: bool = True) -
     is non-private (eps = inf); None where the claim predicts nothing for this x."""
     claim = matching_claim(cls, metric)
     if claim is None:
-        return cls.predicted_exponent(fit.view, fit.x) if hasattr(cls, "predicted_exponent") else None
+        return None
     if not private:
         if fit.view != "error" or fit.x not in ("n", "d", "rank"):
             return None

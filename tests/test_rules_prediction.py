@@ -91,3 +91,18 @@ def test_rules_slope_of_a_per_target_instance_uses_each_targets_instance():
     wrong = np.polyfit(np.log(ALPHAS), np.log(one), 1)[0]
     assert got == pytest.approx(want, rel=1e-9)
     assert abs(want - wrong) > 0.01  # the instances differ enough for the check to bite
+
+
+def test_a_fit_of_a_metric_the_algorithm_makes_no_claim_on_has_no_claimed_slope():
+    """DP-GD claims the empirical ||grad F_S|| only: a fit of its population ||grad F|| has no
+    claimed slope (so no verdict), not the empirical claim's 1/2 taken by default."""
+    from algorithms import get_algorithm
+    from analysis.declarations import FitSpec
+    from analysis.predictions import matching_claim, predicted_slope
+
+    dp_gd = get_algorithm("dp_gd")
+    pop = FitSpec("pop", "error", "privacy", "pop_grad_best", (1e-6, 1e-3), "theory")
+    emp = FitSpec("emp", "error", "privacy", "emp_grad_best", (1e-6, 1e-3), "theory")
+    assert matching_claim(dp_gd, "grad_norm") is None
+    assert predicted_slope(dp_gd, pop, "grad_norm") is None
+    assert predicted_slope(dp_gd, emp, "emp_grad_norm") == 0.5
