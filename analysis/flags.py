@@ -44,10 +44,14 @@ def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
     inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])]
     if inf.empty:
         return False
-    ref = inf.groupby(["algorithm", "problem", "n", "d"])[fit.y].median()
-    med = sub.groupby(["algorithm", "problem", "n", "d", "x"])["y"].median()
-    for (alg, prob, n, d, _x), value in med.items():
-        floor = ref.get((alg, prob, n, d))
+    # Per instance (problem parameters included), not per problem name: two instances of one
+    # problem in a store (e.g. a GLM at rank 5 and rank 10) have floors of their own.
+    inf = inf.assign(instance_params=[json.dumps(p or {}, sort_keys=True) for p in inf["problem_params"]])
+    keys = ["algorithm", "problem", "instance_params", "n", "d"]
+    ref = inf.groupby(keys)[fit.y].median()
+    med = sub.groupby([*keys, "x"])["y"].median()
+    for (alg, prob, params, n, d, _x), value in med.items():
+        floor = ref.get((alg, prob, params, n, d))
         if floor is not None and np.isfinite(floor) and value <= 3 * floor:
             return True
     return False

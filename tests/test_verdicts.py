@@ -3,6 +3,7 @@ and its exports (issue 32), checked on hand-made tables whose right answers are 
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -230,3 +231,28 @@ def test_quick_reference_comparison_counts_agreement_per_claim():
     table = compare(quick, full, {"headline2"})
     assert table["agree"].tolist() == ["yes", "no", "not covered"]
     assert table["same fit"].tolist() == ["yes", "yes", "-"]
+
+
+def test_floor_flag_compares_each_instance_with_its_own_eps_inf_runs():
+    """Two instances of one problem (a GLM at rank 5 and at rank 10) in one store: the private
+    points of rank 5 sit 10x above rank 5's eps = inf median but within 3x of rank 10's; pooling
+    the instances by problem name (the old grouping) would flag them, per instance they pass,
+    and a rank-10 point within 3x of its own floor is flagged."""
+    from analysis.declarations import FitSpec, StoreData
+    from analysis.flags import _floor_flag
+
+    def cells(rank: int, eps: float, y: float) -> list[dict]:
+        return [{"status": "ok", "algorithm": "dp_gd", "problem": "glm", "problem_params": {"rank": rank},
+                 "n": 1000, "d": 10, "eps": eps, "emp_grad_best": y} for _ in range(3)]
+
+    inf = pd.DataFrame(cells(5, math.inf, 1e-4) + cells(10, math.inf, 1e-3))
+    fit = FitSpec("f", "error", "privacy", "emp_grad_best", (1e-6, 1.0), "theory")
+
+    def sub(rank: int, y: float) -> pd.DataFrame:
+        return pd.DataFrame({"algorithm": "dp_gd", "problem": "glm",
+                             "instance_params": json.dumps({"rank": rank}, sort_keys=True), "n": 1000,
+                             "d": 10, "x": [1e-3] * 3, "y": [y] * 3, "eps": [1.0] * 3})
+
+    data = StoreData(spec=None, cells=inf, path="", load_curves=lambda kind, keys: {})
+    assert not _floor_flag(data, sub(5, 1e-3), fit)  # 10x its own floor (1e-4)
+    assert _floor_flag(data, sub(10, 2e-3), fit)  # 2x its own floor (1e-3)
