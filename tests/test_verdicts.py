@@ -97,7 +97,9 @@ def test_committed_csv_verdicts_obey_the_gate():
     `dprates regate`, not by hand), and every unflagged row keeps a CI reading."""
     table = pd.read_csv(CSV)
     flagged = table["flags"].fillna("").map(lambda f: bool(regime_reason(f)))
-    assert flagged.sum() == 58  # issue 28: 58 of the 85 rows carry a ceiling or floor flag
+    # third edition (issue 28): 9 of the 64 rows carry a ceiling or floor flag (the second
+    # edition: 58 of 85); every claim is decided by another, unflagged row (test below)
+    assert (len(table), flagged.sum()) == (64, 9)
     assert (table.loc[flagged, "verdict"] == NOT_IN_REGIME).all()
     assert (table.loc[~flagged, "verdict"] != NOT_IN_REGIME).all()
     assert (table.loc[flagged, "regime"] == table.loc[flagged, "flags"].map(regime_reason)).all()
@@ -126,7 +128,7 @@ def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
     gs = summary[summary["algorithm"] == "gaussian_spider"].iloc[0]
     # The headline: hard_valley, theory mode (the declared one), the first spec.
     assert gs["decided by"].startswith("headline2/valley_n_star_vs_alpha, theory, hard_valley")
-    assert gs["measured"] == "-2.46 [-2.48, -2.43]"
+    assert gs["measured"] == "-2.5 [-2.52, -2.47]"
     note = claims_summary(fits, privacy={("dp_gd", ""): "privacy unverified"})
     assert note.loc[note["algorithm"] == "dp_gd", "privacy"].iloc[0] == "privacy unverified"
 

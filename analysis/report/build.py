@@ -46,7 +46,7 @@ from analysis.report.summary_page import summary_table_pages
 from analysis.report.tables import claims_summary
 from analysis.report.title_pages import section_page, title_page
 
-CSV_COLUMNS = ["algorithm", "problem", "character", "view", "mode", "x", "predicted", "exponent",
+CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x", "predicted", "exponent",
                "ci_low", "ci_high", "verdict", "regime", "declared", "rules_predicted",
                "rules_verdict", "fit", "where", "spec", "window", "n_design", "n_points",
                "n_censored", "dropped_design", "se_ols", "r2", "method", "two_term_p",
