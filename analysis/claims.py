@@ -190,6 +190,10 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
             parts["tuned"] = tuned
             parts["theory"] = pd.concat([theory, _missing_theory_rows(fit, tuned, theory, grids)],
                                         ignore_index=True)
+        if "theory" in parts:
+            fixed = _fixed_params_rows(data, fit, parts["theory"])
+            if len(fixed):
+                parts["theory"] = pd.concat([parts["theory"], fixed], ignore_index=True)
         for m in modes:
             part = parts[m]
             if len(part):
@@ -232,6 +236,36 @@ def _missing_theory_rows(fit: FitSpec, tuned: pd.DataFrame, theory: pd.DataFrame
                      "ci_high": math.nan, "verdict": NOT_MEASURED, "regime": why, "flags": "",
                      "rules_predicted": math.nan, "rules_verdict": "", "n_design": 0,
                      "n_points": 0})
+    return pd.DataFrame(rows)
+
+
+def _fixed_params_rows(data: StoreData, fit: FitSpec, theory: pd.DataFrame) -> pd.DataFrame:
+    """A theory row per algorithm whose cells in the fit's scope all fix a parameter its theory
+    rules would set (e.g. PDP-SGD run with k = 5: a fixed override replaces a rule, so no cell
+    is a theory cell): theory mode has nothing to fit, and the table says so instead of
+    dropping the algorithm."""
+    have = set(theory["algorithm"]) if len(theory) else set()
+    pts = fit_points_table(data, fit, mode="tuned")
+    rows = []
+    for alg, g in pts.groupby("algorithm"):
+        if alg in have:
+            continue
+        cells = data.cells[data.cells["key"].isin(g["key"])]
+        if theory_mask(cells).any():  # it has theory cells; they fall outside the fit (e.g. window)
+            continue
+        fixed = sorted({k for p in cells["params"] for k in (p or {})} - {"target_alpha"})
+        why = (f"no theory cell: every cell fixes {', '.join(fixed)}, which the theory rules set"
+               if fixed else "no theory cell: no cell runs at the theory defaults")
+        r = g.iloc[0]
+        rows.append({"algorithm": alg, "problem": r["problem"], "problem_params": r["problem_params"],
+                     "d": r["d"], "n": r["n"], "eps": math.nan, "delta": r["delta"], "fit": fit.name,
+                     "metric": fit_metric(fit, alg), "view": fit.view, "x": fit.x, "y": fit.y,
+                     "spec": data.spec.name, "character": problem_character(r["problem"]),
+                     "window": fit.window, "predicted": predicted_slope(get_algorithm(alg), fit,
+                                                                         fit_metric(fit, alg)),
+                     "mode": "theory", "exponent": math.nan, "ci_low": math.nan,
+                     "ci_high": math.nan, "verdict": NOT_MEASURED, "regime": why, "flags": "",
+                     "rules_predicted": math.nan, "rules_verdict": "", "n_design": 0, "n_points": 0})
     return pd.DataFrame(rows)
 
 

@@ -458,3 +458,48 @@ def test_euclidean_projection_matches_a_constrained_solver_and_keeps_the_sensiti
     assert 0.3 < worst <= 1 + 1e-9
     with pytest.raises(ValueError, match="projection"):
         get_algorithm("pagan")(projection="box")
+
+
+def test_a_theory_fit_says_when_an_algorithm_has_no_theory_cell(tmp_path):
+    """PDP-SGD run with k, public_m and refresh fixed (parameters its rules set) has no cell at
+    the theory defaults: a theory fit gives it a "not measured" row naming the fixed parameters
+    (issue 32, point 5: said, not dropped), while Pagan at its defaults is fitted."""
+    from analysis.claims import claims_table
+    from analysis.verdicts import NOT_MEASURED
+    from bench.config import parse_spec
+    from bench.runner import run_sweep
+    from bench.store import open_store_data
+
+    spec = parse_spec("""
+name = "fixed_params"
+seed = 3
+repetitions = 2
+data = "records"
+[grid]
+n = [280]
+d = [4]
+eps = [1.0, 2.0, 4.0]
+delta = [1e-6]
+[[problem]]
+name = "scaled_linear"
+[[algorithm]]
+name = "pagan"
+[[algorithm]]
+name = "pdp_sgd"
+params = { k = 2, public_m = 50, refresh = 10 }
+[[fit]]
+name = "vs_eps"
+view = "error"
+x = "eps"
+y = "excess_last"
+window = [1.0, 4.0]
+mode = "theory"
+""")
+    store = tmp_path / "s.sqlite"
+    assert run_sweep(spec, store, jobs=1, progress=False).ran == 12
+    table = claims_table(open_store_data(store), n_boot=50)
+    pdp = table[table["algorithm"] == "pdp_sgd"]
+    assert len(pdp) == 1 and pdp["verdict"].iloc[0] == NOT_MEASURED
+    assert pdp["regime"].iloc[0] == ("no theory cell: every cell fixes k, public_m, refresh, "
+                                     "which the theory rules set")
+    assert table.loc[table["algorithm"] == "pagan", "verdict"].iloc[0] != NOT_MEASURED
