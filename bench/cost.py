@@ -9,7 +9,8 @@ stored cells of the same algorithm, problem, data mode and kind:
 * fixed-budget cells: a fraction of the upper bound (the budget n; the rules' horizon T);
 * sample-complexity cells: a multiple of 1/alpha^2 (on the hard instances the path to an
   alpha-stationary point has ~alpha^-2 steps, whatever the knobs do to the horizon T).
-Without stored cells the defaults below apply with the upper bound (budget or T) plus a
+Without stored cells the defaults below apply with the upper bound (budget or T; for a
+counts-mode sample-complexity cell DEFAULT_STEPS_TIMES_ALPHA2 / alpha^2 steps) plus a
 per-cell overhead: the estimate is then labelled a default-rate guess (an algorithm that
 loops in Python can be far slower than the default rate). The interquartile range of the
 stored cells' rates and factors gives the estimate's spread.
@@ -30,8 +31,14 @@ from bench.cells import Cell
 #: Seconds per (sample x dimension) before any timing is stored (measured: hard_valley /
 #: strict_saddle Spiders at d = 10, n = 1e6 take 0.1-1 s).
 DEFAULT_COST_PER_SAMPLE_DIM = 3e-8
-#: Counts mode: seconds per step (measured 0.1-1.3 ms at d = 10-100).
-DEFAULT_COST_PER_STEP = 5e-4
+#: Counts mode: seconds per step (counts stream version 3, CPU per cell / steps, medians of the
+#: headline specs' cells: 26-54 us on the hard families at d = 10; 183 us on the benign
+#: saddle's short runs, where the evaluation dominates).
+DEFAULT_COST_PER_STEP = 5e-5
+#: Sample-complexity cells in counts mode before any timing is stored: steps ~ this / alpha^2,
+#: never above the horizon (medians of steps x alpha^2: 3.0-3.6 on hard_valley, 6.2-6.5 on
+#: hard_ramp; the theory horizon T, the old bound, overpriced a 15-minute ramp spec at 13.5 h).
+DEFAULT_STEPS_TIMES_ALPHA2 = 5.0
 #: Seconds a cell costs beyond its steps before any timing is stored: building the problem,
 #: the stream and the evaluation of the stored iterates (measured: 54 counts-mode cells of
 #: a small error-view sweep, n 1e4-1e5, took 9.7 s of wall on 2 jobs, 0.36 s each, while the
@@ -164,5 +171,7 @@ class CostModel:
                          for r, f in zip(self.rates[key], self.fractions[key], strict=True))
             return vals, True  # type: ignore[return-value]
         default = DEFAULT_COST_PER_STEP if cell.data == "counts" else DEFAULT_COST_PER_SAMPLE_DIM
+        if has_target and multi is None and cell.data == "counts":
+            bound = min(bound, DEFAULT_STEPS_TIMES_ALPHA2 / cell.target_alpha**2)
         v = min(limit, DEFAULT_CELL_OVERHEAD + default * bound)
         return (v, v, v), False

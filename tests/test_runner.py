@@ -487,3 +487,36 @@ name = "adaptive_tree_spider"
     assert main(["sweep", str(spec_path), "--out", str(store), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "interquartile range" in out and "learned from 8 stored cells" in out
+
+
+def test_default_rate_prices_a_sample_complexity_cell_by_its_target():
+    """Before any timing is stored, a counts-mode cell with a target is priced at
+    DEFAULT_STEPS_TIMES_ALPHA2 / alpha^2 steps (not its theory horizon, which overpriced a
+    15-minute spec at 13.5 h), never above the horizon; reference: the formula by hand."""
+    from bench.cost import DEFAULT_CELL_OVERHEAD, DEFAULT_COST_PER_STEP, DEFAULT_STEPS_TIMES_ALPHA2, CostModel
+
+    spec = parse_spec("""
+name = "price"
+seed = 1
+repetitions = 1
+stop_at_target = true
+data = "counts"
+[grid]
+target_alpha = [0.004]
+budget = 1000000000000
+d = [10]
+eps = [0.1]
+[[problem]]
+name = "hard_ramp"
+[[algorithm]]
+name = "adaptive_tree_spider"
+""")
+    cell = spec.cells()[0]
+    (low, mid, high), learned = CostModel().cell(cell, lambda c: 1.9e6)
+    assert not learned and low == mid == high
+    expected = DEFAULT_CELL_OVERHEAD + DEFAULT_COST_PER_STEP * DEFAULT_STEPS_TIMES_ALPHA2 / 0.004**2
+    assert mid == pytest.approx(expected)
+    # measured for this cell (one run, counts stream version 3): 370,535 steps, 14.7 s of CPU
+    assert 14.7 / 3 < mid < 14.7 * 3
+    (capped, _, _), _ = CostModel().cell(cell, lambda c: 1e4)  # a horizon below 5 / alpha^2
+    assert capped == pytest.approx(DEFAULT_CELL_OVERHEAD + DEFAULT_COST_PER_STEP * 1e4)
