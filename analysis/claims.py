@@ -190,8 +190,11 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
             parts["tuned"] = tuned
             parts["theory"] = pd.concat([theory, _missing_theory_rows(fit, tuned, theory, grids)],
                                         ignore_index=True)
-        if "theory" in parts:
-            fixed = _fixed_params_rows(data, fit, parts["theory"])
+        if "theory" in parts:  # an algorithm with no row in any mode (a tuned fit's "fixed"
+            # row already says its params are not the theory defaults)
+            shown = pd.concat([p for p in parts.values() if len(p)]) if any(
+                len(p) for p in parts.values()) else pd.DataFrame({"algorithm": []})
+            fixed = _fixed_params_rows(data, fit, shown)
             if len(fixed):
                 parts["theory"] = pd.concat([parts["theory"], fixed], ignore_index=True)
         for m in modes:
@@ -239,12 +242,12 @@ def _missing_theory_rows(fit: FitSpec, tuned: pd.DataFrame, theory: pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def _fixed_params_rows(data: StoreData, fit: FitSpec, theory: pd.DataFrame) -> pd.DataFrame:
-    """A theory row per algorithm whose cells in the fit's scope all fix a parameter its theory
-    rules would set (e.g. PDP-SGD run with k = 5: a fixed override replaces a rule, so no cell
-    is a theory cell): theory mode has nothing to fit, and the table says so instead of
-    dropping the algorithm."""
-    have = set(theory["algorithm"]) if len(theory) else set()
+def _fixed_params_rows(data: StoreData, fit: FitSpec, shown: pd.DataFrame) -> pd.DataFrame:
+    """A theory row per algorithm absent from the fit's rows (`shown`) whose cells in the fit's
+    scope all fix a parameter its theory rules would set (e.g. PDP-SGD run with k = 5 under a
+    theory fit: a fixed override replaces a rule, so no cell is a theory cell): theory mode has
+    nothing to fit, and the table says so instead of dropping the algorithm."""
+    have = set(shown["algorithm"]) if len(shown) else set()
     pts = fit_points_table(data, fit, mode="tuned")
     rows = []
     for alg, g in pts.groupby("algorithm"):

@@ -153,6 +153,11 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
                  plugins: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run one cell in a worker and return its record; never raises for a cell's own failure.
     `plugins`: entries the worker imports first (once per process; see bench.plugins)."""
+    if os.getpid() != parent_pid and threading.current_thread() is threading.main_thread():
+        # A worker process leaves Ctrl-C to the parent, which stops the sweep and ends the
+        # workers: a SIGINT sent to the process group otherwise also lands in a worker, and one
+        # idle in loky's loop printed a KeyboardInterrupt traceback beside the one-line message.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     cell = Cell.from_dict(cell_dict)
     rec: dict[str, Any] = {"key": cell.key, **cell.to_dict(), **prov,
                            "host": socket.gethostname(), "pid": os.getpid(), "started": now()}
