@@ -192,8 +192,7 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
                                         ignore_index=True)
         if "theory" in parts:  # an algorithm with no row in any mode (a tuned fit's "fixed"
             # row already says its params are not the theory defaults)
-            shown = pd.concat([p for p in parts.values() if len(p)]) if any(
-                len(p) for p in parts.values()) else pd.DataFrame({"algorithm": []})
+            shown = {a for p in parts.values() if len(p) for a in p["algorithm"]}
             fixed = _fixed_params_rows(data, fit, shown)
             if len(fixed):
                 parts["theory"] = pd.concat([parts["theory"], fixed], ignore_index=True)
@@ -235,19 +234,26 @@ def _missing_theory_rows(fit: FitSpec, tuned: pd.DataFrame, theory: pd.DataFrame
         keep = {k: r[k] for k in ("algorithm", "problem", "problem_params", "d", "n", "eps",
                                   "delta", "fit", "metric", "where", "view", "x", "y", "spec",
                                   "character", "claimed_rate", "window", "predicted") if k in r}
-        rows.append({**keep, "mode": "theory", "exponent": math.nan, "ci_low": math.nan,
-                     "ci_high": math.nan, "verdict": NOT_MEASURED, "regime": why, "flags": "",
-                     "rules_predicted": math.nan, "rules_verdict": "", "n_design": 0,
-                     "n_points": 0})
+        rows.append(_not_measured_theory_row(keep, why))
     return pd.DataFrame(rows)
 
 
-def _fixed_params_rows(data: StoreData, fit: FitSpec, shown: pd.DataFrame) -> pd.DataFrame:
-    """A theory row per algorithm absent from the fit's rows (`shown`) whose cells in the fit's
-    scope all fix a parameter its theory rules would set (e.g. PDP-SGD run with k = 5 under a
-    theory fit: a fixed override replaces a rule, so no cell is a theory cell): theory mode has
-    nothing to fit, and the table says so instead of dropping the algorithm."""
-    have = set(shown["algorithm"]) if len(shown) else set()
+def _not_measured_theory_row(base: dict[str, Any], why: str) -> dict[str, Any]:
+    """A theory row with no fit: `base` (algorithm, problem, fit, ...) plus verdict "not
+    measured" and `why` as its regime."""
+    return {**base, "mode": "theory", "exponent": math.nan, "ci_low": math.nan,
+            "ci_high": math.nan, "verdict": NOT_MEASURED, "regime": why, "flags": "",
+            "rules_predicted": math.nan, "rules_verdict": "", "n_design": 0, "n_points": 0}
+
+
+def _fixed_params_rows(data: StoreData, fit: FitSpec, have: set[str]) -> pd.DataFrame:
+    """A theory row per algorithm absent from the fit's rows (`have`: the algorithms shown)
+    whose cells in the fit's scope all fix a parameter its theory rules would set (e.g. PDP-SGD
+    run with k = 5 under a theory fit: a fixed override replaces a rule, so no cell is a theory
+    cell): theory mode has nothing to fit, and the table says so instead of dropping the
+    algorithm."""
+    if not {a["name"] for a in data.spec.algorithms} - have:  # every algorithm has a row
+        return pd.DataFrame()
     pts = fit_points_table(data, fit, mode="tuned")
     rows = []
     for alg, g in pts.groupby("algorithm"):
@@ -259,16 +265,13 @@ def _fixed_params_rows(data: StoreData, fit: FitSpec, shown: pd.DataFrame) -> pd
         fixed = sorted({k for p in cells["params"] for k in (p or {})} - {"target_alpha"})
         why = (f"no theory cell: every cell fixes {', '.join(fixed)}, which the theory rules set"
                if fixed else "no theory cell: no cell runs at the theory defaults")
-        r = g.iloc[0]
-        rows.append({"algorithm": alg, "problem": r["problem"], "problem_params": r["problem_params"],
-                     "d": r["d"], "n": r["n"], "eps": math.nan, "delta": r["delta"], "fit": fit.name,
-                     "metric": fit_metric(fit, alg), "view": fit.view, "x": fit.x, "y": fit.y,
-                     "spec": data.spec.name, "character": problem_character(r["problem"]),
-                     "window": fit.window, "predicted": predicted_slope(get_algorithm(alg), fit,
-                                                                         fit_metric(fit, alg)),
-                     "mode": "theory", "exponent": math.nan, "ci_low": math.nan,
-                     "ci_high": math.nan, "verdict": NOT_MEASURED, "regime": why, "flags": "",
-                     "rules_predicted": math.nan, "rules_verdict": "", "n_design": 0, "n_points": 0})
+        r, metric = g.iloc[0], fit_metric(fit, alg)
+        rows.append(_not_measured_theory_row(
+            {"algorithm": alg, "problem": r["problem"], "problem_params": r["problem_params"],
+             "d": r["d"], "n": r["n"], "eps": math.nan, "delta": r["delta"], "fit": fit.name,
+             "metric": metric, "view": fit.view, "x": fit.x, "y": fit.y, "spec": data.spec.name,
+             "character": problem_character(r["problem"]), "window": fit.window,
+             "predicted": predicted_slope(get_algorithm(alg), fit, metric)}, why))
     return pd.DataFrame(rows)
 
 
