@@ -108,8 +108,11 @@ class TreeMechanism:
         level = (self.t & -self.t).bit_length() - 1
         for k in range(level):
             self._prefix -= self._nodes[k]
-        node = (self.sigma * self._rng.standard_normal(self.d) if self.sigma > 0
-                else np.zeros(self.d))
+        if self.sigma > 0:
+            node = self._rng.standard_normal(self.d)
+            node *= self.sigma  # in place: the same floats as sigma * z, one array fewer
+        else:
+            node = np.zeros(self.d)
         self.nodes_drawn += 1
         if level < len(self._nodes):
             self._nodes[level] = node

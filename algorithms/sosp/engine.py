@@ -170,6 +170,9 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
     adaptive = alg.batch_rule == "adaptive"
     tree_clips_o2 = tree is not None and privacy.private and not wrong_step
     leaf_sens = p.get("leaf_sensitivity", math.nan)
+    fixed_B = int(p["B"]) if not adaptive and "B" in p else None
+    bounded, D = alg.bounded_step, p.get("D", math.inf)
+    drift_by_norms = alg.drift_rule == "estimate_norms"
     while t < T_int:
         if stream.remaining <= b:  # line 3
             stop = "data_exhausted"
@@ -207,7 +210,7 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
                     terms.append(g_rule * sqrt_d / (alpha * eps_eff))
                 bt = math.ceil(max(terms))
             else:
-                bt = int(p["B"])
+                bt = fixed_B
             if bt > stream.remaining:
                 stop = "data_exhausted"
                 break
@@ -248,18 +251,18 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
                           released=released.copy(), restart=restart, escape=escape)
         step = eta * released
         step_sq = None
-        if alg.bounded_step:
+        if bounded:
             step_norm = eta * est_norm
-            if step_norm > p["D"]:
-                step = step * (p["D"] / step_norm)
+            if step_norm > D:
+                step = step * (D / step_norm)
                 # A shortened step has length D by definition. Its float norm^2 is D^2 up to
                 # an ulp, and with D = sqrt(kappa) that ulp would decide "drift >= kappa"
                 # (O1 or O2 next) by rounding noise; use the exact D^2.
-                step_sq = p["D"] ** 2
+                step_sq = D ** 2
         x_prev2 = x_prev
         x_prev = x
         x = x - step
-        if alg.drift_rule == "estimate_norms":
+        if drift_by_norms:
             drift += est_norm  # line 15
         else:
             drift += float(step @ step) if step_sq is None else step_sq

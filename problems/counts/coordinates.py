@@ -77,13 +77,18 @@ class CoordinateCountsStream(CountsStream):
         self._leaf_arr = np.zeros((m, 1 << self.leaf_levels), dtype=np.uint8)
         self._ranks = np.zeros(1 << self.leaf_levels, dtype=np.int64)
         self._out = np.zeros(m, dtype=np.int64)
-        self._roots_key: tuple[int, int] | None = None
+        # Rows: start block's root counts and counts before it, the same for the stop block;
+        # _roots_of says which blocks the rows hold (a take that crosses into the next block
+        # finds its start block's pair in the stop rows: a copy, not a second draw and sum).
+        self._roots = np.zeros((4, m), dtype=np.int64)
+        self._roots_of = [-1, -1]
 
-    def _block_root(self, block: int) -> tuple[np.ndarray, np.ndarray]:
-        """(root counts of a block, counts before it), per coordinate."""
+    def _block_root(self, block: int, out: np.ndarray) -> None:
+        """(root counts of a block, counts before it), per coordinate, into out's two rows."""
         s, b_in = divmod(block, self.per_super)
         cum = self._superblock(s)
-        return cum[b_in + 1] - cum[b_in], self._before_super(s) + cum[b_in]
+        np.subtract(cum[b_in + 1], cum[b_in], out=out[0])
+        np.add(self._before_super(s), cum[b_in], out=out[1])
 
     def _between(self, start: int, stop: int, lo: int, hi: int) -> np.ndarray:
         """Counts of records [start, stop) of coordinates lo..hi-1 (module docstring)."""
@@ -91,11 +96,20 @@ class CoordinateCountsStream(CountsStream):
             begin = np.array([self._child_prefix(j, start) for j in range(lo, hi)], dtype=np.int64)
             end = np.array([self._child_prefix(j, stop) for j in range(lo, hi)], dtype=np.int64)
             return end - begin
-        key = (start >> self.levels, stop >> self.levels)
-        if key != self._roots_key:  # the two blocks' roots, stacked once per pair of blocks
-            self._roots_key = key
-            self._roots_stacked = np.stack((*self._block_root(key[0]), *self._block_root(key[1])))
-        roots = self._roots_stacked
+        roots, held = self._roots, self._roots_of
+        first, last = start >> self.levels, stop >> self.levels
+        if first != held[0]:
+            if first == held[1]:
+                roots[0:2] = roots[2:4]
+            else:
+                self._block_root(first, roots[0:2])
+            held[0] = first
+        if last != held[1]:
+            if last == first:
+                roots[2:4] = roots[0:2]
+            else:
+                self._block_root(last, roots[2:4])
+            held[1] = last
         self.nodes_drawn += _kernels.walk_between(
             lo, hi, start, stop, self.levels, self.leaf_levels, roots, self.tags, self._st, self._meta,
             self._path, self._flags, self._leaf_arr, self._ranks, self._out)
@@ -135,7 +149,7 @@ class CoordinateCountsStream(CountsStream):
         if self.compiled:
             path = sum(a.nbytes for a in (self._path, self._flags, self._leaf_arr, self._meta,
                                            self._ranks, self._out, self._st))
-            path += 0 if self._roots_key is None else self._roots_stacked.nbytes
+            path += self._roots.nbytes
         else:
             path = sum(c.cache_nbytes for c in self._children)
         sup = 0 if self._super_cum is None else self._super_cum.nbytes
