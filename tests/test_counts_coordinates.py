@@ -190,6 +190,34 @@ def test_an_o2_reads_two_coordinates_only():
                                rtol=1e-10, atol=1e-13)
 
 
+def test_o2_reuses_the_previous_x_only_when_its_bytes_match():
+    """The O2 map reuses phi'(y1) and u(y) from its previous call when y is that call's x
+    (the engine's chain x_t -> x_{t+1}); an array mutated in place after the call is not
+    served stale: every mean equals the per-sample differences of the batch's records, and
+    the chained call gives bit for bit what a problem with no memo gives."""
+    prob = problems.get_problem("hard_valley", d=8)
+    fresh = problems.get_problem("hard_valley", d=8)
+    batch = prob.stream(4, data="counts").take(10**4)
+    rows = prob.materialize(batch)
+    rng = np.random.default_rng(2)
+    x0, x1 = rng.normal(size=8), rng.normal(size=8)
+
+    def records_mean(x, y):
+        return prob.per_sample_grad_diffs(x, y, rows).mean(axis=0)
+
+    prob.counts_grad_diff(x1, x0, batch)  # memo: x1
+    x2 = x1 - 0.1 * rng.normal(size=8)
+    chained = prob.counts_grad_diff(x2, x1, batch)  # y = x1: reused
+    fresh_value = problems.get_problem("hard_valley", d=8).counts_grad_diff(x2, x1, batch)
+    assert np.array_equal(chained[0], fresh_value[0]) and chained[1] == fresh_value[1]
+    np.testing.assert_allclose(chained[0], records_mean(x2, x1), rtol=1e-10, atol=1e-13)
+    x2[:] = rng.normal(size=8)  # the memo's x mutated in place, then passed as y
+    x3 = rng.normal(size=8)
+    mean, _ = prob.counts_grad_diff(x3, x2, batch)
+    np.testing.assert_allclose(mean, records_mean(x3, x2), rtol=1e-10, atol=1e-13)
+    assert np.array_equal(mean, fresh.counts_grad_diff(x3, x2, batch)[0])
+
+
 def test_the_guard_reads_the_support_bound_the_problem_states():
     """The one-pass guard bound equals `record_grad_diff_bound` / `record_grad_bound`, and a
     subclass stating a larger support bound is refused at a clip below its own bound (the
