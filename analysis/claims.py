@@ -28,7 +28,7 @@ from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis import envelope, paired, rates, regime_forecast, two_term, verdicts
 from analysis.declarations import FitSpec, StoreData
 from analysis.empirical_route import reading_for_fit
-from analysis.flags import _excess_at_x0, _floor_flag, start_point
+from analysis.flags import _excess_at_x0, _floor_check, start_point
 from analysis.points import fit_points_table, group_columns, theory_mask
 from analysis.predictions import (
     claim_metric,
@@ -93,8 +93,12 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                          f"({top:.3g} against {x0:.3g})" if first_order else
                          f"ceiling: the window reaches within 10x of {point}'s alpha_SOSP "
                          f"({top:.3g} against {x0:.3g})")
-        if _floor_flag(data, sub, fit):
+        floor_hit, unchecked, points = _floor_check(data, sub, fit)
+        if floor_hit:
             flags.append("floor: a design point within 3x of its eps = inf median")
+        if unchecked:
+            flags.append(f"floor unchecked: {unchecked} of {points} design points have no eps = inf "
+                         "run of their (n, d) to compare with")
         if res.n_censored:
             flags.append("censored: some runs never reached their threshold")
         forecast = regime_forecast.forecast_group(fit, sub, data.spec.calibration, fit_metric)

@@ -4,7 +4,8 @@ flagged; Scientific protocol items 6 and 7), which `analysis.claims.run_fit` rai
   is within 10x of the start saddle's alpha_SOSP (`start_point` names the start; for the
   excess-risk metric the start's value is `_excess_at_x0`);
 - floor (error view): a design point whose median is within 3x of the eps = inf median of the
-  same (algorithm, problem, n, d) (`_floor_flag`);
+  same (algorithm, problem, n, d) (`_floor_check`); "floor unchecked" (advisory) counts the
+  design points with no such eps = inf run to compare with;
 - censored: points that never reached their threshold (counted; see analysis.rates).
 The ceiling and floor flags fail the regime gate (`analysis.verdicts`).
 """
@@ -36,25 +37,36 @@ def _excess_at_x0(data: StoreData, sub: pd.DataFrame) -> pd.Series:
 
 
 def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
+    return _floor_check(data, sub, fit)[0]
+
+
+def _floor_check(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> tuple[bool, int, int]:
+    """(floor hit, design points with no eps = inf control, design points) of a private
+    error-view fit: a point is checked against the eps = inf median of its own (algorithm,
+    problem instance, n, d); one with no such control cannot be checked, which the fit says
+    (an advisory flag: the regime forecast still gates), rather than passing in silence."""
     if fit.view != "error":
-        return False
+        return False, 0, 0
     if not np.isfinite(sub["eps"].to_numpy(float)).any():  # a non-private fit IS the floor:
-        return False  # comparing its points with themselves flagged every one (issue 29)
+        return False, 0, 0  # comparing its points with themselves flagged every one (issue 29)
+    keys = ["algorithm", "problem", "instance_params", "n", "d"]
+    med = sub.groupby([*keys, "x"])["y"].median()
     cells = data.cells
     inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])]
     if inf.empty:
-        return False
+        return False, len(med), len(med)
     # Per instance (problem parameters included), not per problem name: two instances of one
     # problem in a store (e.g. a GLM at rank 5 and rank 10) have floors of their own.
     inf = inf.assign(instance_params=[json.dumps(p or {}, sort_keys=True) for p in inf["problem_params"]])
-    keys = ["algorithm", "problem", "instance_params", "n", "d"]
     ref = inf.groupby(keys)[fit.y].median()
-    med = sub.groupby([*keys, "x"])["y"].median()
+    hit, missing = False, 0
     for (alg, prob, params, n, d, _x), value in med.items():
         floor = ref.get((alg, prob, params, n, d))
-        if floor is not None and np.isfinite(floor) and value <= 3 * floor:
-            return True
-    return False
+        if floor is None or not np.isfinite(floor):
+            missing += 1
+        elif value <= 3 * floor:
+            hit = True
+    return hit, missing, len(med)
 
 
 def start_point(sub: pd.DataFrame) -> str:

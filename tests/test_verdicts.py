@@ -258,3 +258,31 @@ def test_floor_flag_compares_each_instance_with_its_own_eps_inf_runs():
     data = StoreData(spec=None, cells=inf, path="", load_curves=lambda kind, keys: {})
     assert not _floor_flag(data, sub(5, 1e-3), fit)  # 10x its own floor (1e-4)
     assert _floor_flag(data, sub(10, 2e-3), fit)  # 2x its own floor (1e-3)
+
+
+def test_a_private_error_fit_without_eps_inf_controls_says_its_floor_is_unchecked():
+    """A design point with no eps = inf run of its own (algorithm, instance, n, d) cannot be
+    checked against the floor: counted (no silent pass), and advisory (not a gate flag)."""
+    from analysis.declarations import FitSpec, StoreData
+    from analysis.flags import _floor_check
+    from analysis.verdicts import regime_reason
+
+    def cells(n: int, eps: float, y: float) -> list[dict]:
+        return [{"status": "ok", "algorithm": "dp_gd", "problem": "glm", "problem_params": {},
+                 "n": n, "d": 10, "eps": eps, "emp_grad_best": y} for _ in range(3)]
+
+    fit = FitSpec("f", "error", "privacy", "emp_grad_best", (1e-6, 1.0), "theory")
+    sub = pd.DataFrame({"algorithm": "dp_gd", "problem": "glm", "instance_params": "{}",
+                        "n": [1000, 1000, 4000, 4000], "d": 10, "x": [1e-3, 1e-3, 2e-4, 2e-4],
+                        "y": [1e-2] * 4, "eps": [1.0] * 4})
+    control_at_1000 = StoreData(spec=None, cells=pd.DataFrame(cells(1000, math.inf, 1e-4)), path="",
+                                load_curves=lambda kind, keys: {})
+    assert _floor_check(control_at_1000, sub, fit) == (False, 1, 2)  # n = 4000 has none
+    private_only = StoreData(spec=None, cells=pd.DataFrame(cells(1000, 1.0, 1e-2)), path="",
+                             load_curves=lambda kind, keys: {})
+    assert _floor_check(private_only, sub, fit) == (False, 2, 2)
+    both = StoreData(spec=None, cells=pd.DataFrame(cells(1000, math.inf, 5e-3) + cells(4000, math.inf, 1e-4)),
+                     path="", load_curves=lambda kind, keys: {})
+    assert _floor_check(both, sub, fit) == (True, 0, 2)  # n = 1000 within 3x of its floor
+    assert regime_reason("floor unchecked: 2 of 2 design points have no eps = inf run") == ""
+    assert regime_reason("floor: a design point within 3x of its eps = inf median") != ""
