@@ -9,7 +9,8 @@ records costs O(atoms log n): test_counts_perf):
 * a private SpiderBoost phase (private_spiderboost with q = 20: one full-batch anchor and 19
   Poisson-subsampled difference steps at the eps = 1 theory b2; q is fixed so that every n
   times the same work, since the theory's q changes with n),
-each cost at most 1.5x its own n = 1e4 figure at every n in 1e6 .. 1e12 (medians of the two
+each cost at most 1.5x its own n = 1e4 figure at every n in 1e6 .. 1e12, and a DP-GD or DP-SGD
+step at most 50 us (issue 27; xfail with the figure where missed) (medians of the two
 timed in alternation in one test: the machine is shared; missed by the SpiderBoost phase at
 n = 1e6 .. 1e8, `KNOWN_MISS`, where a looser bound is asserted and the miss reported); and an
 exact emp_grad evaluation (grad F_S from the counts) at n = 1e12 at most 1.5x its n = 1e4
@@ -136,7 +137,7 @@ CASES = {"dp_gd_step": _dp_gd_step, "dp_sgd_poisson_step": _dp_sgd_step,
          "spiderboost_phase": _spiderboost_phase}
 
 
-def _flat(benchmark, make: Callable, n: int, rounds: int, bound: float = 1.5) -> None:
+def _flat(benchmark, make: Callable, n: int, rounds: int, bound: float = 1.5) -> float | None:
     """pytest-benchmark times the case at n; the ratio to n = 1e4 comes from the alternating
     timings of both in this test."""
     prob = _problem()
@@ -152,12 +153,26 @@ def _flat(benchmark, make: Callable, n: int, rounds: int, bound: float = 1.5) ->
         benchmark.extra_info.update(target=1.5, asserted=bound)
         assert ratio <= bound, f"{make.__name__} at n={n:.0e}: {median * 1e3:.3f} ms is {ratio:.2f}x " \
                                f"its n=1e4 figure {ref * 1e3:.3f} ms (> {bound}x)"
+        return median
+    return None
+
+
+#: Issue 27's goal for a first-order step in counts mode on this glm (1,000 atoms, d = 10).
+STEP_GOAL = {"dp_gd_step": 50e-6, "dp_sgd_poisson_step": 50e-6}
 
 
 @pytest.mark.parametrize("n", SIZES, ids=[f"n1e{round(math.log10(n))}" for n in SIZES])
 @pytest.mark.parametrize("case", list(CASES))
 def test_cost_is_flat_in_n(benchmark, case, n):
-    _flat(benchmark, CASES[case], n, ROUNDS, KNOWN_MISS.get((case, n), 1.5))
+    """Flat in n (asserted), and a DP-GD / DP-SGD step within issue 27's 50 us (CPU time; a
+    miss marks the test xfail with the figure)."""
+    median = _flat(benchmark, CASES[case], n, ROUNDS, KNOWN_MISS.get((case, n), 1.5))
+    goal = STEP_GOAL.get(case)
+    if median is not None and goal is not None:
+        benchmark.extra_info.update(step_goal_us=goal * 1e6)
+        if median > goal:
+            pytest.xfail(f"issue 27 goal not met: {case} at n={n:.0e}: {median * 1e6:.0f} us > "
+                         f"{goal * 1e6:.0f} us")
 
 
 def test_exact_emp_grad_at_n_1e12(benchmark):
