@@ -122,8 +122,9 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
     def counts_grad_diff(self, x, y, batch):
         return self._mean_grad_diff_and_support_bound(x, y, batch)
 
-    #: The last O2 call's (x bytes, phi'(x1), u(x)): see _mean_grad_diff_and_support_bound.
-    _o2_memo: tuple = (b"", 0.0, None)
+    #: The last O2 call's ((dtype, shape, bytes) of x, phi'(x1), u(x)): see
+    #: _mean_grad_diff_and_support_bound.
+    _o2_memo: tuple = ((), 0.0, None)
 
     def _profile_and_unit(self, x: np.ndarray) -> tuple[Any, np.ndarray]:
         """(phi'(x1), u(x) = x_{2:} / sqrt(1 + ||x_{2:}||^2)): the two factors of O2's map."""
@@ -142,12 +143,13 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
         a1, a2 = -s + 2 * s * (c1 / k), -s + 2 * s * (c2 / k)  # low + (high - low) * count / k
         d1x, ux = self._profile_and_unit(x)
         # y is the engine's previous x, whose two factors the previous call computed: reused
-        # when y's bytes are x's of that call (the same floats as computing them again)
-        memo, ykey = self._o2_memo, y.tobytes()
+        # when y's dtype, shape and bytes are x's of that call (the same floats as computing
+        # them again)
+        memo, ykey = self._o2_memo, (y.dtype.str, y.shape, y.tobytes())
         d1y, uy = memo[1:] if memo[0] == ykey else self._profile_and_unit(y)
-        self._o2_memo = (x.tobytes(), d1x, ux)
+        self._o2_memo = ((x.dtype.str, x.shape, x.tobytes()), d1x, ux)
         first = self.c * float(d1x - d1y)
-        rest = ux - uy
+        rest = np.subtract(ux, uy, out=np.empty_like(ux))  # in ux's dtype, as ux -= uy would
         rest *= self.mu  # mu (u(x) - u(y))
         out = np.empty(self.d)
         out[0] = (1 + a1) * first

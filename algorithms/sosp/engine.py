@@ -170,8 +170,9 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
     adaptive = alg.batch_rule == "adaptive"
     tree_clips_o2 = tree is not None and privacy.private and not wrong_step
     leaf_sens = p.get("leaf_sensitivity", math.nan)
-    fixed_B = int(p["B"]) if not adaptive and "B" in p else None
-    bounded, D = alg.bounded_step, p.get("D", math.inf)
+    fixed_B = None if adaptive else int(p["B"])  # a fixed-batch rule without B: KeyError
+    bounded = alg.bounded_step
+    D = p["D"] if bounded else math.inf  # a bounded step without D: KeyError
     drift_by_norms = alg.drift_rule == "estimate_norms"
     while t < T_int:
         if stream.remaining <= b:  # line 3

@@ -99,12 +99,14 @@ class CoordinateCountsStream(CountsStream):
         roots, held = self._roots, self._roots_of
         first, last = start >> self.levels, stop >> self.levels
         if first != held[0]:
+            held[0] = -1  # until the rows are written (an exception inside leaves no stale pair)
             if first == held[1]:
                 roots[0:2] = roots[2:4]
             else:
                 self._block_root(first, roots[0:2])
             held[0] = first
         if last != held[1]:
+            held[1] = -1
             if last == first:
                 roots[2:4] = roots[0:2]
             else:
