@@ -115,7 +115,7 @@ def test_counts_step(benchmark, b, d, impl):
         old_step()
         old = _median_seconds(old_step, 30)
         ratio = old / median
-        benchmark.extra_info.update(old_median_us=old * 1e6, speedup=ratio)
+        benchmark.extra_info.update(old_median_us=old * 1e6, speedup=ratio, goal_us=STEP_GOAL[d] * 1e6)
         # Where the walk is the cost (above 1e10 the roots of every superblock passed dominate
         # both): the old walk reads d + 2 coordinates, the new 2 (measured 1.6-2.9x at d = 10,
         # 6-17x at d = 100 on a quiet machine; the bounds leave room for a shared one).

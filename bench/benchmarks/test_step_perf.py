@@ -92,7 +92,8 @@ def test_spider_step_in_counts_mode(benchmark, name, oracle, d, B):
     if full:
         old, _, _ = _per_step(name, d, B, T1, T2, "old", oracle)
         benchmark.extra_info.update(per_step_us=new * 1e6, old_per_step_us=old * 1e6,
-                                    speedup=old / new, median_o2_batch=batch, o1_share=o1_share)
+                                    speedup=old / new, median_o2_batch=batch, o1_share=o1_share,
+                                    goal_us=GOAL[d] * 1e6)
         if oracle == "O2" and 10**4 <= B <= 10**10:
             assert new <= old, f"{name} d={d} B={B:.0e}: new {new * 1e6:.0f} us > old {old * 1e6:.0f} us"
         if new > GOAL[d]:
