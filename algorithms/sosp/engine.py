@@ -16,6 +16,7 @@ from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.privacy.accounting.gdp import calibrate
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.privacy.mechanisms import TreeMechanism, clip_rows, gaussian_noise
+from algorithms.sosp.compiled_o2 import POST, PYTHON, o2_kernel_for
 from algorithms.sosp.noise_rules import noise_calibration
 from problems.base import Problem
 from problems.counts.layouts import CountsBatch
@@ -174,111 +175,146 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
     bounded = alg.bounded_step
     D = p["D"] if bounded else math.inf  # a bounded step without D: KeyError
     drift_by_norms = alg.drift_rule == "estimate_norms"
+    o2k = o2_kernel_for(alg, problem, stream, privacy, p, tree, probe, monitor, T_int, keep_every,
+                        mult if tree is None else math.nan)
+    python_next = False
     while t < T_int:
-        if stream.remaining <= b:  # line 3
-            stop = "data_exhausted"
-            break
-        noise_std = 0.0
-        restart = False
-        if drift >= kappa:  # line 4-5: O1
-            batch = stream.take(b)
-            grad_evals += len(batch)
-            leaf = o1_leaf(problem, x, batch, clip_o1)
-            clip = clip_o1
-            told = s_leaf if tree is not None else 2 * clip_o1 / b
-            nabla = leaf
-            if tree is None and privacy.private:
-                noise_std = mult * 2 * (G if "no_clipping" in faults else clip_o1) / b
-                told = noise_std / mult
-                nabla = nabla + gaussian_noise(d, noise_std * noise_factor, rng)
-            if tree is not None and p["tree_scope"] == "epoch":
-                tree.restart()
-                restart = True
-            drift = 0.0
-            oracle, used = 1, b
-        else:  # line 7: O2
-            step_len = _norm(x - x_prev)
-            if not math.isfinite(step_len):  # finite iterates whose difference overflows
-                stop = "diverged"
-                break
-            g = M * step_len
-            g_rule = g  # the step bound the batch rule and the noise use
-            if wrong_step:  # planted fault: the previous step's length
-                g_rule = M * _norm(x_prev - x_prev2)
-            if adaptive:
-                terms = [1.0, g_rule * kappa / alpha**2]
-                if math.isfinite(eps_eff):
-                    terms.append(g_rule * sqrt_d / (alpha * eps_eff))
-                bt = math.ceil(max(terms))
-            else:
-                bt = fixed_B
-            if bt > stream.remaining:
+        # Runs of O2 steps in compiled code where its floats are the loop's (compiled_o2); it
+        # hands back every step that needs Python (O1, escape, new block roots, ...) and every
+        # step that stores an iterate, whose post-step block below then runs here.
+        kernel_step = False
+        if o2k is not None and not python_next and drift < kappa:
+            n_done, why, res = o2k.run(x, x_prev, nabla, drift, prev_norm, best_est, frozen_prev,
+                                       t, grad_evals, rng)
+            if n_done:
+                state, recs, stored = res
+                x, x_prev, x_prev2, nabla, drift, prev_norm, best_est, frozen_prev, t, grad_evals = state
+                r_batch, r_noise, r_norm, r_drift, r_samples = recs
+                it_x.extend(stored[0])
+                it_t.extend(stored[1])
+                it_s.extend(stored[2])
+                rec_oracle.extend([2] * n_done)
+                rec_batch.extend(r_batch)
+                rec_noise.extend(r_noise)
+                rec_norm.extend(r_norm)
+                rec_drift.extend(r_drift)
+                rec_escape.extend([False] * n_done)
+                rec_samples.extend(r_samples)
+                it_e.extend(r_norm)
+                est_norm = prev_norm
+                if why != POST:
+                    python_next = why == PYTHON
+                    if time.perf_counter() > deadline:
+                        stop = "timeout"
+                        break
+                    continue
+                kernel_step = True
+        python_next = False
+        if not kernel_step:
+            if stream.remaining <= b:  # line 3
                 stop = "data_exhausted"
                 break
-            batch = stream.take(bt)
-            grad_evals += 2 * len(batch)
-            clip_o2 = g
-            if tree_clips_o2:
-                clip_o2 = min(g, leaf_sens * bt / 2)
-            if no_clip:
-                clip_o2 = math.inf
-            leaf = o2_leaf(problem, x, x_prev, batch, clip_o2)
-            clip = clip_o2
-            told = s_leaf if tree is not None else 2 * clip_o2 / bt
-            delta_t = leaf
-            if tree is None and privacy.private:
-                bound = clip_o2 if math.isfinite(clip_o2) and not wrong_step else g_rule
-                noise_std = mult * 2 * bound / bt  # scaled to the step taken (public)
-                told = noise_std / mult
-                delta_t = delta_t + gaussian_noise(d, noise_std * noise_factor, rng)
-            nabla = nabla + delta_t
-            oracle, used = 2, bt
-        frozen = frozen_prev - 1
-        released = nabla + tree.next() if tree is not None else nabla
-        if tree is not None:
-            noise_std = tree.sigma
-        escape = False
-        if prev_norm <= threshold and frozen_prev <= 0:  # line 9 (||nabla~_{t-1}||, frozen_{t-1})
-            frozen = Gamma
-            if p["reset_drift_on_escape"]:
+            noise_std = 0.0
+            restart = False
+            if drift >= kappa:  # line 4-5: O1
+                batch = stream.take(b)
+                grad_evals += len(batch)
+                leaf = o1_leaf(problem, x, batch, clip_o1)
+                clip = clip_o1
+                told = s_leaf if tree is not None else 2 * clip_o1 / b
+                nabla = leaf
+                if tree is None and privacy.private:
+                    noise_std = mult * 2 * (G if "no_clipping" in faults else clip_o1) / b
+                    told = noise_std / mult
+                    nabla = nabla + gaussian_noise(d, noise_std * noise_factor, rng)
+                if tree is not None and p["tree_scope"] == "epoch":
+                    tree.restart()
+                    restart = True
                 drift = 0.0
-            if p["saddle_noise"]:
-                released = released + gaussian_noise(d, zeta / sqrt_d, rng)
-            escape = True
-        est_norm = _norm(released)
-        if probe is not None:
-            probe.release(t=t + 1, oracle=oracle, x=x.copy(), x_prev=x_prev.copy(), batch=batch,
-                          clip=clip, leaf=leaf, told=told, noise_std=noise_std, nabla=nabla.copy(),
-                          released=released.copy(), restart=restart, escape=escape)
-        step = eta * released
-        step_sq = None
-        if bounded:
-            step_norm = eta * est_norm
-            if step_norm > D:
-                step = step * (D / step_norm)
-                # A shortened step has length D by definition. Its float norm^2 is D^2 up to
-                # an ulp, and with D = sqrt(kappa) that ulp would decide "drift >= kappa"
-                # (O1 or O2 next) by rounding noise; use the exact D^2.
-                step_sq = D ** 2
-        x_prev2 = x_prev
-        x_prev = x
-        x = x - step
-        if drift_by_norms:
-            drift += est_norm  # line 15
-        else:
-            drift += float(step @ step) if step_sq is None else step_sq
-        frozen_prev = frozen
-        prev_norm = est_norm
-        t += 1
+                oracle, used = 1, b
+            else:  # line 7: O2
+                step_len = _norm(x - x_prev)
+                if not math.isfinite(step_len):  # finite iterates whose difference overflows
+                    stop = "diverged"
+                    break
+                g = M * step_len
+                g_rule = g  # the step bound the batch rule and the noise use
+                if wrong_step:  # planted fault: the previous step's length
+                    g_rule = M * _norm(x_prev - x_prev2)
+                if adaptive:
+                    terms = [1.0, g_rule * kappa / alpha**2]
+                    if math.isfinite(eps_eff):
+                        terms.append(g_rule * sqrt_d / (alpha * eps_eff))
+                    bt = math.ceil(max(terms))
+                else:
+                    bt = fixed_B
+                if bt > stream.remaining:
+                    stop = "data_exhausted"
+                    break
+                batch = stream.take(bt)
+                grad_evals += 2 * len(batch)
+                clip_o2 = g
+                if tree_clips_o2:
+                    clip_o2 = min(g, leaf_sens * bt / 2)
+                if no_clip:
+                    clip_o2 = math.inf
+                leaf = o2_leaf(problem, x, x_prev, batch, clip_o2)
+                clip = clip_o2
+                told = s_leaf if tree is not None else 2 * clip_o2 / bt
+                delta_t = leaf
+                if tree is None and privacy.private:
+                    bound = clip_o2 if math.isfinite(clip_o2) and not wrong_step else g_rule
+                    noise_std = mult * 2 * bound / bt  # scaled to the step taken (public)
+                    told = noise_std / mult
+                    delta_t = delta_t + gaussian_noise(d, noise_std * noise_factor, rng)
+                nabla = nabla + delta_t
+                oracle, used = 2, bt
+            frozen = frozen_prev - 1
+            released = nabla + tree.next() if tree is not None else nabla
+            if tree is not None:
+                noise_std = tree.sigma
+            escape = False
+            if prev_norm <= threshold and frozen_prev <= 0:  # line 9 (||nabla~_{t-1}||, frozen_{t-1})
+                frozen = Gamma
+                if p["reset_drift_on_escape"]:
+                    drift = 0.0
+                if p["saddle_noise"]:
+                    released = released + gaussian_noise(d, zeta / sqrt_d, rng)
+                escape = True
+            est_norm = _norm(released)
+            if probe is not None:
+                probe.release(t=t + 1, oracle=oracle, x=x.copy(), x_prev=x_prev.copy(), batch=batch,
+                              clip=clip, leaf=leaf, told=told, noise_std=noise_std, nabla=nabla.copy(),
+                              released=released.copy(), restart=restart, escape=escape)
+            step = eta * released
+            step_sq = None
+            if bounded:
+                step_norm = eta * est_norm
+                if step_norm > D:
+                    step = step * (D / step_norm)
+                    # A shortened step has length D by definition. Its float norm^2 is D^2 up to
+                    # an ulp, and with D = sqrt(kappa) that ulp would decide "drift >= kappa"
+                    # (O1 or O2 next) by rounding noise; use the exact D^2.
+                    step_sq = D ** 2
+            x_prev2 = x_prev
+            x_prev = x
+            x = x - step
+            if drift_by_norms:
+                drift += est_norm  # line 15
+            else:
+                drift += float(step @ step) if step_sq is None else step_sq
+            frozen_prev = frozen
+            prev_norm = est_norm
+            t += 1
 
-        rec_oracle.append(oracle)
-        rec_batch.append(used)
-        rec_noise.append(noise_std)
-        rec_norm.append(est_norm)
-        rec_drift.append(drift)
-        rec_escape.append(escape)
-        rec_samples.append(stream.used)
-        it_e.append(est_norm)
+            rec_oracle.append(oracle)
+            rec_batch.append(used)
+            rec_noise.append(noise_std)
+            rec_norm.append(est_norm)
+            rec_drift.append(drift)
+            rec_escape.append(escape)
+            rec_samples.append(stream.used)
+            it_e.append(est_norm)
         # x . x is finite unless an entry is inf / nan (or the sum overflows: then the exact
         # check decides); one dot product instead of an elementwise test every step.
         if not math.isfinite(x.dot(x)) and not np.isfinite(x).all():

@@ -12,8 +12,10 @@ rules) cancels. Two kinds of step, since they cost differently:
   almost every step (b = B records, every coordinate read).
 
 The same runs on the previous implementation (`CountsStream`, counts stream version 2: every
-coordinate walked at every take) give the "old" figure beside it, in the same test (the
-engine's own speed-ups are in both). Goals: <= 20 us at d = 10, <= 50 us at d = 100 (issue 27);
+coordinate walked at every take, each step in the Python loop, since the compiled O2 steps of
+`algorithms.sosp.compiled_o2` serve version 3's per-coordinate stream only) give the "old"
+figure beside it, in the same test; `make bench` prints both in its "old against new" table.
+Goals: <= 20 us at d = 10, <= 50 us at d = 100 (issue 27);
 an unmet goal marks the test xfail with the figures. The end-to-end goal: an adaptive tree
 Spider run on hard_valley to alpha = 1e-3 (eps 0.1, d 10, ~3e6 steps) in <= 2 min on one core.
 """
