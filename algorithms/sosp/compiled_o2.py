@@ -14,10 +14,15 @@ iterates, records and the generator's state after, with the compiled path on and
 map is `problems.separable.SeparableSaddle._mean_grad_diff_and_support_bound` with
 `ValleyProfile.d1` (hard_valley), the clip guard is `require_identity_clip`'s test, the tree
 node is `TreeMechanism.next`'s and the Gaussian O2 noise `gaussian_noise`'s, both drawn from the
-run's own `numpy.random.Generator` (numba shares its state: the draws are numpy's, in order),
-and the dot products are numpy's BLAS ddot (numba calls the same routine). Where an exact
-match is not established (another profile, a problem overriding the map or its bound, planted
-faults, a probe, record mode) `o2_kernel_for` returns None and the Python loop runs alone.
+run's own `numpy.random.Generator` (numba shares its state and ports numpy's sampler), and the
+dot products are BLAS ddot calls. numba's ddot is scipy's OpenBLAS, not numpy's, and its
+normal sampler is a port, so neither equality holds by construction: `o2_kernel_for` checks
+both once per process and dimension (numba's dot against numpy's at lengths d and d - 1 on
+random vectors, a thousand normals from twin generators) and falls back to the Python loop if
+one differs. Where an exact match is not established (another profile: their exp / tanh are
+numpy's, which libm differs from in 5-13% of inputs; a problem overriding the map or its bound;
+planted faults; a probe; record mode) `o2_kernel_for` returns None and the Python loop runs
+alone.
 A deadline is checked between compiled calls, so a timeout stops at most `CHUNK` steps late.
 The privacy audit reads every release through a probe, which runs the Python loop; the tests'
 bit-for-bit equality is what carries its verdict to the compiled steps.
@@ -168,6 +173,7 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
                                                      tags, st, meta, path, flags, leaf_arr, ranks,
                                                      out)
         used = stop
+        ist[I_USED] = used  # at once: the records are taken even if a later step fails
         ist[I_GRAD_EVALS] += 2 * bt
         k = float(bt)
         a1 = -s + 2 * s * (out[0] / k)
@@ -244,7 +250,7 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             n_stored += 1
     fs[F_DRIFT], fs[F_PREV_NORM], fs[F_BEST] = drift, prev_norm, best
     ist[I_STORED] = n_stored
-    ist[I_T], ist[I_USED], ist[I_FROZEN_PREV] = t, used, frozen_prev
+    ist[I_T], ist[I_FROZEN_PREV] = t, frozen_prev
     return n, reason, x, x_prev, x_prev2, nabla
 
 
@@ -282,15 +288,21 @@ class O2Kernel:
                 self.nodes[k] = node
             self.prefix[:] = tree._prefix
             ist[I_TREE_T], ist[I_TREE_LEVELS], ist[I_NODES_TREE] = tree.t, len(held), 0
-        n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
-            CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
-            before, stream.tags, stream._st, stream._meta, stream._path, stream._flags, stream._leaf_arr,
-            stream._ranks, stream._out, *self.buffers)
-        stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
+        # The kernel rewrites the root rows and walks the paths in place: until its counters
+        # are written back the stream holds no root pair (an exception or Ctrl-C raised during
+        # or right after the call must not leave a stale pair, as in `_between`).
+        stream._roots_of[:] = [-1, -1]
+        try:
+            n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
+                CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
+                before, stream.tags, stream._st, stream._meta, stream._path, stream._flags,
+                stream._leaf_arr, stream._ranks, stream._out, *self.buffers)
+        finally:
+            stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
+            stream.used = int(ist[I_USED])
+            stream.nodes_drawn += int(ist[I_NODES_STREAM])
         if n == 0:
             return 0, reason, None
-        stream.used = int(ist[I_USED])
-        stream.nodes_drawn += int(ist[I_NODES_STREAM])
         if tree is not None:
             levels = int(ist[I_TREE_LEVELS])
             tree._nodes = [self.nodes[k].copy() for k in range(levels)]
@@ -306,12 +318,42 @@ class O2Kernel:
         return n, reason, (state, (b, noise, norm, drift_r, samples), stored)
 
 
+@_jit
+def _numba_dot(a, b):
+    return np.dot(a, b)
+
+
+@_jit
+def _numba_normals(rng, n):
+    return rng.standard_normal(n)
+
+
+_AGREES: dict[tuple, bool] = {}
+
+
+def numba_matches_numpy(d: int, bit_generator: type) -> bool:
+    """Whether numba's dot products (lengths d and d - 1) and standard normals (from this bit
+    generator type) are numpy's, float for float, in this process (module docstring)."""
+    key = (d, bit_generator)
+    if key not in _AGREES:
+        gen = np.random.default_rng(20261203)
+        same = True
+        for n in (d, d - 1):
+            for _ in range(64):
+                a, b = gen.standard_normal(n) * gen.uniform(1e-3, 1e3), gen.standard_normal(n)
+                same = same and float(_numba_dot(a, b)) == float(a.dot(b))
+        twin_a, twin_b = (np.random.Generator(bit_generator(20261203)) for _ in range(2))
+        same = same and np.array_equal(_numba_normals(twin_a, 1000), twin_b.standard_normal(1000))
+        _AGREES[key] = bool(same)
+    return _AGREES[key]
+
+
 def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tree: Any,
-                  probe: Any, monitor: Any, T_int: int, keep_every: int,
-                  mult: float) -> O2Kernel | None:
+                  probe: Any, monitor: Any, T_int: int, keep_every: int, mult: float,
+                  rng: Any) -> O2Kernel | None:
     """The compiled O2 steps for this run, or None where their floats are not established to
     be the Python loop's (module docstring)."""
-    if not ENABLED or probe is not None or alg.planted_faults:
+    if not ENABLED or probe is not None or alg.planted_faults or not isinstance(rng, np.random.Generator):
         return None
     if type(stream) is not CoordinateCountsStream or not stream.compiled:
         return None
@@ -326,13 +368,15 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
         return None
     if getattr(problem, "counts_layout_kind", None) == "atoms":
         return None
+    if not numba_matches_numpy(problem.d, type(rng.bit_generator)):
+        return None
     adaptive = alg.batch_rule == "adaptive"
     bounded = alg.bounded_step
     d, const = problem.d, problem.constants
     fs = np.zeros(21)
     fs[F_KAPPA], fs[F_ETA] = p["kappa"], p["eta"]
     fs[F_D] = p["D"] if bounded else math.inf
-    fs[F_D2] = fs[F_D] ** 2 if bounded else math.inf
+    fs[F_D2] = p["D"] ** 2 if bounded else math.inf  # the engine's float power
     fs[F_ALPHA], fs[F_EPS] = p["alpha"], p["eps_eff"]
     fs[F_ALPHA2] = p["alpha"] ** 2
     fs[F_SQRT_D] = math.sqrt(d)
@@ -343,9 +387,11 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     fs[F_C], fs[F_MU], fs[F_NOISE] = problem.c, problem.mu, problem.noise
     fs[F_W], fs[F_BETA] = problem.profile.w, problem.profile.beta
     ist = np.zeros(27, dtype=np.int64)
-    ist[I_T_MAX], ist[I_B] = T_int, int(p["b"])
+    # b or B past 2^62 (overrides, rules at tiny alpha): the cap ends every step in Python,
+    # which stops the run as before
+    ist[I_T_MAX], ist[I_B] = T_int, min(int(p["b"]), 2**62)
     ist[I_BUDGET] = int(min(stream.budget, 2**62))  # an unbudgeted stream: never the limit
-    ist[I_FIXED_B] = -1 if adaptive else int(p["B"])
+    ist[I_FIXED_B] = -1 if adaptive else min(int(p["B"]), 2**62)
     ist[I_KEEP_EVERY] = keep_every
     ist[I_ADAPTIVE], ist[I_BOUNDED] = adaptive, bounded
     ist[I_BY_NORMS] = alg.drift_rule == "estimate_norms"

@@ -176,7 +176,7 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
     D = p["D"] if bounded else math.inf  # a bounded step without D: KeyError
     drift_by_norms = alg.drift_rule == "estimate_norms"
     o2k = o2_kernel_for(alg, problem, stream, privacy, p, tree, probe, monitor, T_int, keep_every,
-                        mult if tree is None else math.nan)
+                        mult if tree is None else math.nan, rng)
     python_next = False
     while t < T_int:
         # Runs of O2 steps in compiled code where its floats are the loop's (compiled_o2); it
