@@ -70,7 +70,8 @@ reference: $(STAMP_DEMO)
 
 # The SOSP crossover (issue 28, point 5): both Spiders on hard_valley, alpha 2e-3 to 5.5e-4,
 # 10 paired seeds, and on hard_ramp down to 2.1e-3, 5 paired seeds. Outside `make reference`
-# for their cost (92 min and ~8 min on 2 cores, measured on counts stream version 3);
+# for their cost (19.5 min and ~8 min on 2 cores, measured with the compiled O2 steps; the
+# valley took 92 min in the Python loop);
 # resumable like every sweep.
 reference-crossover: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline3_crossover.toml --quiet
