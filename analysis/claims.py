@@ -93,11 +93,13 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                          f"({top:.3g} against {x0:.3g})" if first_order else
                          f"ceiling: the window reaches within 10x of {point}'s alpha_SOSP "
                          f"({top:.3g} against {x0:.3g})")
-        floor_hit, unchecked, _points = _floor_check(data, sub, fit)
+        floor_hit, unchecked, points = _floor_check(data, sub, fit)
         if floor_hit:
             flags.append("floor: a design point within 3x of its eps = inf median")
-        if unchecked:  # one text for every fit, so that the flag pages count the fits
-            flags.append("floor unchecked: design points with no eps = inf run of their (n, d)")
+        # Not a regime flag (the forecast gates these fits): its own column, so that "floor" in
+        # `flags` always means a fit outside its regime.
+        advisory = (f"floor unchecked: {unchecked} of {points} design points have no eps = inf "
+                    "run of their (n, d) to compare with" if unchecked else "")
         if res.n_censored:
             flags.append("censored: some runs never reached their threshold")
         forecast = regime_forecast.forecast_group(fit, sub, data.spec.calibration, fit_metric)
@@ -123,7 +125,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                    rules_predicted=rules, rules_verdict=rules_verdict,
                    character=problem_character(group["problem"]), spec=data.spec.name,
                    verdict=verdict,
-                   flags="; ".join(flags), claimed_rate=cls.claimed_rate,
+                   flags="; ".join(flags), advisory=advisory, claimed_rate=cls.claimed_rate,
                    median_steps=float(sub["n_steps"].median()),
                    median_first_o1=float(sub["first_o1_batch"].median()), **forecast)
         rows.append(row)

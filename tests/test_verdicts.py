@@ -103,6 +103,12 @@ def test_committed_csv_verdicts_obey_the_gate():
     assert (table.loc[flagged, "verdict"] == NOT_IN_REGIME).all()
     assert (table.loc[~flagged, "verdict"] != NOT_IN_REGIME).all()
     assert (table.loc[flagged, "regime"] == table.loc[flagged, "flags"].map(regime_reason)).all()
+    # "ceiling" / "floor" in `flags` always means outside the regime: the advisory "floor
+    # unchecked" has its own column (15 measured rows carry it)
+    gate_words = table["flags"].fillna("").str.contains("ceiling|floor")
+    assert (table.loc[gate_words, "verdict"] == NOT_IN_REGIME).all()
+    advisory = table["advisory"].fillna("")
+    assert advisory.str.startswith("floor unchecked").sum() == 19
 
 
 def test_claims_summary_one_row_per_declared_claim_decided_in_regime():

@@ -51,7 +51,7 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "rules_verdict", "fit", "where", "spec", "window", "n_design", "n_points",
                "n_censored", "dropped_design", "se_ols", "r2", "method", "two_term_p",
                "two_term_ci_low", "two_term_ci_high", "two_term_verdict", "median_steps",
-               "median_first_o1", "n_stuck", "alpha_x0", "alpha_top", "flags", "forecast",
+               "median_first_o1", "n_stuck", "alpha_x0", "alpha_top", "flags", "advisory", "forecast",
                "forecast_source", "binding_n", "crossover_n", "d", "eps", "n"]
 
 

@@ -44,9 +44,9 @@ Censoring. A run that never reached its threshold (its budget or its own horizon
 censored and counts as n* = inf: a design point is excluded (and counted) only when its median is
 censored. Flags: "ceiling" (a run never left the start saddle, or the window's top is
 within 10x of the start saddle's alpha_SOSP), "floor" (a design point within 3x of its eps = inf
-median), "floor unchecked" (advisory: design points with no eps = inf run of their n and d to
-compare with; the forecast from the rules still gates). A flagged window is reported as
-declared, never moved.
+median). A flagged window is reported as declared, never moved. Advisory, in the CSV column
+`advisory` and not a flag: "floor unchecked" (design points with no eps = inf run of their n
+and d to compare with; the forecast from the rules gates such a fit).
 
 Verdicts. consistent: the prediction lies inside the CI. faster / slower than claimed: the CI lies
 entirely on the favourable / unfavourable side, favourable meaning fewer samples or smaller error
