@@ -46,6 +46,8 @@ from problems.counts.coordinates import CoordinateCountsStream
 from problems.profiles import ValleyProfile
 from problems.separable import SeparableSaddle
 
+#: Off: the Python loop alone (the tests' reference for the compiled steps).
+ENABLED = True
 #: Steps per compiled call at most (a deadline is checked between calls).
 CHUNK = 4096
 #: Why the compiled call returned: CHUNK steps done; the last step stores an iterate (Python
@@ -364,7 +366,7 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
                  "record_grad_diff_bound", "counts_grad_diff", "_profile_and_unit"):
         if getattr(cls, name) is not getattr(SeparableSaddle, name):
             return None
-    if type(problem.profile).d1 is not ValleyProfile.d1 or problem.d < 2:
+    if problem.d < 2:
         return None
     if getattr(problem, "counts_layout_kind", None) == "atoms":
         return None
@@ -405,7 +407,3 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
                np.zeros(CHUNK, dtype=np.int64))
     no_cum = np.zeros((stream.per_super + 1, len(stream.tags)), dtype=np.int64)
     return O2Kernel(stream, fs, ist, np.zeros((64, d)), np.zeros(d), tree, buffers, no_cum)
-
-
-#: Off: the Python loop alone (the tests' reference for the compiled steps).
-ENABLED = True
