@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from problems.counts.stream import STREAM_VERSION
+
 
 def canonical_number(v: Any) -> Any:
     """Numbers compare by value (1 == 1.0) in keys; inf is spelled 'inf'."""
@@ -57,13 +59,16 @@ class Cell:
     knobs: tuple[str, ...] = ()  # names of the params that come from the spec's knob grid
     stop_at_target: bool = False  # end the run once alpha_SOSP <= target (n* is then known)
     data: str = "records"  # "records" or "counts" (exact batch statistics, problems.counts.stream)
+    #: The counts stream version counts cells draw (problems.counts.stream.STREAM_VERSION). Not
+    #: part of the key: a store holds one version (bench.store.Store.check_stream_version).
+    counts_stream: int = STREAM_VERSION
 
     @classmethod
     def make(cls, *, problem: str, problem_params: dict, algorithm: str, params: dict,
              n: int | None, d: int, eps: float, delta: float, rep: int, calibration: str = "tight",
              base_seed: int = 0, target_alpha: float | None = None,
              knobs: tuple[str, ...] = (), stop_at_target: bool = False,
-             data: str = "records") -> Cell:
+             data: str = "records", counts_stream: int = STREAM_VERSION) -> Cell:
         return cls(problem=problem,
                    problem_params=tuple(sorted((k, canonical_number(v)) for k, v in problem_params.items())),
                    algorithm=algorithm,
@@ -71,12 +76,14 @@ class Cell:
                    n=None if n is None else int(n), d=int(d), eps=float(eps), delta=float(delta),
                    rep=int(rep), calibration=calibration, base_seed=int(base_seed),
                    target_alpha=None if target_alpha is None else float(target_alpha),
-                   knobs=tuple(sorted(knobs)), stop_at_target=bool(stop_at_target), data=data)
+                   knobs=tuple(sorted(knobs)), stop_at_target=bool(stop_at_target), data=data,
+                   counts_stream=int(counts_stream))
 
     def content(self) -> dict[str, Any]:
         """What determines the run's numbers (the knob-grid bookkeeping does not)."""
         c = asdict(self)
         c.pop("knobs")
+        c.pop("counts_stream")  # one per store (checked there): keys of earlier stores stay valid
         if not self.stop_at_target:  # absent unless used: keys of earlier stores stay valid
             c.pop("stop_at_target")
         c["problem_params"] = dict(self.problem_params)
@@ -126,4 +133,5 @@ class Cell:
                         eps=d["eps"], delta=d["delta"], rep=d["rep"], calibration=d["calibration"],
                         base_seed=d["base_seed"], target_alpha=d.get("target_alpha"),
                         knobs=tuple(d.get("knobs", ())), stop_at_target=d.get("stop_at_target", False),
-                        data=d.get("data", "records"))
+                        data=d.get("data", "records"),
+                        counts_stream=d.get("counts_stream", STREAM_VERSION))

@@ -15,6 +15,9 @@ A spec (see bench/configs/quick.toml for a commented example):
                                    # with a problem that has no counts mode, or with an
                                    # algorithm that re-reads its sample on a two-point
                                    # (product-layout) problem, is an error
+    counts_stream = 4              # optional: the counts stream version counts cells draw
+                                   # (problems.counts.stream; default the latest, 4; 3 draws the
+                                   # data of the committed reference); a store holds one version
 
     [grid]                         # cartesian product over every list
     n = [100000, 1000000]          # sample budgets: the fixed-budget (error) view ...
@@ -83,9 +86,10 @@ from bench.config_values import (
 )
 from problems import data_modes, instance_params
 from problems.base import DATA_MODES
+from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
-            "problem", "algorithm", "fit", "stop_at_target", "data", "plugins"}
+            "problem", "algorithm", "fit", "stop_at_target", "data", "plugins", "counts_stream"}
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
 LIMIT_KEYS = {"time", "memory_mb"}
 PROBLEM_KEYS = {"name", "params"}
@@ -120,6 +124,7 @@ class SweepSpec:
     stop_at_target: bool = False
     data: str | None = None  # None: each problem's default data mode
     plugins: tuple[str, ...] = ()  # resolved plugin entries (absolute paths or module names)
+    counts_stream: int = STREAM_VERSION  # the counts stream version its counts cells draw
 
     def data_mode(self, problem: str, algorithm: str) -> str:
         """The data mode of the cells of (`problem`, `algorithm`): the spec's, or the first of
@@ -152,7 +157,8 @@ class SweepSpec:
                             rep=rep, calibration=self.calibration, base_seed=self.seed,
                             target_alpha=ta, knobs=tuple(knob_names),
                             stop_at_target=self.stop_at_target,
-                            data=self.data_mode(prob["name"], alg["name"])))
+                            data=self.data_mode(prob["name"], alg["name"]),
+                            counts_stream=self.counts_stream))
         return out
 
 
@@ -351,6 +357,10 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                                         f"on problem {prob['name']!r}: it re-reads its sample "
                                         f"({cls.counts_rereads}), exact from counts on atoms "
                                         "problems only")
+    counts_version = raw.get("counts_stream", STREAM_VERSION)
+    if isinstance(counts_version, bool) or counts_version not in SUPPORTED_STREAM_VERSIONS:
+        raise _where("counts_stream", counts_version,
+                     f"must be one of {', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
     for alg in alg_list:  # a calibration the algorithm does not implement is refused here
         try:
             algorithms.check_calibration(alg["name"], calibration)
@@ -359,7 +369,8 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
     return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
-                     stop_at_target=stop, data=data, plugins=plugins)
+                     stop_at_target=stop, data=data, plugins=plugins,
+                     counts_stream=int(counts_version))
 
 
 def load_spec(path: str | Path) -> SweepSpec:

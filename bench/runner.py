@@ -87,7 +87,8 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
                    params=cell.run_params(), problem_params=dict(cell.problem_params),
                    calibration=cell.calibration, data_seed=cell.data_seed(),
                    rng=_generator(cell), time_limit=time_limit,
-                   stop_at_target=cell.stop_at_target, data=cell.data)
+                   stop_at_target=cell.stop_at_target, data=cell.data,
+                   counts_version=cell.counts_stream)
     traj = res.pop("trajectory")
     prob = res.pop("problem_obj")
     res["curves"] = {
@@ -230,7 +231,7 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     path = Path(store_path)
     if path.is_file():
         with Store(path, create=False) as st:
-            st.check_stream_version()
+            st.check_stream_version(spec.counts_stream)
             stored = st.statuses()
     model = CostModel.from_store(path)
     keys = {c.key: c for c in cells}
@@ -294,7 +295,8 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
     prov = {**provenance(), "plugins": plugin_registry.provenance()}
     counts: dict[str, int] = {}
     with Store(store_path) as store:
-        store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now())
+        store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now(),
+                       stream_version=spec.counts_stream)
         if not plan.pending:
             return SweepResult(len(plan.cells), 0, plan.done, counts, 0.0, Path(store_path))
         client = None

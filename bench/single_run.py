@@ -16,6 +16,7 @@ from analysis.predictions import claim_metric
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
 from problems.counts.dataset import counts_exact
+from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 from problems.streams import DataStream
 
 #: Records hashed per cell to check pairing: cells with the same data seed must agree.
@@ -57,12 +58,18 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
              data_seed: np.random.SeedSequence | None = None,
              rng: np.random.Generator | None = None,
              time_limit: float | None = None, stop_at_target: bool = False,
-             data: str | None = None) -> dict[str, Any]:
+             data: str | None = None, counts_version: int | None = None) -> dict[str, Any]:
     """Validate everything, run, evaluate. Returns params, metrics, curve, timings.
 
     `data`: "records", "counts" (exact batch statistics, `problems.counts.stream`) or None for the
-    problem's default (counts where it opts in).
+    problem's default (counts where it opts in); `counts_version`: the counts stream version
+    counts mode draws (`problems.counts.stream.SUPPORTED_STREAM_VERSIONS`; None: the latest).
     """
+    if counts_version is None:
+        counts_version = STREAM_VERSION
+    if isinstance(counts_version, bool) or counts_version not in SUPPORTED_STREAM_VERSIONS:
+        raise ValueError(f"counts_stream={counts_version!r} is invalid: must be one of "
+                         f"{', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **instance_params(problem, problem_params,
                                                        (params or {}).get("target_alpha")))
@@ -83,7 +90,7 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     if data_seed is None or rng is None:
         data_seed, rng = cell_seeds(seed)
     if data == "counts":
-        stream = prob.stream(data_seed, budget=n, data="counts")
+        stream = prob.stream(data_seed, budget=n, data="counts", counts_version=counts_version)
         digest = stream.digest(DIGEST_RECORDS)
     else:
         stream = DigestingStream(prob._draw, data_seed, budget=n)

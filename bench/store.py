@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.declarations import StoreData
-from problems.counts.stream import STREAM_VERSION
+from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 
 SCHEMA_VERSION = 4
 #: Older versions this one reads after adding the columns they lack (additive changes only).
@@ -145,15 +145,17 @@ class Store:
                               "data TEXT NOT NULL, PRIMARY KEY (key, kind))")
 
     # -- writing (parent process only) ------------------------------------------------------
-    def set_spec(self, name: str, text: str, source: str, keys: Iterable[str], now: str) -> None:
-        """Record the spec being run and the keys of its cells (replacing the previous spec's)."""
+    def set_spec(self, name: str, text: str, source: str, keys: Iterable[str], now: str,
+                 stream_version: int = STREAM_VERSION) -> None:
+        """Record the spec being run, the keys of its cells (replacing the previous spec's) and
+        the counts stream version its counts cells draw."""
         with self.conn:
             for k, v in (("spec_name", name), ("spec_text", text), ("spec_source", source),
                          ("updated", now)):
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, v))
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (now,))
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('counts_stream_version', ?)",
-                              (str(STREAM_VERSION),))
+                              (str(stream_version),))
             self.conn.execute("DELETE FROM spec_cells")
             self.conn.executemany("INSERT INTO spec_cells VALUES (?)", ((k,) for k in keys))
 
@@ -186,15 +188,17 @@ class Store:
     def meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
-    def check_stream_version(self) -> None:
-        """StoreError unless the store's counts-mode cells were made by this counts stream
-        (stores from before the version was recorded hold version 1)."""
+    def check_stream_version(self, version: int = STREAM_VERSION) -> None:
+        """StoreError unless the store's counts-mode cells were made by counts stream `version`
+        (the spec's; stores from before the version was recorded hold version 1)."""
         made = self.meta().get("counts_stream_version", "1")
         has_counts = self.conn.execute("SELECT 1 FROM cells WHERE data = 'counts' LIMIT 1").fetchone()
-        if has_counts and made != str(STREAM_VERSION):
+        if has_counts and made != str(version):
+            drawable = made in {str(v) for v in SUPPORTED_STREAM_VERSIONS}
             raise StoreError(f"store {str(self.path)!r} holds counts-mode cells made by counts stream "
-                             f"version {made}; this dprates draws version {STREAM_VERSION} (other "
-                             "data): rerun the sweep into a new store (--out)")
+                             f"version {made}; this spec draws version {version} (other data): rerun "
+                             "the sweep into a new store (--out)"
+                             + (f", or set counts_stream = {made} in the spec" if drawable else ""))
 
     def statuses(self) -> dict[str, str]:
         """key -> status of every stored cell."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from problems.counts.coordinates import counts_stream
 from problems.counts.layouts import CountsBatch, CountsLayout
-from problems.counts.stream import CountsStream
+from problems.counts.stream import STREAM_VERSION, CountsStream
 from problems.streams import ArrayStream, DataStream, StreamBase
 
 #: How a stream hands out data: "records" (rows) or "counts" (exact batch statistics).
@@ -150,11 +150,12 @@ class Problem(ABC):
         return np.array(rows)
 
     def stream(self, seed: int | np.random.SeedSequence, budget: int | None = None,
-               data: str = "records") -> DataStream | CountsStream:
+               data: str = "records", counts_version: int = STREAM_VERSION) -> DataStream | CountsStream:
         """A lazy, prefix-consistent stream of i.i.d. records (`problems.streams`), or with
-        data="counts" of their value counts (`problems.counts.stream`; problems that opt in)."""
+        data="counts" of their value counts (`problems.counts.stream`; problems that opt in),
+        drawn by counts stream `counts_version` (default the latest)."""
         if data == "counts":
-            return counts_stream(self.counts_layout(data), seed, budget)
+            return counts_stream(self.counts_layout(data), seed, budget, version=counts_version)
         if data == "records":
             return DataStream(self._draw, seed, budget=budget)
         raise ValueError(f"data={data!r} is invalid: must be one of {', '.join(DATA_MODES)}")

@@ -1,5 +1,6 @@
 """Counts stream version 3 (`problems.counts.coordinates`): one counts tree per coordinate of a
-product layout, read lazily. Held against independent references: the numpy walk of one
+product layout, read lazily (version 4, the same trees in one block of 2^50 records:
+tests/test_counts_stream_v4.py). Held against independent references: the numpy walk of one
 `ReferenceCountsStream` per coordinate (number for number), the binomial law (chi-square, with
 power against a 1% shift), independence across coordinates (with a planted shared counter
 caught), and prefix consistency whatever the take pattern and whichever coordinates are read
@@ -145,15 +146,15 @@ def test_a_shared_counter_across_coordinates_is_caught():
 
 def test_every_node_counter_is_distinct():
     """Structural: the level words of all coordinates' nodes (leaf to top, any block size up
-    to the shipped one) and of the root draws are pairwise distinct, so no two draws share a
+    to version 4's 2^50) and of the root draws are pairwise distinct, so no two draws share a
     Philox counter (a stride of 1 would make coordinate 0's level 12 coordinate 1's level 11)."""
     from problems.counts.coordinates import TAG_STRIDE
-    from problems.counts.stream import BLOCK_LEVELS
+    from problems.counts.stream import TOP_LEVELS
 
     m = 50
     words = [0]  # the root draws' level word
     for j in range(m):
-        words += [TAG_STRIDE * (j + 1) + level for level in range(BLOCK_LEVELS + 1)]
+        words += [TAG_STRIDE * (j + 1) + level for level in range(TOP_LEVELS + 1)]
     assert len(words) == len(set(words))
     assert min(words[1:]) >= 64  # above every version-2 node's level word
     stream = CoordinateCountsStream(BinaryCoordinates(np.full(m, 0.5)), 0)

@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", choices=["records", "counts"], default=None,
                    help="records, or counts (exact batch statistics); default: counts where the "
                         "problem supports it")
+    p.add_argument("--counts-stream", type=int, default=None, metavar="VERSION",
+                   help="the counts stream version counts mode draws (default: the latest, 4; 3 "
+                        "draws the data of stores and reference runs made with it)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="algorithm knob or parameter override (repeatable)")
     p.add_argument("--problem-param", action="append", metavar="KEY=VALUE",

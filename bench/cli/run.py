@@ -55,7 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    seed=args.seed, params=params,
                    problem_params=parse_assignments(args.problem_param, "--problem-param"),
                    calibration=args.calibration, data=args.data,
-                   stop_at_target=args.stop_at_target)
+                   stop_at_target=args.stop_at_target, counts_version=args.counts_stream)
     res.pop("trajectory")
     res.pop("problem_obj")
     if args.json:

@@ -1,4 +1,4 @@
-"""Counts stream version 3 for product layouts: one counts tree per coordinate, read lazily.
+"""Counts streams version 3 and 4 for product layouts: one counts tree per coordinate, read lazily.
 
 On a product layout (`BinaryCoordinates`: m independent two-point coordinates) the counts of
 different coordinates are independent, so each coordinate can have a counts tree of its own:
@@ -24,6 +24,12 @@ they meet no other coordinate's, no version-2 node's (< 64) and no root draw's (
 `ReferenceCountsStream` per coordinate (tests/test_counts_coordinates.py holds the two equal,
 number for number, and the law, independence and prefix consistency on their own).
 
+Version 4 (`counts_stream`'s default) is the same construction in one block of 2^TOP_LEVELS
+records per coordinate instead of blocks of 2^29 (its splits above 2^29 records by the
+large-population sampler, `problems.counts.large_hypergeometric`): a take of any size walks
+about log2(size) nodes per coordinate read, where version 3 also draws every superblock's
+64 x (d + 2) block roots it passes.
+
 The version (`problems.counts.stream.STREAM_VERSION`) is one number for both layouts: a store
 of atoms-layout counts cells made by version 2 holds the same data as version 3 would, but is
 refused all the same (rerun it into a new store).
@@ -38,17 +44,31 @@ import numpy as np
 from problems.counts import kernels as _kernels
 from problems.counts.layouts import BinaryCoordinates, CountsBatch, CountsLayout
 from problems.counts.philox import STATE_WORDS
-from problems.counts.stream import BLOCK_LEVELS, CountsStream, ReferenceCountsStream, _compiled_kind
+from problems.counts.stream import (
+    BLOCK_LEVELS,
+    BLOCKS_PER_SUPER,
+    STREAM_VERSION,
+    SUPPORTED_STREAM_VERSIONS,
+    TOP_LEVELS,
+    CountsStream,
+    ReferenceCountsStream,
+    _compiled_kind,
+)
 
 #: A coordinate's node counters add TAG_STRIDE * (j + 1) to the level word (levels < 64).
 TAG_STRIDE = 64
-assert TAG_STRIDE > BLOCK_LEVELS  # one coordinate's level words never reach the next's
+assert TAG_STRIDE > TOP_LEVELS  # one coordinate's level words never reach the next's
 
 
 class CoordinateCountsStream(CountsStream):
     """Exact, prefix-consistent counts of a product layout, one tree per coordinate (module
     docstring). `take(k)` returns a lazy `CountsBatch`: `batch.counts_of(cols)` walks only
     those coordinates, `batch.counts` all of them."""
+
+    #: Version 4's blocks of 2^TOP_LEVELS: splits above 2^29 records take the large-population
+    #: sampler (`problems.counts.kernels.split_half`; `BinaryCoordinates.split` in the reference).
+    max_block_levels = TOP_LEVELS
+    max_block_levels_why = "the root's Binomial(2^levels, p) is exact below 2^53"
 
     def __init__(self, layout: CountsLayout, seed: int | np.random.SeedSequence,
                  budget: int | None = None, **kw) -> None:
@@ -176,6 +196,9 @@ class _ReferenceCoordinate(ReferenceCountsStream):
     """Coordinate j of a `ReferenceCoordinateCountsStream`: the numpy walk over a one-coordinate
     layout, node counters tagged, block roots read from the parent's (shared) draw."""
 
+    max_block_levels = CoordinateCountsStream.max_block_levels  # its parent's blocks
+    max_block_levels_why = CoordinateCountsStream.max_block_levels_why
+
     def __init__(self, parent: CoordinateCountsStream, j: int) -> None:
         layout = BinaryCoordinates(parent.layout.p[j:j + 1])
         super().__init__(layout, parent._seed, parent._budget_arg, block_levels=parent.levels,
@@ -194,11 +217,19 @@ class _ReferenceCoordinate(ReferenceCountsStream):
 
 
 def counts_stream(layout: CountsLayout, seed: int | np.random.SeedSequence,
-                  budget: int | None = None, **kw) -> CountsStream:
-    """The counts stream a problem's counts mode reads: per coordinate (version 3) on a product
-    layout the compiled walk serves, else `CountsStream` (atoms, or a layout subclass with its
-    own draws)."""
+                  budget: int | None = None, version: int = STREAM_VERSION, **kw) -> CountsStream:
+    """The counts stream a problem's counts mode reads. On a product layout the compiled walk
+    serves, one tree per coordinate: version 4 (the default) in blocks of 2^TOP_LEVELS records,
+    version 3 in blocks of 2^29 grouped 64 to a superblock (`problems.counts.stream`); else
+    `CountsStream` (atoms, or a layout subclass with its own draws; the same in 3 and 4)."""
+    if version not in SUPPORTED_STREAM_VERSIONS:
+        raise ValueError(f"counts_stream={version!r} is invalid: must be one of "
+                         f"{', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
     if _compiled_kind(layout) == _kernels.BINARY:
+        if version >= 4:
+            kw = {"block_levels": TOP_LEVELS, "blocks_per_super": 1, **kw}
+        else:
+            kw = {"block_levels": BLOCK_LEVELS, "blocks_per_super": BLOCKS_PER_SUPER, **kw}
         return CoordinateCountsStream(layout, seed, budget, **kw)
     return CountsStream(layout, seed, budget, **kw)
 

@@ -15,6 +15,8 @@ compute the *same numbers*, bit for bit, in compiled code:
   uniforms HRUA, "The ratio of uniforms approach for generating discrete random variates",
   J. Comput. Appl. Math. 31, 1990) with numpy's log-factorial (a table below 126, Stirling
   above), operation for operation so that every rounding is the same;
+* `split_half`: a node's split, numpy's `hypergeometric` up to 2^29 records and the
+  large-population sampler of `problems.counts.large_hypergeometric` above (version 4);
 * `multivariate_hypergeometric_marginals`: numpy's method="marginals" (one hypergeometric per
   atom, the complement when more than half is drawn);
 * `permute_rows`: numpy's `permuted(..., axis=1)` on rows of 0..size-1 (Fisher-Yates from the
@@ -36,30 +38,11 @@ import math
 
 import numpy as np
 
+from problems.counts.large_hypergeometric import LARGE_POPULATION, hypergeometric_large
+from problems.counts.logfactorial import D1 as _D1
+from problems.counts.logfactorial import D2 as _D2
+from problems.counts.logfactorial import logfactorial as _logfactorial
 from problems.counts.philox import _jit, next_double, philox_seek, random_interval
-
-
-def _logfact_table() -> np.ndarray:
-    """log(k!) for k < 126, correctly rounded (numpy's table holds the same doubles; the
-    equality is checked in the tests through the sampler)."""
-    import mpmath
-
-    with mpmath.workdps(60):
-        return np.array([float(mpmath.log(mpmath.factorial(k))) for k in range(126)])
-
-
-_LOGFACT = _logfact_table()
-_HALFLN2PI = 0.9189385332046728
-_D1 = 1.7155277699214135  # 2 sqrt(2 / e)
-_D2 = 0.8989161620588988  # 3 - 2 sqrt(3 / e)
-
-
-@_jit
-def _logfactorial(k):
-    if k < 126:
-        return _LOGFACT[k]
-    kf = np.float64(k)
-    return (kf + 0.5) * math.log(kf) - kf + (_HALFLN2PI + (1.0 / kf) * (1 / 12.0 - 1 / (360.0 * kf * kf)))
 
 
 @_jit
@@ -128,6 +111,16 @@ def hypergeometric(st, good, bad, sample):
     if sample >= 10 and sample <= good + bad - 10:
         return _hyp_hrua(st, good, bad, sample)
     return _hyp_sample(st, good, bad, sample)
+
+
+@_jit
+def split_half(st, c, size):
+    """The ones among the first half of a node of `size` records holding c of them: numpy's
+    hypergeometric up to LARGE_POPULATION records (every node of counts stream version 3),
+    the large-population sampler above (version 4's nodes of 2^30 .. 2^50 records)."""
+    if size > LARGE_POPULATION:
+        return hypergeometric_large(st, c, size - c, size >> 1)
+    return hypergeometric(st, c, size - c, size >> 1)
 
 
 @_jit
@@ -360,7 +353,7 @@ def _walk_one(st, levels, leaf_levels, block, offset, j, tag, prev_offset, pidx,
             philox_seek(st, index, level + tag, block)
             c, size = pnode[j, level], 1 << level
             if 0 < c < size:
-                pleft[j, level] = hypergeometric(st, c, size - c, size >> 1)
+                pleft[j, level] = split_half(st, c, size)
             elif c:
                 pleft[j, level] = size >> 1
             else:

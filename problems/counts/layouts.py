@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from problems.counts import kernels as _kernels
+from problems.counts.large_hypergeometric import LARGE_POPULATION, hypergeometric_large_reference
 
 #: Records per leaf: 2^LEAF_LEVELS, arranged at once (part of the stream's definition), for
 #: layouts that do not set their own `leaf_levels` (BinaryCoordinates: 4 since version 2).
@@ -116,6 +117,9 @@ class BinaryCoordinates(CountsLayout):
 
     def split(self, rng, counts, size):
         half = size >> 1
+        if size > LARGE_POPULATION:  # beyond numpy's sampler (counts stream version 4's top)
+            return np.array([hypergeometric_large_reference(rng, c, size - c, half) for c in counts.tolist()],
+                            dtype=np.int64)
         if len(counts) >= _VECTOR_SPLIT_MIN:
             out = np.where(counts == size, half, 0).astype(np.int64)
             mixed = (counts > 0) & (counts < size)

@@ -43,7 +43,17 @@ coordinate, read lazily, so that a map needing 2 of d + 2 coordinates walks 2.
 
 Limits: numpy's hypergeometric sampler needs ngood, nbad < 1e9, hence blocks of 2^29 records;
 a take of k records draws the roots of every superblock it passes (k / 2^35 numpy binomial
-calls of 64 x m draws), the cost that dominates from k ~ 1e11 on.
+calls of 64 x m draws), the cost that dominates from k ~ 1e10 on.
+
+Version 4 (the default; `problems.counts.coordinates.counts_stream`) lifts that limit on
+product layouts: one block of 2^TOP_LEVELS = 2^50 records per coordinate (a root
+Binomial(2^50, p_j), then the same dyadic splits all the way down), the splits of nodes above
+2^29 records drawn by the large-population sampler of `problems.counts.large_hypergeometric`
+(numpy's HRUA with its log-ratios taken as Stirling differences). A take of k records then
+draws about log2(k) nodes per coordinate read, whatever k: no superblock roots. Version 3 (the
+same construction with blocks of 2^29 in superblocks of 64) stays available
+(`SUPPORTED_STREAM_VERSIONS`; a spec's `counts_stream = 3`) so that stores and the committed
+reference made with it stay reproducible; the two draw different data of the same law.
 """
 
 from __future__ import annotations
@@ -60,11 +70,18 @@ from problems.streams import StreamBase, parse_budget, parse_seed
 
 #: Records per block: 2^BLOCK_LEVELS (part of the stream's definition, like streams.CHUNK).
 BLOCK_LEVELS = 29
+#: Records per block of counts stream version 4 on product layouts: 2^TOP_LEVELS (~1.1e15; the
+#: root is numpy's Binomial(2^50, p), exact below 2^53; a longer stream starts another block).
+TOP_LEVELS = 50
 #: The counts streams' construction (block / leaf sizes, draw order). Version 1: leaves of 2^8
 #: for every layout; version 2: BinaryCoordinates' leaves hold 2^4 records; version 3: a
 #: problem's product layout draws one tree per coordinate (`problems.counts.coordinates`).
-#: Stores record it (bench.store) and a sweep refuses to resume a store of another version.
-STREAM_VERSION = 3
+#: Version 4: product layouts draw one block of 2^TOP_LEVELS records per coordinate, its
+#: splits above 2^29 records by the large-population sampler (module docstring). Stores record
+#: the version (bench.store) and a sweep refuses to resume a store of another version.
+STREAM_VERSION = 4
+#: The versions this dprates draws (a spec's `counts_stream`; the default is STREAM_VERSION).
+SUPPORTED_STREAM_VERSIONS = (3, 4)
 #: Blocks whose root counts are drawn together (one Philox counter per group).
 BLOCKS_PER_SUPER = 64
 _ROOT_TAG = 2**63  # counter word marking the block-root draws (node levels are < 64)
@@ -90,15 +107,20 @@ class CountsStream(StreamBase):
 
     #: Use the compiled walk where the layout has one (`ReferenceCountsStream` sets False).
     compiled = True
+    #: The deepest block this class splits, and why (numpy's multivariate hypergeometric,
+    #: which atoms need, takes counts below 1e9; `CoordinateCountsStream` goes to TOP_LEVELS).
+    max_block_levels = BLOCK_LEVELS
+    max_block_levels_why = "numpy's hypergeometric needs counts < 1e9"
 
     def __init__(self, layout: CountsLayout, seed: int | np.random.SeedSequence,
                  budget: int | None = None, *, block_levels: int = BLOCK_LEVELS,
                  blocks_per_super: int = BLOCKS_PER_SUPER, leaf_levels: int | None = None) -> None:
         entropy, spawn_key = parse_seed(seed)
         self.budget = parse_budget(budget)
-        if not (isinstance(block_levels, int) and 1 <= block_levels <= BLOCK_LEVELS):
+        top = self.max_block_levels
+        if not (isinstance(block_levels, int) and 1 <= block_levels <= top):
             raise ValueError(f"block_levels={block_levels!r} is invalid: must be an integer in "
-                             f"[1, {BLOCK_LEVELS}] (numpy's hypergeometric needs counts < 1e9)")
+                             f"[1, {top}] ({self.max_block_levels_why})")
         if not (isinstance(blocks_per_super, int) and blocks_per_super >= 1):
             raise ValueError(f"blocks_per_super={blocks_per_super!r} is invalid: must be an integer >= 1")
         self.layout = layout
@@ -362,5 +384,6 @@ def require_identity_clip(oracle: str, clip: float, bound: float) -> None:
             "problem's stated constants are too small here): run with data='records'")
 
 
-__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "STREAM_VERSION", "CountsClipError", "CountsStream",
+__all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "STREAM_VERSION", "SUPPORTED_STREAM_VERSIONS", "TOP_LEVELS",
+           "CountsClipError", "CountsStream",
            "MaterializedStream", "ReferenceCountsStream", "require_identity_clip"]

@@ -1,0 +1,204 @@
+"""Counts stream version 4 (one block of 2^50 records per coordinate, splits above 2^29 by the
+large-population sampler) against independent references: the numpy walk with the Python
+twin of the sampler (number for number), the binomial law of batches of 1e12 records read
+through O2-like partial reads (chi-square, with power against half a standard deviation),
+independence across coordinates and batches, prefix consistency whatever the take pattern;
+and the version's plumbing: specs, stores, `dprates run`."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bench.config import SpecError, parse_spec
+from bench.store import Store, StoreError
+from problems import get_problem
+from problems.counts.coordinates import (
+    CoordinateCountsStream,
+    ReferenceCoordinateCountsStream,
+    counts_stream,
+)
+from problems.counts.layouts import BinaryCoordinates
+from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS, TOP_LEVELS
+
+P4 = np.array([0.5, 0.3, 0.9, 0.02])
+V4 = {"block_levels": TOP_LEVELS, "blocks_per_super": 1}
+
+
+def test_the_default_is_version_4_and_3_stays_drawable():
+    assert STREAM_VERSION == 4 and SUPPORTED_STREAM_VERSIONS == (3, 4)
+    v4, v3 = counts_stream(BinaryCoordinates(P4), 0), counts_stream(BinaryCoordinates(P4), 0, version=3)
+    assert (v4.levels, v4.per_super) == (TOP_LEVELS, 1)
+    assert (v3.levels, v3.per_super) == (29, 64)
+    # other data, the same law: the first million records differ
+    assert v4.prefix_counts(10**6).tolist() != v3.prefix_counts(10**6).tolist()
+    with pytest.raises(ValueError, match=r"counts_stream=5 is invalid: must be one of 3, 4"):
+        counts_stream(BinaryCoordinates(P4), 0, version=5)
+
+
+def test_compiled_walk_equals_the_numpy_walk_up_to_1e13():
+    """Random take sizes from 1 to 1e13 (crossing nodes of every level up to 2^43) and random
+    column reads, against `ReferenceCoordinateCountsStream` (numpy's sampler to 2^29, the
+    Python twin of the large-population one above)."""
+    rs = np.random.default_rng(7)
+    sizes = [0, 1, 17, 1000, 10**6, 10**9, 3 * 10**9, 10**11, 10**12, 10**13]
+    for seed in range(3):
+        a = counts_stream(BinaryCoordinates(P4), seed)
+        b = ReferenceCoordinateCountsStream(BinaryCoordinates(P4), seed, **V4)
+        for _ in range(40):
+            k = int(rs.choice(sizes))
+            ba, bb = a.take(k), b.take(k)
+            cols = [slice(0, 2), slice(None), slice(3, 4)][rs.integers(3)]
+            np.testing.assert_array_equal(ba.counts_of(cols), bb.counts_of(cols))
+        assert a.digest() == b.digest()
+
+
+def test_a_stream_longer_than_2_to_the_50_starts_another_block():
+    a = counts_stream(BinaryCoordinates(P4), 3)
+    b = ReferenceCoordinateCountsStream(BinaryCoordinates(P4), 3, **V4)
+    for m in (2**50 - 1, 2**50, 2**50 + 12345, 3 * 2**50 + 7):
+        np.testing.assert_array_equal(a.prefix_counts(m), b.prefix_counts(m))
+    frac = a.prefix_counts(3 * 2**50) / (3 * 2**50)
+    assert np.all(np.abs(frac - P4) < 1e-6)
+
+
+def test_prefix_consistent_whatever_the_takes():
+    layout = BinaryCoordinates(np.full(3, 0.4))
+    for seed in range(3):
+        pattern = np.random.default_rng(seed)
+        stream = counts_stream(layout, seed)
+        total, marks = np.zeros(3, dtype=np.int64), {}
+        for _ in range(40):
+            batch = stream.take(int(pattern.choice([1, 999, 10**7, 10**10, 4 * 10**11])))
+            if pattern.random() < 0.5:  # one coordinate first (its path moves alone)
+                batch.counts_of(slice(0, 1))
+            total += batch.counts
+            marks[stream.used] = total.copy()
+        for m, want in marks.items():
+            np.testing.assert_array_equal(counts_stream(layout, seed).prefix_counts(m), want)
+
+
+def _binom_chi2(counts: np.ndarray, k: int, p: float) -> float:
+    """Chi-square p-value of counts against Binomial(k, p), 16 bins of equal width over
+    +-4 sd (normal cdf: at k = 1e12 its error is ~1e-7 of a bin)."""
+    mean, sd = k * p, math.sqrt(k * p * (1 - p))
+    edges = np.concatenate([[-np.inf], mean + sd * np.linspace(-3, 3, 15), [np.inf]])
+    expected = np.diff(stats.binom.cdf(np.floor(edges), k, p)) * len(counts) if k < 10**8 else \
+        np.diff(stats.norm.cdf((np.floor(edges) + 0.5 - mean) / sd)) * len(counts)
+    observed = np.histogram(counts, bins=edges)[0]
+    return float(stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue)
+
+
+@pytest.mark.slow
+def test_batches_of_1e12_are_binomial_and_independent():
+    """600 seeds: a batch of 1e12 records that starts at 3.3e12 (reached by O2-like reads of
+    two coordinates), per coordinate Binomial(1e12, p_j) (chi-square; a shift of the mean by
+    half a standard deviation is rejected), uncorrelated across coordinates and with the next
+    batch of 1e12."""
+    p = np.array([0.5, 0.3, 0.02])
+    k, offset, seeds = 10**12, 33 * 10**11 + 12345, 600
+    first, second = [], []
+    for s in range(seeds):
+        stream = counts_stream(BinaryCoordinates(p), np.random.SeedSequence([41, s]))
+        pattern = np.random.default_rng(s)
+        while stream.used < offset:
+            stream.take(int(min(offset - stream.used, pattern.integers(1, offset // 3)))) \
+                .counts_of(slice(0, 2))
+        first.append(stream.take(k).counts)
+        second.append(stream.take(k).counts)
+    first, second = np.array(first), np.array(second)
+    for j, pj in enumerate(p):
+        assert _binom_chi2(first[:, j], k, pj) > 1e-3, j
+        assert _binom_chi2(second[:, j], k, pj) > 1e-3, j
+        shifted = pj + 0.5 * math.sqrt(pj * (1 - pj) / k)
+        assert _binom_chi2(first[:, j], k, shifted) < 1e-3, j
+    both = np.hstack([first, second])
+    r = np.corrcoef(both.T)[np.triu_indices(6, 1)]
+    assert np.all(np.abs(r) < 4 / math.sqrt(seeds)), r
+
+
+def test_a_problem_stream_draws_the_version_asked_for():
+    pr = get_problem("hard_valley", d=4)
+    assert pr.stream(0, data="counts").levels == TOP_LEVELS
+    assert pr.stream(0, data="counts", counts_version=3).levels == 29
+    assert isinstance(pr.stream(0, data="counts"), CoordinateCountsStream)
+
+
+SPEC = """
+name = "v"
+seed = 1
+repetitions = 1
+calibration = "theory"
+data = "counts"
+{extra}
+[grid]
+n = [100000]
+d = [4]
+eps = [1.0]
+delta = [1e-6]
+
+[[problem]]
+name = "hard_valley"
+
+[[algorithm]]
+name = "tree_spider"
+params = {{ T = 5 }}
+"""
+
+
+def test_a_spec_chooses_its_version_and_a_bad_one_is_one_line():
+    assert parse_spec(SPEC.format(extra="")).counts_stream == STREAM_VERSION
+    spec = parse_spec(SPEC.format(extra="counts_stream = 3"))
+    assert spec.counts_stream == 3 and all(c.counts_stream == 3 for c in spec.cells())
+    # not part of the key: a version-3 cell keeps the key stores made before versions were chosen
+    assert spec.cells()[0].key == parse_spec(SPEC.format(extra="")).cells()[0].key
+    for bad in ("counts_stream = 5", "counts_stream = true", 'counts_stream = "4"'):
+        with pytest.raises(SpecError, match="counts_stream") as err:
+            parse_spec(SPEC.format(extra=bad))
+        assert "\n" not in str(err.value) and "3, 4" in str(err.value)
+
+
+def test_a_store_of_one_version_refuses_a_spec_of_the_other(tmp_path):
+    from bench.runner import run_sweep
+
+    spec3 = parse_spec(SPEC.format(extra="counts_stream = 3"))
+    out = tmp_path / "s.sqlite"
+    run_sweep(spec3, out, jobs=1, progress=False)
+    with Store(out, create=False) as st:
+        assert st.meta()["counts_stream_version"] == "3"
+        st.check_stream_version(3)
+        with pytest.raises(StoreError, match=r"version 3; this spec draws version 4.*counts_stream = 3"):
+            st.check_stream_version(4)
+    with pytest.raises(StoreError, match="made by counts stream version 3"):
+        run_sweep(parse_spec(SPEC.format(extra="")), out, jobs=1, progress=False)
+    # the version reached the runs: the stored digest is that of version 3's first records
+    with Store(out, create=False) as st:
+        digest = st.conn.execute("SELECT data_digest FROM cells").fetchone()[0]
+    from bench.cells import Cell
+
+    cell: Cell = spec3.cells()[0]
+    pr = get_problem("hard_valley", d=4)
+    assert digest == pr.stream(cell.data_seed(), budget=cell.n, data="counts", counts_version=3).digest(64)
+    assert digest != pr.stream(cell.data_seed(), budget=cell.n, data="counts").digest(64)
+
+
+def test_dprates_run_takes_the_version_and_refuses_a_bad_one():
+    exe = Path(sys.executable).parent / "dprates"
+    args = [str(exe), "run", "tree_spider", "--problem", "hard_valley", "--n", "1e5", "--d", "4",
+            "--eps", "1", "--param", "T=3", "--calibration", "theory"]
+    bad = subprocess.run([*args, "--counts-stream", "7"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "counts_stream=7 is invalid: must be one of 3, 4" in bad.stderr
+    ok3 = subprocess.run([*args, "--counts-stream", "3", "--json"], capture_output=True, text=True)
+    ok4 = subprocess.run([*args, "--json"], capture_output=True, text=True)
+    assert ok3.returncode == 0 and ok4.returncode == 0, ok3.stderr + ok4.stderr
+    import json
+
+    d3, d4 = json.loads(ok3.stdout.splitlines()[0]), json.loads(ok4.stdout.splitlines()[0])
+    assert d3["data_digest"] != d4["data_digest"]
