@@ -231,7 +231,8 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     path = Path(store_path)
     if path.is_file():
         with Store(path, create=False) as st:
-            st.check_stream_version(spec.counts_stream)
+            if any(c.data == "counts" for c in cells):  # a records-only spec draws no counts
+                st.check_stream_version(spec.counts_stream)
             stored = st.statuses()
     model = CostModel.from_store(path)
     keys = {c.key: c for c in cells}
@@ -295,8 +296,9 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
     prov = {**provenance(), "plugins": plugin_registry.provenance()}
     counts: dict[str, int] = {}
     with Store(store_path) as store:
+        has_counts = any(c.data == "counts" for c in plan.cells)
         store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now(),
-                       stream_version=spec.counts_stream)
+                       stream_version=spec.counts_stream if has_counts else None)
         if not plan.pending:
             return SweepResult(len(plan.cells), 0, plan.done, counts, 0.0, Path(store_path))
         client = None

@@ -112,6 +112,7 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
         "seed": seed, "params": params_used, "metrics": ev["metrics"], "curve": ev["curve"],
         "warnings": traj.warnings, "trajectory": traj, "problem_obj": prob,
         "data": data, "data_digest": digest if data == "counts" else stream.digest,
+        "counts_stream": counts_version if data == "counts" else None,
         "timing": {"run_wall": t1 - t0, "run_cpu": c1 - c0, "eval_wall": t2 - t1},
         "diverged": traj.stop_reason == "diverged" or not math.isfinite(ev["metrics"]["alpha_best"]),
     }

@@ -146,16 +146,18 @@ class Store:
 
     # -- writing (parent process only) ------------------------------------------------------
     def set_spec(self, name: str, text: str, source: str, keys: Iterable[str], now: str,
-                 stream_version: int = STREAM_VERSION) -> None:
+                 stream_version: int | None = STREAM_VERSION) -> None:
         """Record the spec being run, the keys of its cells (replacing the previous spec's) and
-        the counts stream version its counts cells draw."""
+        the counts stream version its counts cells draw (None: it has none; the store's
+        recorded version stays)."""
         with self.conn:
             for k, v in (("spec_name", name), ("spec_text", text), ("spec_source", source),
                          ("updated", now)):
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, v))
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (now,))
-            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('counts_stream_version', ?)",
-                              (str(stream_version),))
+            if stream_version is not None:
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('counts_stream_version', ?)",
+                                  (str(stream_version),))
             self.conn.execute("DELETE FROM spec_cells")
             self.conn.executemany("INSERT INTO spec_cells VALUES (?)", ((k,) for k in keys))
 

@@ -25,21 +25,82 @@ from problems.counts.coordinates import (
     counts_stream,
 )
 from problems.counts.layouts import BinaryCoordinates
-from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS, TOP_LEVELS
+from problems.counts.stream import KEY_WORD_V4, STREAM_VERSION, SUPPORTED_STREAM_VERSIONS, TOP_LEVELS
 
 P4 = np.array([0.5, 0.3, 0.9, 0.02])
-V4 = {"block_levels": TOP_LEVELS, "blocks_per_super": 1}
+V4 = {"block_levels": TOP_LEVELS, "blocks_per_super": 1, "key_word": KEY_WORD_V4}
 
 
 def test_the_default_is_version_4_and_3_stays_drawable():
     assert STREAM_VERSION == 4 and SUPPORTED_STREAM_VERSIONS == (3, 4)
     v4, v3 = counts_stream(BinaryCoordinates(P4), 0), counts_stream(BinaryCoordinates(P4), 0, version=3)
-    assert (v4.levels, v4.per_super) == (TOP_LEVELS, 1)
+    assert (v4.levels, v4.per_super, v4.key_word) == (TOP_LEVELS, 1, KEY_WORD_V4)
     assert (v3.levels, v3.per_super) == (29, 64)
-    # other data, the same law: the first million records differ
-    assert v4.prefix_counts(10**6).tolist() != v3.prefix_counts(10**6).tolist()
     with pytest.raises(ValueError, match=r"counts_stream=5 is invalid: must be one of 3, 4"):
         counts_stream(BinaryCoordinates(P4), 0, version=5)
+
+
+#: sha256 (first 32 hex digits) of a fixed take pattern on hard_valley (d = 4) and a prefix at
+#: 1e13 + 5 (`_digest`). Version 3's was computed by the code before version 4 existed
+#: (commit eb9d287): version 4's sampler and key leave version 3's numbers alone.
+PINNED = {3: "f1bccac62c358da028c6610dd52d3d01", 4: "85e8ea09f66bfb27e6663859b076c948"}
+
+
+def _digest(version: int) -> str:
+    import hashlib
+
+    pr = get_problem("hard_valley", d=4)
+    st = pr.stream(np.random.SeedSequence([7, 4]), data="counts", counts_version=version)
+    h = hashlib.sha256()
+    for k in [1, 1000, 10**6, 10**9, 3 * 10**10, 10**12, 17]:
+        b = st.take(k)
+        h.update(b.counts_of(slice(0, 2)).tobytes())
+        h.update(b.counts.tobytes())
+    h.update(st.prefix_counts(10**13 + 5).tobytes())
+    return h.hexdigest()[:32]
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_pinned_numbers_of_each_version(version):
+    assert _digest(version) == PINNED[version]
+
+
+def test_versions_3_and_4_draw_independent_data():
+    """Their own Philox keys: on one key version 4's small nodes in its first 2^29 records would
+    reuse version 3's counters (batches of 1e3 records then equal in ~55% of seeds). Over 300
+    seeds: equal batches as often as for independent Binomial(1000, 1/2) pairs (~1.8%), and the
+    sizes of the deviations from the mean of batches of 1e6 uncorrelated."""
+    equal, dev3, dev4 = 0, [], []
+    for s in range(300):
+        v3 = counts_stream(BinaryCoordinates([0.5, 0.3]), s, version=3)
+        v4 = counts_stream(BinaryCoordinates([0.5, 0.3]), s)
+        a, b = v3.take(1000).counts, v4.take(1000).counts
+        equal += int(a[0] == b[0])
+        dev3.append(np.abs(v3.take(10**6).counts - np.array([5e5, 3e5])))
+        dev4.append(np.abs(v4.take(10**6).counts - np.array([5e5, 3e5])))
+    assert equal <= 18  # binomial(300, 0.018): mean 5.4, P(> 18) < 1e-5
+    dev3, dev4 = np.array(dev3), np.array(dev4)
+    for j in range(2):
+        assert abs(np.corrcoef(dev3[:, j], dev4[:, j])[0, 1]) < 4 / math.sqrt(300)
+
+
+def test_nodes_above_2_to_the_29_take_the_large_sampler():
+    """`split_half` routes a node of 2^30 records to the large-population sampler. The two
+    samplers share HRUA and its uniforms, so they differ rarely at 2^30 (4 in 2e6 draws): a
+    state where they differ, found by scanning keys, pins the routing."""
+    from problems.counts import kernels as K
+    from problems.counts import large_hypergeometric as L
+    from problems.counts import philox as P
+
+    def state():
+        st = np.zeros(P.STATE_WORDS, dtype=np.uint64)
+        st[4], st[5], st[10] = 12345, 409510, 4
+        return st
+
+    N, c = 2**30, 784814428
+    large = L.hypergeometric_large(state(), c, N - c, N >> 1)
+    assert large != K.hypergeometric(state(), c, N - c, N >> 1)
+    assert K.split_half(state(), c, N) == large
 
 
 def test_compiled_walk_equals_the_numpy_walk_up_to_1e13():
@@ -177,9 +238,14 @@ def test_a_store_of_one_version_refuses_a_spec_of_the_other(tmp_path):
             st.check_stream_version(4)
     with pytest.raises(StoreError, match="made by counts stream version 3"):
         run_sweep(parse_spec(SPEC.format(extra="")), out, jobs=1, progress=False)
+    # a records-only spec neither checks nor rewrites the store's version
+    records_only = parse_spec(SPEC.format(extra="").replace('data = "counts"', 'data = "records"'))
+    run_sweep(records_only, out, jobs=1, progress=False)
+    with Store(out, create=False) as st:
+        assert st.meta()["counts_stream_version"] == "3"
     # the version reached the runs: the stored digest is that of version 3's first records
     with Store(out, create=False) as st:
-        digest = st.conn.execute("SELECT data_digest FROM cells").fetchone()[0]
+        digest = st.conn.execute("SELECT data_digest FROM cells WHERE data = 'counts'").fetchone()[0]
     from bench.cells import Cell
 
     cell: Cell = spec3.cells()[0]
@@ -202,3 +268,4 @@ def test_dprates_run_takes_the_version_and_refuses_a_bad_one():
 
     d3, d4 = json.loads(ok3.stdout.splitlines()[0]), json.loads(ok4.stdout.splitlines()[0])
     assert d3["data_digest"] != d4["data_digest"]
+    assert (d3["counts_stream"], d4["counts_stream"]) == (3, 4)

@@ -179,3 +179,18 @@ def test_degenerate_nodes():
     assert L.hypergeometric_large(st, 2**40, 2**40, 0) == 0
     assert L.hypergeometric_large(st, 2**40, 2**40, 2**41) == 2**40
     assert L.hypergeometric_large(st, 1, 2**40 - 1, 2**39) in (0, 1)
+
+
+def test_below_numpys_limit_it_draws_numpys_numbers():
+    """The same HRUA on the same uniforms: where numpy's sampler runs (populations below 2^29,
+    samples of 10 or more), the large-population one returns numpy's draws, which checks the
+    transcription against numpy itself (the log-ratios differ in rounding only)."""
+    rs = np.random.default_rng(11)
+    for i in range(1500):
+        N = int(rs.integers(40, 2 ** int(rs.integers(6, 30))))
+        good = int(rs.integers(0, N + 1))
+        sample = int(rs.integers(10, N - 9)) if rs.random() < 0.5 else N // 2
+        g, st = _pair(1000 + i)
+        want = [int(g.hypergeometric(good, N - good, sample)) for _ in range(2)]
+        assert [int(L.hypergeometric_large(st, good, N - good, sample)) for _ in range(2)] == want, \
+            (good, N - good, sample)

@@ -47,6 +47,7 @@ from problems.counts.philox import STATE_WORDS
 from problems.counts.stream import (
     BLOCK_LEVELS,
     BLOCKS_PER_SUPER,
+    KEY_WORD_V4,
     STREAM_VERSION,
     SUPPORTED_STREAM_VERSIONS,
     TOP_LEVELS,
@@ -201,7 +202,8 @@ class _ReferenceCoordinate(ReferenceCountsStream):
 
     def __init__(self, parent: CoordinateCountsStream, j: int) -> None:
         layout = BinaryCoordinates(parent.layout.p[j:j + 1])
-        super().__init__(layout, parent._seed, parent._budget_arg, block_levels=parent.levels,
+        super().__init__(layout, parent._seed, parent._budget_arg, key_word=parent.key_word,
+                         block_levels=parent.levels,
                          blocks_per_super=parent.per_super, leaf_levels=parent.leaf_levels)
         self._parent, self._j, self._tag = parent, j, int(parent.tags[j])
 
@@ -219,15 +221,16 @@ class _ReferenceCoordinate(ReferenceCountsStream):
 def counts_stream(layout: CountsLayout, seed: int | np.random.SeedSequence,
                   budget: int | None = None, version: int = STREAM_VERSION, **kw) -> CountsStream:
     """The counts stream a problem's counts mode reads. On a product layout the compiled walk
-    serves, one tree per coordinate: version 4 (the default) in blocks of 2^TOP_LEVELS records,
-    version 3 in blocks of 2^29 grouped 64 to a superblock (`problems.counts.stream`); else
+    serves, one tree per coordinate: version 4 (the default) in blocks of 2^TOP_LEVELS records on
+    a Philox key of its own, version 3 in blocks of 2^29 grouped 64 to a superblock
+    (`problems.counts.stream`; `CoordinateCountsStream`'s own defaults are version 3's); else
     `CountsStream` (atoms, or a layout subclass with its own draws; the same in 3 and 4)."""
     if version not in SUPPORTED_STREAM_VERSIONS:
         raise ValueError(f"counts_stream={version!r} is invalid: must be one of "
                          f"{', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
     if _compiled_kind(layout) == _kernels.BINARY:
         if version >= 4:
-            kw = {"block_levels": TOP_LEVELS, "blocks_per_super": 1, **kw}
+            kw = {"block_levels": TOP_LEVELS, "blocks_per_super": 1, "key_word": KEY_WORD_V4, **kw}
         else:
             kw = {"block_levels": BLOCK_LEVELS, "blocks_per_super": BLOCKS_PER_SUPER, **kw}
         return CoordinateCountsStream(layout, seed, budget, **kw)

@@ -1,10 +1,11 @@
-"""An exact hypergeometric sampler for populations beyond numpy's 1e9 (counts stream version 4).
+"""An exact hypergeometric sampler for populations beyond numpy's 1e9, up to 2^53 (where the
+int-to-float conversions stop being exact; counts stream version 4 needs 2^50).
 
 numpy's `Generator.hypergeometric` refuses ngood or nbad >= 1e9: its ratio-of-uniforms sampler
 (HRUA: Stadlober, "The ratio of uniforms approach for generating discrete random variates",
 J. Comput. Appl. Math. 31, 1990) compares log-factorials computed one by one, log(k!) for
 k ~ 1e9 is ~2e10 and a double holds it to ~2e-6, so beyond that the log-ratios the test needs
-drown in rounding. The same algorithm stays exact at any population if the log-ratio
+drown in rounding. The same algorithm stays exact at larger populations if the log-ratio
 log f(K) / f(m) (f the pmf, m its mode) is computed as a *difference*, never through two
 log-factorials:
 
@@ -17,7 +18,8 @@ With z = x + 1 and Stirling's series r(t) = 1/(12 t) - 1/(360 t^3) + 1/(1260 t^5
 
     D(x, h) = h log z + [(z + h - 1/2) log1p(h / z) - h + r(z + h) - r(z)],
 
-where the bracket is O(h^2 / z) and computed without cancellation, and the four h log z terms
+where the bracket is O(h^2 / z) (computed as a product minus h, it keeps an error of ~ulp(h):
+~3e-8 at |h| = 2^27, the largest term of the error budget), and the four h log z terms
 combine into h log((m + 1)(B - n + m + 1) / ((G - m + 1)(n - m + 1))), the log of a ratio
 that is ~1 at the mode: the log-ratio is then good to ~1e-7 absolute even at |K - m| = 16
 standard deviations of a population of 2^50 (against ~2e-6 for numpy's own sampler at its
@@ -34,7 +36,9 @@ Two implementations of the one algorithm: `hypergeometric_large` (numba, the cou
 walk, drawing from `problems.counts.philox`'s state) and `hypergeometric_large_reference`
 (Python, drawing `rng.random()` from a numpy Generator: the reference walk). They draw the same
 numbers from the same Philox stream (tests/test_large_hypergeometric.py), and the law is tested
-against the pmf built from its exact neighbour ratios.
+against the exact pmf (binomial coefficients at small populations, mpmath's 40-digit log-gamma
+at 2^30 .. 2^50); below 2^29 it draws numpy's own numbers (the same HRUA on the same uniforms:
+0 differences in 80,000 draws, an independent review's check).
 """
 
 from __future__ import annotations
