@@ -94,6 +94,12 @@ CASES = [
     # batches of 1e12: version 4's splits of nodes above 2^29 records inside the compiled walk
     ("tree_spider", {"b": 10**12, "B": 10**12, "T": 300, **FIXED}, {"d": 100}),
     ("adaptive_tree_spider", {"b": 10**11, "T": 500}, {}),
+    # the other profiles: their d1 (numpy's exp / tanh / cos) through Python, the rest compiled
+    ("tree_spider", {"b": 10**6, "B": 10**6, "T": 1500, **FIXED}, {"problem": "hard_ramp"}),
+    ("adaptive_tree_spider", {"b": 10**4, "T": 2000}, {"problem": "hard_ramp"}),
+    ("adaptive_tree_spider", {"target_alpha": 0.05}, {"problem": "hard_ramp", "monitor_target": 0.05}),
+    ("gaussian_spider", {"b": 10**4, "B": 10**4, "T": 1500, **FIXED}, {"problem": "strict_saddle"}),
+    ("tree_spider", {"b": 10**8, "B": 10**8, "T": 800, **FIXED}, {"problem": "strict_saddle", "d": 100}),
 ]
 
 
@@ -131,8 +137,11 @@ def test_escapes_and_saddle_noise_are_handed_back_and_equal(compiled_steps):
     _same(fast, slow)
 
 
-def test_other_profiles_and_record_mode_never_take_the_compiled_path(compiled_steps):
-    _run("tree_spider", {"b": 10**4, "B": 10**4, "T": 300, **FIXED}, problem="hard_ramp")
+def test_record_mode_never_takes_the_compiled_path(compiled_steps):
+    pr = get_problem("hard_valley", d=10)
+    stream = pr.stream(np.random.SeedSequence([1, 10]), budget=10**9, data="records")
+    get_algorithm("tree_spider")(b=10**3, B=10**3, T=50, **FIXED).run(
+        pr, stream, Privacy(0.1), np.random.default_rng(1))
     assert compiled_steps == []
 
 

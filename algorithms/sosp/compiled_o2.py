@@ -12,17 +12,20 @@ non-finite iterate), so that the store, the monitor and the divergence check sta
 Same floats, operation for operation (tests/test_compiled_o2.py holds whole runs equal,
 iterates, records and the generator's state after, with the compiled path on and off): the
 map is `problems.separable.SeparableSaddle._mean_grad_diff_and_support_bound` with
-`ValleyProfile.d1` (hard_valley), the clip guard is `require_identity_clip`'s test, the tree
+`ValleyProfile.d1` (hard_valley) compiled, and any other profile's d1 (hard_ramp's exp and tanh,
+strict_saddle's cosine) computed by the profile itself in an object mode block (`_profile_d1`,
+~2.5 us a call, once a step: the previous step's d1 at x is this step's at x_prev), since
+numpy's exp / tanh are SIMD loops that the C library's, which compiled code calls, differs from
+in 5-28% of inputs on this machine; the clip guard is `require_identity_clip`'s test, the tree
 node is `TreeMechanism.next`'s and the Gaussian O2 noise `gaussian_noise`'s, both drawn from the
 run's own `numpy.random.Generator` (numba shares its state and ports numpy's sampler), and the
 dot products are BLAS ddot calls. numba's ddot is scipy's OpenBLAS, not numpy's, and its
 normal sampler is a port, so neither equality holds by construction: `o2_kernel_for` checks
 both once per process and dimension (numba's dot against numpy's at lengths d and d - 1 on
 random vectors, a thousand normals from twin generators) and falls back to the Python loop if
-one differs. Where an exact match is not established (another profile: their exp / tanh are
-numpy's, which libm differs from in 5-13% of inputs; a problem overriding the map or its bound;
-planted faults; a probe; record mode) `o2_kernel_for` returns None and the Python loop runs
-alone.
+one differs. Where an exact match is not established (a problem overriding the map or its
+bound; planted faults; a probe; record mode) `o2_kernel_for` returns None and the Python loop
+runs alone.
 A deadline is checked between compiled calls, so a timeout stops at most `CHUNK` steps late.
 The privacy audit reads every release through a probe, which runs the Python loop; the tests'
 bit-for-bit equality is what carries its verdict to the compiled steps.
@@ -43,7 +46,7 @@ import numpy as np
 
 from problems.counts import kernels as _kernels
 from problems.counts.coordinates import CoordinateCountsStream
-from problems.profiles import ValleyProfile
+from problems.profiles import ValleyProfile, _Profile
 from problems.separable import SeparableSaddle
 
 #: Off: the Python loop alone (the tests' reference for the compiled steps).
@@ -61,9 +64,30 @@ F_DRIFT, F_PREV_NORM, F_BEST, F_KAPPA, F_ETA, F_D, F_D2, F_ALPHA2, F_ALPHA, F_EP
 I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_TREE_T, \
     I_TREE_LEVELS, I_GRAD_EVALS, I_NODES_STREAM, I_NODES_TREE, I_ADAPTIVE, I_BOUNDED, \
     I_BY_NORMS, I_HAS_TREE, I_PRIVATE, I_TREE_CLIPS, I_HELD0, I_HELD1, I_LEVELS, \
-    I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER = range(27)
+    I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE = range(28)
 
 _jit = numba.njit(cache=True, nogil=True)
+
+
+#: The profile whose d1 a compiled call computes through Python (`_python_d1`); set by
+#: `O2Kernel.run` before each call (a list: the object mode code reads it at run time).
+_PY_PROFILE: list = [None]
+
+
+def _python_d1(u: float) -> float:
+    """`SeparableSaddle._profile_and_unit`'s d1, numpy's own floats (exp / tanh are numpy's
+    SIMD loops, which a compiled libm call differs from)."""
+    return float(_PY_PROFILE[0].d1(float(u)))
+
+
+@numba.njit(cache=True)  # not nogil: its object mode block holds the GIL anyway
+def _profile_d1(u, w, beta, in_python):
+    """d1 of the run's profile at u: ValleyProfile's compiled, another one through Python."""
+    if not in_python:
+        return _valley_d1(u, w, beta)
+    with numba.objmode(v="float64"):
+        v = _python_d1(u)
+    return v
 
 
 @_jit
@@ -120,6 +144,9 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
     M, c, mu, s, w, beta = fs[F_M], fs[F_C], fs[F_MU], fs[F_NOISE], fs[F_W], fs[F_BETA]
     t, used, frozen_prev = ist[I_T], ist[I_USED], ist[I_FROZEN_PREV]
     levels, leaf_levels = ist[I_LEVELS], ist[I_LEAF_LEVELS]
+    in_python = ist[I_PY_PROFILE] != 0
+    # the previous step's d1 at x is this step's at x_prev (same float in, same float out)
+    last_u, last_d1 = math.nan, 0.0
     while n < max_steps:
         # the loop's own tests, in its order: T, data, O1, escape (each one Python's step)
         if t >= ist[I_T_MAX] or ist[I_BUDGET] - used <= ist[I_B] or drift >= kappa:
@@ -159,7 +186,13 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             if cap < g:  # min(g, cap) as Python's
                 clip = cap
         # the O2 map's two factors and its whole-support bound (before any draw)
-        d1x, d1y = _valley_d1(x[0], w, beta), _valley_d1(x_prev[0], w, beta)
+        d1x = _profile_d1(x[0], w, beta, in_python)
+        uy = x_prev[0]
+        if uy == last_u and math.copysign(1.0, uy) == math.copysign(1.0, last_u):
+            d1y = last_d1
+        else:
+            d1y = _profile_d1(uy, w, beta, in_python)
+        last_u, last_d1 = x[0], d1x
         first = c * (d1x - d1y)
         rest = _unit(x) - _unit(x_prev)
         rest *= mu
@@ -268,6 +301,7 @@ class O2Kernel:
     tree: Any
     buffers: tuple
     no_cum: np.ndarray  # a stand-in for the cumulative roots when none are cached
+    profile: Any = None  # the profile whose d1 runs in Python (None: ValleyProfile, compiled)
 
     def run(self, x, x_prev, nabla, drift, prev_norm, best, frozen_prev, t, grad_evals, rng):
         """Up to CHUNK O2 steps from the engine's state; returns (steps, reason, new state,
@@ -294,6 +328,7 @@ class O2Kernel:
         # are written back the stream holds no root pair (an exception or Ctrl-C raised during
         # or right after the call must not leave a stale pair, as in `_between`).
         stream._roots_of[:] = [-1, -1]
+        _PY_PROFILE[0] = self.profile
         try:
             n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
                 CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
@@ -301,6 +336,7 @@ class O2Kernel:
                 stream._leaf_arr, stream._ranks, stream._out, *self.buffers)
         finally:
             stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
+            _PY_PROFILE[0] = None
             stream.used = int(ist[I_USED])
             stream.nodes_drawn += int(ist[I_NODES_STREAM])
         if n == 0:
@@ -359,7 +395,7 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
         return None
     if type(stream) is not CoordinateCountsStream or not stream.compiled:
         return None
-    if not isinstance(problem, SeparableSaddle) or type(problem.profile) is not ValleyProfile:
+    if not isinstance(problem, SeparableSaddle) or not isinstance(problem.profile, _Profile):
         return None
     cls = type(problem)
     for name in ("guarded_counts_grad_diff", "_mean_grad_diff_and_support_bound",
@@ -387,8 +423,10 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     fs[F_TREE_SIGMA] = tree.sigma if tree is not None else 0.0
     fs[F_THRESHOLD], fs[F_M] = p["escape_threshold"], const.M
     fs[F_C], fs[F_MU], fs[F_NOISE] = problem.c, problem.mu, problem.noise
-    fs[F_W], fs[F_BETA] = problem.profile.w, problem.profile.beta
-    ist = np.zeros(27, dtype=np.int64)
+    in_python = type(problem.profile) is not ValleyProfile  # its d1 through Python (_profile_d1)
+    if not in_python:
+        fs[F_W], fs[F_BETA] = problem.profile.w, problem.profile.beta
+    ist = np.zeros(28, dtype=np.int64)
     # b or B past 2^62 (overrides, rules at tiny alpha): the cap ends every step in Python,
     # which stops the run as before
     ist[I_T_MAX], ist[I_B] = T_int, min(int(p["b"]), 2**62)
@@ -401,9 +439,11 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     ist[I_TREE_CLIPS] = tree is not None and privacy.private
     ist[I_LEVELS], ist[I_LEAF_LEVELS] = stream.levels, stream.leaf_levels
     ist[I_PER_SUPER] = stream.per_super
+    ist[I_PY_PROFILE] = in_python
     ist[I_MONITOR] = monitor is not None
     buffers = (np.zeros(CHUNK, dtype=np.int64), *(np.zeros(CHUNK) for _ in range(3)),
                np.zeros(CHUNK, dtype=np.int64), np.zeros((CHUNK, d)), np.zeros(CHUNK, dtype=np.int64),
                np.zeros(CHUNK, dtype=np.int64))
     no_cum = np.zeros((stream.per_super + 1, len(stream.tags)), dtype=np.int64)
-    return O2Kernel(stream, fs, ist, np.zeros((64, d)), np.zeros(d), tree, buffers, no_cum)
+    return O2Kernel(stream, fs, ist, np.zeros((64, d)), np.zeros(d), tree, buffers, no_cum,
+                    problem.profile if in_python else None)
