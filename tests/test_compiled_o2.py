@@ -204,3 +204,28 @@ def test_an_interrupt_after_a_compiled_call_leaves_the_stream_consistent(monkeyp
             assert stream.prefix_counts(m).tobytes() == twin.prefix_counts(m).tobytes(), m
     # the records the interrupted steps took are spent: used is where the walk stopped
     assert stream.used % 10**8 == 0 and stream.used >= sum(calls) * 10**8
+
+
+def test_two_threads_with_two_profiles_keep_their_own_d1():
+    """A Dask worker runs cells in threads and the compiled steps release the GIL: each
+    thread's object mode d1 must read its own run's profile (a shared holder would mix them)."""
+    import threading
+
+    kw = {"b": 10**6, "B": 10**6, "T": 1500, **FIXED}
+    want = {p: _run("tree_spider", kw, problem=p, compiled=False)[0] for p in ("hard_ramp", "strict_saddle")}
+    got = {}
+
+    def one(problem):
+        pr = get_problem(problem, d=10)
+        stream = pr.stream(np.random.SeedSequence([5, 10]), budget=10**16, data="counts")
+        got[problem] = get_algorithm("tree_spider")(**kw).run(pr, stream, Privacy(0.1),
+                                                              np.random.default_rng(5))
+
+    for _ in range(3):
+        threads = [threading.Thread(target=one, args=(p,)) for p in want]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for p, tr in want.items():
+            assert got[p].iterates.tobytes() == tr.iterates.tobytes(), p

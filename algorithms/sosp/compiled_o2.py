@@ -38,6 +38,7 @@ in the Python loop; the walk of the two coordinates is most of it.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,15 +70,16 @@ I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_T
 _jit = numba.njit(cache=True, nogil=True)
 
 
-#: The profile whose d1 a compiled call computes through Python (`_python_d1`); set by
-#: `O2Kernel.run` before each call (a list: the object mode code reads it at run time).
-_PY_PROFILE: list = [None]
+#: The profile whose d1 a compiled call computes through Python (`_python_d1`), per thread
+#: (a Dask worker runs cells in threads, and the compiled steps release the GIL); set by
+#: `O2Kernel.run` around each call.
+_PY_PROFILE = threading.local()
 
 
 def _python_d1(u: float) -> float:
     """`SeparableSaddle._profile_and_unit`'s d1, numpy's own floats (exp / tanh are numpy's
     SIMD loops, which a compiled libm call differs from)."""
-    return float(_PY_PROFILE[0].d1(float(u)))
+    return float(_PY_PROFILE.profile.d1(float(u)))
 
 
 @numba.njit(cache=True)  # not nogil: its object mode block holds the GIL anyway
@@ -328,7 +330,7 @@ class O2Kernel:
         # are written back the stream holds no root pair (an exception or Ctrl-C raised during
         # or right after the call must not leave a stale pair, as in `_between`).
         stream._roots_of[:] = [-1, -1]
-        _PY_PROFILE[0] = self.profile
+        _PY_PROFILE.profile = self.profile
         try:
             n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
                 CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
@@ -336,7 +338,7 @@ class O2Kernel:
                 stream._leaf_arr, stream._ranks, stream._out, *self.buffers)
         finally:
             stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
-            _PY_PROFILE[0] = None
+            _PY_PROFILE.profile = None
             stream.used = int(ist[I_USED])
             stream.nodes_drawn += int(ist[I_NODES_STREAM])
         if n == 0:
