@@ -68,10 +68,12 @@ reference: $(STAMP_DEMO)
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print
 	$(MAKE) readme-claims
 
-# The SOSP crossover (issue 28, point 5): both Spiders on hard_valley, alpha 2e-3 to 5.5e-4,
+# The SOSP crossover (issue 28, point 5): both Spiders on hard_valley, alpha 2e-3 to 3e-4,
 # 10 paired seeds, and on hard_ramp down to 2.1e-3, 5 paired seeds. Outside `make reference`
-# for their cost (19.5 min and ~8 min on 2 cores, measured with the compiled O2 steps; the
-# valley took 92 min in the Python loop);
+# for their cost (measured with the compiled O2 steps on 2 cores: the valley's 100 cells down
+# to 5.5e-4 19.5 min, its 40 cells at 4e-4 and 3e-4 60 min with other work sharing the
+# machine (~5,800 s of CPU), the ramp 5.3 min (609 s of CPU); the valley's first 100 cells took
+# 92 min in the Python loop);
 # resumable like every sweep.
 reference-crossover: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline3_crossover.toml --quiet

@@ -30,9 +30,11 @@ A deadline is checked between compiled calls, so a timeout stops at most `CHUNK`
 The privacy audit reads every release through a probe, which runs the Python loop; the tests'
 bit-for-bit equality is what carries its verdict to the compiled steps.
 
-Measured (`make bench`, 2-core machine): an O2 step of the fixed-batch Spiders 3.2-6.7 us at
-d = 10 and 5.1-9.0 us at d = 100 for batches of 1e2 to 1e8 records, against 19-24 and 22-28 us
-in the Python loop; the walk of the two coordinates is most of it.
+Measured (`make bench`, 2-core machine): an O2 step of the fixed-batch Spiders on hard_valley
+3.6-10 us at d = 10 and 5.4-12 us at d = 100 for batches of 1e2 to 1e12 records (counts stream
+version 4), against 19-24 and 22-28 us in the Python loop; the walk of the two coordinates is
+most of it. On hard_ramp and strict_saddle 7.3-16.8 us at d = 10 and 10.1-18.6 us at d = 100
+(B = 1e4 .. 1e12), against 28-48 us in the Python loop.
 """
 
 from __future__ import annotations
