@@ -12,11 +12,9 @@ non-finite iterate), so that the store, the monitor and the divergence check sta
 Same floats, operation for operation (tests/test_compiled_o2.py holds whole runs equal,
 iterates, records and the generator's state after, with the compiled path on and off): the
 map is `problems.separable.SeparableSaddle._mean_grad_diff_and_support_bound` with
-`ValleyProfile.d1` (hard_valley) compiled, and any other profile's d1 (hard_ramp's exp and tanh,
-strict_saddle's cosine) computed by the profile itself in an object mode block (`_profile_d1`,
-~2.5 us a call, once a step: the previous step's d1 at x is this step's at x_prev), since
-numpy's exp / tanh are SIMD loops that the C library's, which compiled code calls, differs from
-in 5-28% of inputs on this machine; the clip guard is `require_identity_clip`'s test, the tree
+the profile's d1 from `algorithms.sosp.compiled_profiles` (hard_valley's compiled, the others'
+numpy's through an object mode block, ~2.5 us a call, once a step: the previous step's d1 at
+x is this step's at x_prev); the clip guard is `require_identity_clip`'s test, the tree
 node is `TreeMechanism.next`'s and the Gaussian O2 noise `gaussian_noise`'s, both drawn from the
 run's own `numpy.random.Generator` (numba shares its state and ports numpy's sampler), and the
 dot products are BLAS ddot calls. numba's ddot is scipy's OpenBLAS, not numpy's, and its
@@ -40,13 +38,13 @@ most of it. On hard_ramp and strict_saddle 7.3-16.8 us at d = 10 and 10.1-18.6 u
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numba
 import numpy as np
 
+from algorithms.sosp.compiled_profiles import PY_PROFILE, profile_d1
 from problems.counts import kernels as _kernels
 from problems.counts.coordinates import CoordinateCountsStream
 from problems.profiles import ValleyProfile, _Profile
@@ -70,35 +68,6 @@ I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_T
     I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE = range(28)
 
 _jit = numba.njit(cache=True, nogil=True)
-
-
-#: The profile whose d1 a compiled call computes through Python (`_python_d1`), per thread
-#: (a Dask worker runs cells in threads, and the compiled steps release the GIL); set by
-#: `O2Kernel.run` around each call.
-_PY_PROFILE = threading.local()
-
-
-def _python_d1(u: float) -> float:
-    """`SeparableSaddle._profile_and_unit`'s d1, numpy's own floats (exp / tanh are numpy's
-    SIMD loops, which a compiled libm call differs from)."""
-    return float(_PY_PROFILE.profile.d1(float(u)))
-
-
-@numba.njit(cache=True)  # not nogil: its object mode block holds the GIL anyway
-def _profile_d1(u, w, beta, in_python):
-    """d1 of the run's profile at u: ValleyProfile's compiled, another one through Python."""
-    if not in_python:
-        return _valley_d1(u, w, beta)
-    with numba.objmode(v="float64"):
-        v = _python_d1(u)
-    return v
-
-
-@_jit
-def _valley_d1(u, w, beta):
-    # ValleyProfile.d1, the same operations in the same order
-    v = u / w
-    return (-v / (1.0 + v * v) + beta * v / math.sqrt(1.0 + v * v)) / w
 
 
 @_jit
@@ -190,12 +159,12 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             if cap < g:  # min(g, cap) as Python's
                 clip = cap
         # the O2 map's two factors and its whole-support bound (before any draw)
-        d1x = _profile_d1(x[0], w, beta, in_python)
+        d1x = profile_d1(x[0], w, beta, in_python)
         uy = x_prev[0]
         if uy == last_u and math.copysign(1.0, uy) == math.copysign(1.0, last_u):
             d1y = last_d1
         else:
-            d1y = _profile_d1(uy, w, beta, in_python)
+            d1y = profile_d1(uy, w, beta, in_python)
         last_u, last_d1 = x[0], d1x
         first = c * (d1x - d1y)
         rest = _unit(x) - _unit(x_prev)
@@ -332,7 +301,7 @@ class O2Kernel:
         # are written back the stream holds no root pair (an exception or Ctrl-C raised during
         # or right after the call must not leave a stale pair, as in `_between`).
         stream._roots_of[:] = [-1, -1]
-        _PY_PROFILE.profile = self.profile
+        PY_PROFILE.profile = self.profile
         try:
             n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
                 CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
@@ -340,7 +309,7 @@ class O2Kernel:
                 stream._leaf_arr, stream._ranks, stream._out, *self.buffers)
         finally:
             stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
-            _PY_PROFILE.profile = None
+            PY_PROFILE.profile = None
             stream.used = int(ist[I_USED])
             stream.nodes_drawn += int(ist[I_NODES_STREAM])
         if n == 0:
@@ -427,7 +396,7 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     fs[F_TREE_SIGMA] = tree.sigma if tree is not None else 0.0
     fs[F_THRESHOLD], fs[F_M] = p["escape_threshold"], const.M
     fs[F_C], fs[F_MU], fs[F_NOISE] = problem.c, problem.mu, problem.noise
-    in_python = type(problem.profile) is not ValleyProfile  # its d1 through Python (_profile_d1)
+    in_python = type(problem.profile) is not ValleyProfile  # its d1 through Python (profile_d1)
     if not in_python:
         fs[F_W], fs[F_BETA] = problem.profile.w, problem.profile.beta
     ist = np.zeros(28, dtype=np.int64)

@@ -114,7 +114,7 @@ def test_spider_step_in_counts_mode(benchmark, name, oracle, d, B):
 
 def _profile_o2_per_step(problem_name: str, d: int, B: int, compiled: bool, T1: int, T2: int) -> float:
     """O2 steps of the fixed-batch tree Spider on another separable profile (its d1 in Python,
-    `algorithms.sosp.compiled_o2._profile_d1`), with the compiled steps on or off."""
+    `algorithms.sosp.compiled_profiles.profile_d1`), with the compiled steps on or off."""
     from algorithms.sosp import compiled_o2
 
     problem = get_problem(problem_name, d=d)
