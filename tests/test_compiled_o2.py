@@ -229,3 +229,16 @@ def test_two_threads_with_two_profiles_keep_their_own_d1():
             t.join()
         for p, tr in want.items():
             assert got[p].iterates.tobytes() == tr.iterates.tobytes(), p
+
+
+def test_a_profile_subclass_runs_the_python_loop(compiled_steps):
+    """Only the shipped profile classes, whose floats the equality tests establish: a subclass
+    (whose d1 might return float32, subtracted before Python converts it) runs the loop alone."""
+    from problems.profiles import RampProfile
+
+    pr = get_problem("hard_ramp", d=10)
+    pr.profile.__class__ = type("OwnRamp", (RampProfile,), {})
+    stream = pr.stream(np.random.SeedSequence([1, 10]), budget=10**16, data="counts")
+    get_algorithm("tree_spider")(b=10**4, B=10**4, T=50, **FIXED).run(
+        pr, stream, Privacy(0.1), np.random.default_rng(1))
+    assert compiled_steps == []

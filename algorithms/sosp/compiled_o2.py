@@ -47,7 +47,7 @@ import numpy as np
 from algorithms.sosp.compiled_profiles import PY_PROFILE, profile_d1
 from problems.counts import kernels as _kernels
 from problems.counts.coordinates import CoordinateCountsStream
-from problems.profiles import ValleyProfile, _Profile
+from problems.profiles import CosineProfile, RampProfile, ValleyProfile
 from problems.separable import SeparableSaddle
 
 #: Off: the Python loop alone (the tests' reference for the compiled steps).
@@ -68,6 +68,8 @@ I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_T
     I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE = range(28)
 
 _jit = numba.njit(cache=True, nogil=True)
+#: The profiles whose d1 the compiled steps compute (`algorithms.sosp.compiled_profiles`).
+_PROFILES = (ValleyProfile, RampProfile, CosineProfile)
 
 
 @_jit
@@ -301,7 +303,7 @@ class O2Kernel:
         # are written back the stream holds no root pair (an exception or Ctrl-C raised during
         # or right after the call must not leave a stale pair, as in `_between`).
         stream._roots_of[:] = [-1, -1]
-        PY_PROFILE.profile = self.profile
+        outer, PY_PROFILE.profile = getattr(PY_PROFILE, "profile", None), self.profile
         try:
             n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
                 CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
@@ -309,7 +311,7 @@ class O2Kernel:
                 stream._leaf_arr, stream._ranks, stream._out, *self.buffers)
         finally:
             stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
-            PY_PROFILE.profile = None
+            PY_PROFILE.profile = outer  # a run nested in a d1 hands the outer one its profile back
             stream.used = int(ist[I_USED])
             stream.nodes_drawn += int(ist[I_NODES_STREAM])
         if n == 0:
@@ -368,7 +370,9 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
         return None
     if type(stream) is not CoordinateCountsStream or not stream.compiled:
         return None
-    if not isinstance(problem, SeparableSaddle) or not isinstance(problem.profile, _Profile):
+    # the shipped profiles only: the equality tests establish their floats (a subclass's d1
+    # could return, e.g., float32, whose difference Python takes before converting)
+    if not isinstance(problem, SeparableSaddle) or type(problem.profile) not in _PROFILES:
         return None
     cls = type(problem)
     for name in ("guarded_counts_grad_diff", "_mean_grad_diff_and_support_bound",
