@@ -16,7 +16,7 @@ from analysis.predictions import claim_metric
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
 from problems.counts.dataset import counts_exact
-from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
+from problems.counts.stream import STREAM_VERSION, require_supported_version
 from problems.streams import DataStream
 
 #: Records hashed per cell to check pairing: cells with the same data seed must agree.
@@ -67,9 +67,7 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     """
     if counts_version is None:
         counts_version = STREAM_VERSION
-    if isinstance(counts_version, bool) or counts_version not in SUPPORTED_STREAM_VERSIONS:
-        raise ValueError(f"counts_stream={counts_version!r} is invalid: must be one of "
-                         f"{', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
+    require_supported_version(counts_version)
     cls = get_algorithm(algorithm)
     prob = get_problem(problem, d=d, **instance_params(problem, problem_params,
                                                        (params or {}).get("target_alpha")))

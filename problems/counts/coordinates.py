@@ -49,11 +49,11 @@ from problems.counts.stream import (
     BLOCKS_PER_SUPER,
     KEY_WORD_V4,
     STREAM_VERSION,
-    SUPPORTED_STREAM_VERSIONS,
     TOP_LEVELS,
     CountsStream,
     ReferenceCountsStream,
     _compiled_kind,
+    require_supported_version,
 )
 
 #: A coordinate's node counters add TAG_STRIDE * (j + 1) to the level word (levels < 64).
@@ -225,9 +225,7 @@ def counts_stream(layout: CountsLayout, seed: int | np.random.SeedSequence,
     a Philox key of its own, version 3 in blocks of 2^29 grouped 64 to a superblock
     (`problems.counts.stream`; `CoordinateCountsStream`'s own defaults are version 3's); else
     `CountsStream` (atoms, or a layout subclass with its own draws; the same in 3 and 4)."""
-    if version not in SUPPORTED_STREAM_VERSIONS:
-        raise ValueError(f"counts_stream={version!r} is invalid: must be one of "
-                         f"{', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
+    require_supported_version(version)
     if _compiled_kind(layout) == _kernels.BINARY:
         if version >= 4:
             kw = {"block_levels": TOP_LEVELS, "blocks_per_super": 1, "key_word": KEY_WORD_V4, **kw}

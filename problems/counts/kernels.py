@@ -39,8 +39,7 @@ import math
 import numpy as np
 
 from problems.counts.large_hypergeometric import LARGE_POPULATION, hypergeometric_large
-from problems.counts.logfactorial import D1 as _D1
-from problems.counts.logfactorial import D2 as _D2
+from problems.counts.logfactorial import hrua_accepts, hrua_hat, hrua_unfold
 from problems.counts.logfactorial import logfactorial as _logfactorial
 from problems.counts.philox import _jit, next_double, philox_seek, random_interval
 
@@ -67,21 +66,10 @@ def _hyp_sample(st, good, bad, sample):
 
 @_jit
 def _hyp_hrua(st, good, bad, sample):
-    popsize = good + bad
-    computed = min(sample, popsize - sample)
-    mingb, maxgb = min(good, bad), max(good, bad)
-    p = np.float64(mingb) / popsize
-    q = np.float64(maxgb) / popsize
-    mu = computed * p
-    a = mu + 0.5
-    var = np.float64(popsize - computed) * computed * p * q / (popsize - 1)
-    c = math.sqrt(var + 0.5)
-    h = _D1 * c + _D2
-    m = np.int64(math.floor(np.float64(computed + 1) * (mingb + 1) / (popsize + 2)))
+    computed, mingb, maxgb, a, h, b = hrua_hat(good, bad, sample)
+    m = np.int64(math.floor(np.float64(computed + 1) * (mingb + 1) / (good + bad + 2)))
     g = (_logfactorial(m) + _logfactorial(mingb - m) + _logfactorial(computed - m)
          + _logfactorial(maxgb - computed + m))
-    b = min(np.float64(min(computed, mingb) + 1), math.floor(a + 16 * c))
-    K = np.int64(0)
     while True:
         U = next_double(st)
         V = next_double(st)
@@ -91,18 +79,8 @@ def _hyp_hrua(st, good, bad, sample):
         K = np.int64(math.floor(X))
         gp = (_logfactorial(K) + _logfactorial(mingb - K) + _logfactorial(computed - K)
               + _logfactorial(maxgb - computed + K))
-        T = g - gp
-        if (U * (4.0 - U) - 3.0) <= T:
-            break
-        if U * (U - T) >= 1:
-            continue
-        if 2.0 * math.log(U) <= T:
-            break
-    if good > bad:
-        K = computed - K
-    if computed < sample:
-        K = good - K
-    return K
+        if hrua_accepts(U, g - gp):
+            return hrua_unfold(K, good, bad, sample, computed)
 
 
 @_jit

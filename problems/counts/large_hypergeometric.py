@@ -32,7 +32,7 @@ doubles, two per trial), the same squeezes and the same complement rules; the mo
 float estimate floor((n + 1)(G + 1) / (N + 2)) moved to the exact mode by the pmf's ratio of
 neighbours (the float product can be off by one at N ~ 2^50).
 
-Two implementations of the one algorithm: `hypergeometric_large` (numba, the counts stream's
+Two loops over the one compiled arithmetic: `hypergeometric_large` (numba, the counts stream's
 walk, drawing from `problems.counts.philox`'s state) and `hypergeometric_large_reference`
 (Python, drawing `rng.random()` from a numpy Generator: the reference walk). They draw the same
 numbers from the same Philox stream (tests/test_large_hypergeometric.py), and the law is tested
@@ -47,9 +47,7 @@ import math
 
 import numpy as np
 
-from problems.counts.logfactorial import D1 as _D1
-from problems.counts.logfactorial import D2 as _D2
-from problems.counts.logfactorial import logfactorial, logfactorial_py
+from problems.counts.logfactorial import hrua_accepts, hrua_hat, hrua_unfold, logfactorial
 from problems.counts.philox import _jit, next_double
 
 #: Terms whose arguments are all at least this use the Stirling difference, else numpy's
@@ -122,123 +120,38 @@ def exact_mode(G, n, B):
 def hypergeometric_large(st, good, bad, sample):
     """Hypergeometric(good, bad, sample) at any population (module docstring), drawing numpy's
     doubles from the Philox state `st` (`problems.counts.philox`)."""
-    popsize = good + bad
-    computed = min(sample, popsize - sample)
-    mingb, maxgb = min(good, bad), max(good, bad)
+    computed, mingb, maxgb, a, h, b = hrua_hat(good, bad, sample)
     if computed == 0 or mingb == 0:
-        K = np.int64(0)
-    else:
-        p = np.float64(mingb) / popsize
-        q = np.float64(maxgb) / popsize
-        mu = computed * p
-        a = mu + 0.5
-        var = np.float64(popsize - computed) * computed * p * q / (popsize - 1)
-        c = math.sqrt(var + 0.5)
-        h = _D1 * c + _D2
-        m = exact_mode(mingb, computed, maxgb)
-        b = min(np.float64(min(computed, mingb) + 1), math.floor(a + 16 * c))
-        K = np.int64(0)
-        while True:
-            U = next_double(st)
-            V = next_double(st)
-            X = a + h * (V - 0.5) / U
-            if X < 0.0 or X >= b:
-                continue
-            K = np.int64(math.floor(X))
-            T = log_ratio(mingb, computed, maxgb, m, K)
-            if (U * (4.0 - U) - 3.0) <= T:
-                break
-            if U * (U - T) >= 1:
-                continue
-            if 2.0 * math.log(U) <= T:
-                break
-    if good > bad:
-        K = computed - K
-    if computed < sample:
-        K = good - K
-    return K
-
-
-# -- the same algorithm in Python, drawing from a numpy Generator (the reference walk's) -------
-def _r_diff_py(z: float, h: float) -> float:
-    w = z + h
-    return ((1.0 / (12.0 * w) - 1.0 / (360.0 * w * w * w) + 1.0 / (1260.0 * w * w * w * w * w))
-            - (1.0 / (12.0 * z) - 1.0 / (360.0 * z * z * z) + 1.0 / (1260.0 * z * z * z * z * z)))
-
-
-def _bracket_py(x: int, h: int) -> float:
-    z, hf = float(x + 1), float(h)
-    return ((z + hf) - 0.5) * math.log1p(hf / z) - hf + _r_diff_py(z, hf)
-
-
-def _lf_diff_py(x: int, h: int) -> float:
-    if h == 0:
-        return 0.0
-    if min(x, x + h) >= STIRLING_MIN:
-        return float(h) * math.log(float(x + 1)) + _bracket_py(x, h)
-    return logfactorial_py(x + h) - logfactorial_py(x)
-
-
-def _log_ratio_py(G: int, n: int, B: int, m: int, K: int) -> float:
-    h = K - m
-    x1, x2, x3, x4 = m, G - m, n - m, B - n + m
-    if (min(x1, x1 + h) >= STIRLING_MIN and min(x2, x2 - h) >= STIRLING_MIN
-            and min(x3, x3 - h) >= STIRLING_MIN and min(x4, x4 + h) >= STIRLING_MIN):
-        if h == 0:
-            return 0.0
-        lead = float(h) * math.log((float(x1 + 1) * float(x4 + 1)) / (float(x2 + 1) * float(x3 + 1)))
-        return -(lead + _bracket_py(x1, h) + _bracket_py(x2, -h) + _bracket_py(x3, -h)
-                 + _bracket_py(x4, h))
-    return -(_lf_diff_py(x1, h) + _lf_diff_py(x2, -h) + _lf_diff_py(x3, -h) + _lf_diff_py(x4, h))
-
-
-def _exact_mode_py(G: int, n: int, B: int) -> int:
-    N = G + B
-    m = math.floor(float(n + 1) * float(G + 1) / float(N + 2))
-    m = max(0, min(m, min(n, G)))
-    while m < min(n, G) and float(G - m) * float(n - m) > float(m + 1) * float(B - n + m + 1):
-        m += 1
-    while m > 0 and float(G - m + 1) * float(n - m + 1) < float(m) * float(B - n + m):
-        m -= 1
-    return m
+        return hrua_unfold(np.int64(0), good, bad, sample, computed)
+    m = exact_mode(mingb, computed, maxgb)
+    while True:
+        U = next_double(st)
+        V = next_double(st)
+        X = a + h * (V - 0.5) / U
+        if X < 0.0 or X >= b:
+            continue
+        K = np.int64(math.floor(X))
+        if hrua_accepts(U, log_ratio(mingb, computed, maxgb, m, K)):
+            return hrua_unfold(K, good, bad, sample, computed)
 
 
 def hypergeometric_large_reference(rng: np.random.Generator, good: int, bad: int, sample: int) -> int:
-    """`hypergeometric_large` in Python: the same floats, the uniforms from `rng.random()`."""
+    """`hypergeometric_large` with its loop in Python and its uniforms from `rng.random()` (the
+    reference walk's numpy Generator); the arithmetic is the compiled functions' own."""
     good, bad, sample = int(good), int(bad), int(sample)
-    popsize = good + bad
-    computed = min(sample, popsize - sample)
-    mingb, maxgb = min(good, bad), max(good, bad)
+    computed, mingb, maxgb, a, h, b = hrua_hat(good, bad, sample)
     if computed == 0 or mingb == 0:
-        K = 0
-    else:
-        p = float(mingb) / popsize
-        q = float(maxgb) / popsize
-        a = computed * p + 0.5
-        var = float(popsize - computed) * computed * p * q / (popsize - 1)
-        c = math.sqrt(var + 0.5)
-        h = _D1 * c + _D2
-        m = _exact_mode_py(mingb, computed, maxgb)
-        b = min(float(min(computed, mingb) + 1), math.floor(a + 16 * c))
-        while True:
-            U = rng.random()
-            V = rng.random()
-            X = a + h * (V - 0.5) / U
-            if X < 0.0 or X >= b:
-                continue
-            K = math.floor(X)
-            T = _log_ratio_py(mingb, computed, maxgb, m, K)
-            if (U * (4.0 - U) - 3.0) <= T:
-                break
-            if U * (U - T) >= 1:
-                continue
-            if 2.0 * math.log(U) <= T:
-                break
-    if good > bad:
-        K = computed - K
-    if computed < sample:
-        K = good - K
-    return K
+        return int(hrua_unfold(0, good, bad, sample, computed))
+    m = int(exact_mode(mingb, computed, maxgb))
+    while True:
+        U = rng.random()
+        V = rng.random()
+        X = a + h * (V - 0.5) / U
+        if X < 0.0 or X >= b:
+            continue
+        K = math.floor(X)
+        if hrua_accepts(U, log_ratio(mingb, computed, maxgb, m, K)):
+            return int(hrua_unfold(K, good, bad, sample, computed))
 
 
 __all__ = ["LARGE_POPULATION", "STIRLING_MIN", "exact_mode", "hypergeometric_large",

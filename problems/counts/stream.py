@@ -53,7 +53,8 @@ Binomial(2^50, p_j), then the same dyadic splits all the way down), the splits o
 draws about log2(k) nodes per coordinate read, whatever k: no superblock roots. Version 3 (the
 same construction with blocks of 2^29 in superblocks of 64) stays available
 (`SUPPORTED_STREAM_VERSIONS`; a spec's `counts_stream = 3`) so that stores and the committed
-reference made with it stay reproducible; the two draw different data of the same law.
+reference made with it stay reproducible; the two draw independent data of the same law (each
+from a Philox key of its own, `KEY_WORD` and `KEY_WORD_V4`).
 """
 
 from __future__ import annotations
@@ -92,6 +93,13 @@ KEY_WORD_V4 = 2**32 + 8
 #: Blocks whose root counts are drawn together (one Philox counter per group).
 BLOCKS_PER_SUPER = 64
 _ROOT_TAG = 2**63  # counter word marking the block-root draws (node levels are < 64)
+
+
+def require_supported_version(version: int) -> None:
+    """One clear line unless `version` is a counts stream version this dprates draws."""
+    if isinstance(version, bool) or version not in SUPPORTED_STREAM_VERSIONS:
+        raise ValueError(f"counts_stream={version!r} is invalid: must be one of "
+                         f"{', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
 
 
 class CountsClipError(ValueError):
@@ -398,4 +406,5 @@ def require_identity_clip(oracle: str, clip: float, bound: float) -> None:
 __all__ = ["BLOCKS_PER_SUPER", "BLOCK_LEVELS", "KEY_WORD", "KEY_WORD_V4", "STREAM_VERSION",
            "SUPPORTED_STREAM_VERSIONS", "TOP_LEVELS",
            "CountsClipError", "CountsStream",
-           "MaterializedStream", "ReferenceCountsStream", "require_identity_clip"]
+           "MaterializedStream", "ReferenceCountsStream", "require_identity_clip",
+           "require_supported_version"]
