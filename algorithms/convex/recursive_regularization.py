@@ -224,9 +224,7 @@ class RecursiveRegularization(FirstOrderAlgorithm):
             chunk_releases.append(releases)
             out = avg
             self.stage_outputs.append(out.copy())
-            traj.x.append(out.copy())  # the stage's output wbar_t (what the next stage sees)
-            traj.t.append(t_global)
-            traj.s.append(used)
+            traj.keep(out, t_global, used)  # the stage's output wbar_t (what the next stage sees)
             if stop != "T_reached":
                 break
             centers.append(out)
@@ -377,9 +375,7 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
                     break
             out = w
             self.stage_outputs.append(out.copy())
-            traj.x.append(out.copy())
-            traj.t.append(t_global)
-            traj.s.append(used)
+            traj.keep(out, t_global, used)
             if stop != "T_reached":
                 break
             centers.append(out)

@@ -36,6 +36,7 @@ from algorithms.counts_maps import clipped_grad_sum
 from algorithms.privacy.accounting.gdp import require_calibration
 from algorithms.privacy.faults import check_faults
 from algorithms.rule_constants import require_rule_constants
+from algorithms.step_log import FIRST_ORDER_COLUMNS, Columns, iterate_columns
 from problems.base import Constants, Problem
 from problems.counts.dataset import require_resampling_exact
 from problems.counts.layouts import CountsBatch
@@ -188,46 +189,40 @@ class TrajectoryBuilder:
     def __init__(self, x0: np.ndarray, steps_max: int, max_floats: float) -> None:
         d = len(x0)
         self.keep_every = max(1, math.ceil(min(steps_max, 10**9) * d / max_floats))
-        self.x, self.t, self.s = [x0.copy()], [0], [0]
-        self.est: list[float] = []
-        self.rec: dict[str, list] = {k: [] for k in ("batch", "noise_std", "est_norm", "samples")}
+        self.kept = Columns(iterate_columns(d))  # typed columns (step_log): ~40 bytes a step
+        self.kept.append(x0, 0, 0)
+        self.log = Columns(FIRST_ORDER_COLUMNS)
         self.best_est = math.inf
+
+    def keep(self, x: np.ndarray, t: int, samples: int) -> None:
+        """Store iterate x (made at step t, after `samples` records) whatever the thinning."""
+        self.kept.append(x, t, samples)
 
     def step(self, x: np.ndarray, t: int, samples: int, batch: int, noise_std: float,
              est_norm: float) -> bool:
         """Record step t (its released estimate norm and the iterate it made); True when the
         iterate was stored (the monitor may then look at it)."""
-        self.rec["batch"].append(batch)
-        self.rec["noise_std"].append(noise_std)
-        self.rec["est_norm"].append(est_norm)
-        self.rec["samples"].append(samples)
-        self.est.append(est_norm)
+        self.log.append(batch, noise_std, est_norm, samples)
         if est_norm < self.best_est or t % self.keep_every == 0:
             self.best_est = min(self.best_est, est_norm)
-            self.x.append(x.copy())
-            self.t.append(t)
-            self.s.append(samples)
+            self.kept.append(x, t, samples)
             return True
         return False
 
     def build(self, x: np.ndarray, t: int, samples: int, grad_evals: int, stop: str,
               spent: dict, p: dict, sample: np.ndarray | None, warnings: list[str]) -> Trajectory:
-        if self.t[-1] != t:
-            self.x.append(x.copy())
-            self.t.append(t)
-            self.s.append(samples)
-        norms = np.array([*self.est, math.inf])
-        steps = len(self.rec["batch"])
-        records = {"oracle": np.ones(steps, dtype=np.int8),
-                   "batch": np.array(self.rec["batch"], dtype=np.int64),
-                   "noise_std": np.array(self.rec["noise_std"]),
-                   "est_norm": np.array(self.rec["est_norm"]),
+        if self.kept.last("t") != t:
+            self.kept.append(x, t, samples)
+        rec, kept = self.log.arrays(), self.kept.arrays()
+        norms = np.append(rec["est_norm"], math.inf)
+        steps = len(rec["batch"])
+        records = {"oracle": np.ones(steps, dtype=np.int8), "batch": rec["batch"],
+                   "noise_std": rec["noise_std"], "est_norm": rec["est_norm"],
                    "drift": np.zeros(steps), "escape": np.zeros(steps, dtype=bool),
-                   "samples": np.array(self.rec["samples"], dtype=np.int64)}
+                   "samples": rec["samples"]}
         p["keep_every"] = self.keep_every
-        return Trajectory(iterates=np.array(self.x), steps=np.array(self.t),
-                          samples_at=np.array(self.s, dtype=np.int64),
-                          est_norm_at=norms[np.array(self.t)], records=records,
+        return Trajectory(iterates=kept["x"], steps=kept["t"], samples_at=kept["used"],
+                          est_norm_at=norms[kept["t"]], records=records,
                           samples_used=samples, grad_evals=grad_evals, stop_reason=stop,
                           privacy_spent=spent, params=p, n_steps=t, warnings=warnings,
                           sample=sample)

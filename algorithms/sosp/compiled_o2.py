@@ -322,13 +322,13 @@ class O2Kernel:
             tree._prefix = self.prefix.copy()
             tree.t = int(ist[I_TREE_T])
             tree.nodes_drawn += int(ist[I_NODES_TREE])
-        b, noise, norm, drift_r, samples = (buf[:n].tolist() for buf in self.buffers[:5])
+        recs = tuple(buf[:n] for buf in self.buffers[:5])  # views: the engine copies them in
         m = int(ist[I_STORED])
         s_x, s_t, s_used = self.buffers[5:]
-        stored = (list(s_x[:m].copy()), s_t[:m].tolist(), s_used[:m].tolist())
+        stored = (s_x[:m], s_t[:m], s_used[:m])  # views, as recs
         state = (x, x_prev, x_prev2, nabla, float(fs[F_DRIFT]), float(fs[F_PREV_NORM]),
                  float(fs[F_BEST]), int(ist[I_FROZEN_PREV]), int(ist[I_T]), int(ist[I_GRAD_EVALS]))
-        return n, reason, (state, (b, noise, norm, drift_r, samples), stored)
+        return n, reason, (state, recs, stored)
 
 
 @_jit

@@ -18,6 +18,7 @@ from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.privacy.mechanisms import TreeMechanism, clip_rows, gaussian_noise
 from algorithms.sosp.compiled_o2 import POST, PYTHON, o2_kernel_for
 from algorithms.sosp.noise_rules import noise_calibration
+from algorithms.step_log import STEP_COLUMNS, Columns, iterate_columns
 from problems.base import Problem
 from problems.counts.layouts import CountsBatch
 
@@ -138,21 +139,12 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
     cap_steps = T_int if math.isfinite(T) else int(min(stream.remaining, 2**40) // max(1, b))
     keep_every = max(1, math.ceil(min(cap_steps, 10**9) * d / p["max_iterate_floats"]))
     p["keep_every"] = keep_every
-    it_x, it_t, it_s, it_e = [x.copy()], [0], [0], []
+    kept = Columns(iterate_columns(d))  # the kept iterates x, their step t and samples used
+    kept.append(x, 0, 0)
     best_est = math.inf
+    _store = kept.append
 
-    def _store(xv: np.ndarray, step: int, used: int) -> None:
-        it_x.append(xv.copy())
-        it_t.append(step)
-        it_s.append(used)
-
-    rec_oracle: list[int] = []
-    rec_batch: list[int] = []
-    rec_noise: list[float] = []
-    rec_norm: list[float] = []
-    rec_drift: list[float] = []
-    rec_escape: list[bool] = []
-    rec_samples: list[int] = []
+    log = Columns(STEP_COLUMNS)  # the per-step records (Trajectory.records)
 
     drift = kappa  # line 2: drift_0 = kappa, so step 0 calls O1
     frozen_prev = 1  # frozen_{-1} = 1
@@ -189,18 +181,8 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
             if n_done:
                 state, recs, stored = res
                 x, x_prev, x_prev2, nabla, drift, prev_norm, best_est, frozen_prev, t, grad_evals = state
-                r_batch, r_noise, r_norm, r_drift, r_samples = recs
-                it_x.extend(stored[0])
-                it_t.extend(stored[1])
-                it_s.extend(stored[2])
-                rec_oracle.extend([2] * n_done)
-                rec_batch.extend(r_batch)
-                rec_noise.extend(r_noise)
-                rec_norm.extend(r_norm)
-                rec_drift.extend(r_drift)
-                rec_escape.extend([False] * n_done)
-                rec_samples.extend(r_samples)
-                it_e.extend(r_norm)
+                kept.extend(len(stored[1]), *stored)
+                log.extend(n_done, 2, recs[0], recs[1], recs[2], recs[3], False, recs[4])
                 est_norm = prev_norm
                 if why != POST:
                     python_next = why == PYTHON
@@ -307,14 +289,7 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
             prev_norm = est_norm
             t += 1
 
-            rec_oracle.append(oracle)
-            rec_batch.append(used)
-            rec_noise.append(noise_std)
-            rec_norm.append(est_norm)
-            rec_drift.append(drift)
-            rec_escape.append(escape)
-            rec_samples.append(stream.used)
-            it_e.append(est_norm)
+            log.append(oracle, used, noise_std, est_norm, drift, escape, stream.used)
         # x . x is finite unless an entry is inf / nan (or the sum overflows: then the exact
         # check decides); one dot product instead of an elementwise test every step.
         if not math.isfinite(x.dot(x)) and not np.isfinite(x).all():
@@ -331,25 +306,18 @@ def _run_engine(alg: Any, problem: Problem, stream: Any, privacy: Privacy,
             stop = "timeout"
             break
 
-    if it_t[-1] != t:
+    if kept.last("t") != t:
         _store(x, t, stream.used)
+    records = log.arrays()
+    iterates = kept.arrays()
     # est_norm_at[i]: norm of the estimate used to step *out of* stored iterate i.
-    norms = np.array([*it_e, math.inf])
-    est_at = norms[np.array(it_t)]
+    norms = np.append(records["est_norm"], math.inf)
+    est_at = norms[iterates["t"]]
     if t == 0 and stop == "T_reached" and T_int > 0:
         stop = "data_exhausted"
-    records = {
-        "oracle": np.array(rec_oracle, dtype=np.int8),
-        "batch": np.array(rec_batch, dtype=np.int64),
-        "noise_std": np.array(rec_noise),
-        "est_norm": np.array(rec_norm),
-        "drift": np.array(rec_drift),
-        "escape": np.array(rec_escape, dtype=bool),
-        "samples": np.array(rec_samples, dtype=np.int64),
-    }
     spent = ledger_gdp(mu, privacy.delta) if privacy.private else ledger_none(privacy.delta)
     return Trajectory(
-        iterates=np.array(it_x), steps=np.array(it_t), samples_at=np.array(it_s, dtype=np.int64),
+        iterates=iterates["x"], steps=iterates["t"], samples_at=iterates["used"],
         est_norm_at=est_at, records=records, samples_used=int(stream.used),
         grad_evals=grad_evals, stop_reason=stop, privacy_spent=spent, params=p, n_steps=t,
         warnings=warnings,

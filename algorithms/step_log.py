@@ -1,0 +1,86 @@
+"""A run's per-step records and kept iterates in typed, growable columns (the Spiders' engine
+and `TrajectoryBuilder`, which every other loop uses).
+
+A run to alpha = 1e-3 on hard_valley takes ~2.6e6 steps and the crossover's deepest targets
+1.5e7-3e7. Held as Python lists (a float object and a pointer per value, numpy scalars from the
+compiled steps' buffers, one small array per kept iterate) a run's records and iterates cost
+~350-450 bytes a step: 9.5 GB for a run of 2.8e7 steps, two such runs the whole of this
+machine's memory. Here each column is one numpy array grown by doubling: the records take 42
+bytes a step (oracle int8, escape bool, batch and samples int64, three float64), a kept iterate
+8 d + 16, and the compiled O2 steps' buffers are copied in with one slice assignment a column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: (name, dtype) of each per-step record of a Spider run, in `Trajectory.records` order.
+STEP_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("oracle", np.int8), ("batch", np.int64), ("noise_std", np.float64),
+    ("est_norm", np.float64), ("drift", np.float64), ("escape", np.bool_),
+    ("samples", np.int64))
+#: The records a first-order loop writes (its oracle is 1, its drift 0, it never escapes).
+FIRST_ORDER_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("batch", np.int64), ("noise_std", np.float64), ("est_norm", np.float64),
+    ("samples", np.int64))
+FIRST_CAPACITY = 1024
+
+
+def iterate_columns(d: int) -> tuple[tuple[str, Any, tuple[int, ...]], ...]:
+    """Columns of the kept iterates: x (a row of d floats), its step t and samples used."""
+    return (("x", np.float64, (d,)), ("t", np.int64, ()), ("used", np.int64, ()))
+
+
+class Columns:
+    """Append-only rows of named, typed columns (a column may hold a fixed-shape row);
+    `arrays()` hands them over trimmed, without a second copy."""
+
+    def __init__(self, specs: tuple, capacity: int = FIRST_CAPACITY) -> None:
+        self.names = tuple(s[0] for s in specs)
+        self._shapes = [tuple(s[2]) if len(s) > 2 else () for s in specs]
+        self._cols = [np.empty((max(1, int(capacity)), *shape), dtype=s[1])
+                      for s, shape in zip(specs, self._shapes, strict=True)]
+        self.n = 0
+
+    def _reserve(self, k: int) -> None:
+        need = self.n + k
+        cap = len(self._cols[0])
+        if need > cap:
+            cap = max(need, 2 * cap)
+            for i, old in enumerate(self._cols):
+                new = np.empty((cap, *self._shapes[i]), dtype=old.dtype)
+                new[:self.n] = old[:self.n]
+                self._cols[i] = new
+
+    def append(self, *values: Any) -> None:
+        """One row, a value per column (in `names` order)."""
+        self._reserve(1)
+        i = self.n
+        for col, v in zip(self._cols, values, strict=True):
+            col[i] = v
+        self.n = i + 1
+
+    def extend(self, k: int, *values: Any) -> None:
+        """k rows: per column an array of k values (or rows), or one value for all k."""
+        self._reserve(k)
+        a, b = self.n, self.n + k
+        for col, v in zip(self._cols, values, strict=True):
+            col[a:b] = v
+        self.n = b
+
+    def last(self, name: str) -> Any:
+        """The last row's value of column `name`."""
+        return self._cols[self.names.index(name)][self.n - 1]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The columns, each shrunk in place to its n rows; the log is empty afterwards."""
+        out = {}
+        for name, col, shape in zip(self.names, self._cols, self._shapes, strict=True):
+            col.resize((self.n, *shape), refcheck=False)  # our own buffer, never exposed before
+            out[name] = col
+        self._cols = [np.empty((1, *shape), dtype=c.dtype)
+                      for c, shape in zip(self._cols, self._shapes, strict=True)]
+        self.n = 0
+        return out
