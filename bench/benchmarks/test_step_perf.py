@@ -234,3 +234,42 @@ def test_run_memory_per_step(benchmark, name):
     print(f"\n{name}: peak {peak:.0f} bytes/step, kept {kept:.0f} bytes/step over {T} steps")
     if full:
         assert peak <= MEMORY_GOAL_BYTES, f"{name}: {peak:.0f} bytes a step > {MEMORY_GOAL_BYTES}"
+
+
+RULES_SIZES = [10**6, 10**8, 10**10]
+
+
+@pytest.mark.parametrize("name", ALGS)
+@pytest.mark.parametrize("d", [10, 100])
+@pytest.mark.parametrize("n", RULES_SIZES, ids=["n1e06", "n1e08", "n1e10"])
+def test_rules_run_step_mix(benchmark, name, d, n):
+    """A whole run at the rules' own parameters (hard_valley, eps 0.1, theory calibration, T
+    and batches from n): its share of O1 steps, asserted below one half, so that the run's
+    median step is an O2 step (the O2 rows above: within the goal at every batch), and its
+    mean CPU time a step (set-up included; O1 steps included, so an upper figure)."""
+    if benchmark.disabled and n > 10**6:
+        pytest.skip("n = 1e8 and 1e10 run with --benchmark-enable only")
+    problem = get_problem("hard_valley", d=d)
+    out = {}
+
+    def run():
+        alg = get_algorithm(name)()
+        stream = problem.stream(np.random.SeedSequence([11, d]), budget=n, data="counts")
+        t0 = time.process_time()
+        out["traj"] = alg.run(problem, stream, Privacy(0.1, calibration="theory"),
+                              np.random.default_rng(11))
+        out["cpu"] = time.process_time() - t0
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    traj, cpu = out["traj"], out["cpu"]
+    oracle, batch = traj.records["oracle"], traj.records["batch"]
+    o1_share = float(np.mean(oracle == 1))
+    o2 = oracle == 2
+    info = dict(steps=traj.n_steps, o1_share=o1_share, mean_cpu_us_per_step=cpu / traj.n_steps * 1e6,
+                o1_batch=float(np.median(batch[~o2])),
+                o2_median_batch=float(np.median(batch[o2])) if o2.any() else 0.0)
+    benchmark.extra_info.update(info)
+    print(f"\n{name} d={d} n={n:.0e}: {traj.n_steps} steps, O1 {o1_share:.1%} (batch "
+          f"{info['o1_batch']:.3g}), O2 median batch {info['o2_median_batch']:.3g}, "
+          f"{info['mean_cpu_us_per_step']:.1f} us a step on average")
+    assert traj.n_steps >= 20 and o1_share < 0.5, info
