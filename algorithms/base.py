@@ -45,6 +45,9 @@ class Trajectory:
     private estimate used to make the step out of each iterate (inf if none was made).
     `records`: per-step arrays: oracle (1 = O1, 2 = O2), batch, noise_std, est_norm (the
     released ||nabla~_t||), drift (after the step), escape (saddle noise added), samples.
+    Their dtypes are fixed (`algorithms.step_log`, which converts what a loop records): oracle
+    int8, escape bool, batch and samples int64, the rest float64; iterates float64, steps and
+    samples_at int64.
     `samples_used`, `grad_evals` (per-sample gradient evaluations), `stop_reason`,
     `privacy_spent` (eps, delta, mu), `params` (every parameter used), `n_steps`.
     Storage rule: every `keep_every`-th iterate, plus each iterate whose private estimate

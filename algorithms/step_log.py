@@ -35,7 +35,8 @@ def iterate_columns(d: int) -> tuple[tuple[str, Any, tuple[int, ...]], ...]:
 
 class Columns:
     """Append-only rows of named, typed columns (a column may hold a fixed-shape row);
-    `arrays()` hands them over trimmed, without a second copy."""
+    `arrays()` hands them over trimmed, without a second copy. A value is converted to its
+    column's dtype as numpy assignment does (the records' dtypes are fixed: `Trajectory`)."""
 
     def __init__(self, specs: tuple, capacity: int = FIRST_CAPACITY) -> None:
         self.names = tuple(s[0] for s in specs)
@@ -71,16 +72,19 @@ class Columns:
         self.n = b
 
     def last(self, name: str) -> Any:
-        """The last row's value of column `name`."""
-        return self._cols[self.names.index(name)][self.n - 1]
+        """The last row's value of column `name` (a copy)."""
+        return self._cols[self.names.index(name)][self.n - 1].copy()
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The columns, each shrunk in place to its n rows; the log is empty afterwards."""
+        """The columns, each shrunk in place to its n rows (no second copy of a long run's
+        records). The log stays usable: it keeps the shrunk arrays, whose capacity is then
+        full, so a later row moves every column to a new buffer and leaves the handed-out
+        arrays as they were; asked again without new rows, it hands out the same arrays."""
         out = {}
-        for name, col, shape in zip(self.names, self._cols, self._shapes, strict=True):
-            col.resize((self.n, *shape), refcheck=False)  # our own buffer, never exposed before
-            out[name] = col
-        self._cols = [np.empty((1, *shape), dtype=c.dtype)
-                      for c, shape in zip(self._cols, self._shapes, strict=True)]
-        self.n = 0
+        for i, (name, col, shape) in enumerate(zip(self.names, self._cols, self._shapes,
+                                                   strict=True)):
+            if len(col) != self.n:
+                # Our own buffer: no view of it is alive (`last` copies, `extend` copies in).
+                col.resize((self.n, *shape), refcheck=False)
+            out[name] = self._cols[i] = col
         return out

@@ -214,6 +214,7 @@ class TrajectoryBuilder:
         if self.kept.last("t") != t:
             self.kept.append(x, t, samples)
         rec, kept = self.log.arrays(), self.kept.arrays()
+        # A step that diverged stores its iterate but no record: the norm out of it is inf.
         norms = np.append(rec["est_norm"], math.inf)
         steps = len(rec["batch"])
         records = {"oracle": np.ones(steps, dtype=np.int8), "batch": rec["batch"],
@@ -222,7 +223,7 @@ class TrajectoryBuilder:
                    "samples": rec["samples"]}
         p["keep_every"] = self.keep_every
         return Trajectory(iterates=kept["x"], steps=kept["t"], samples_at=kept["used"],
-                          est_norm_at=norms[kept["t"]], records=records,
+                          est_norm_at=norms[np.minimum(kept["t"], steps)], records=records,
                           samples_used=samples, grad_evals=grad_evals, stop_reason=stop,
                           privacy_spent=spent, params=p, n_steps=t, warnings=warnings,
                           sample=sample)

@@ -280,7 +280,9 @@ class O2Kernel:
 
     def run(self, x, x_prev, nabla, drift, prev_norm, best, frozen_prev, t, grad_evals, rng):
         """Up to CHUNK O2 steps from the engine's state; returns (steps, reason, new state,
-        records) with the stream's and the tree mechanism's own state moved on."""
+        records, stored iterates) with the stream's and the tree mechanism's own state moved
+        on. The records and stored iterates are views of this kernel's buffers, valid until
+        its next call: the engine copies them in at once."""
         fs, ist, stream, tree = self.fs, self.ist, self.stream, self.tree
         if stream._roots_of[0] < 0 or stream._roots_of[1] < 0:  # no block roots read yet
             return 0, PYTHON, None
