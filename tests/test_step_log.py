@@ -193,3 +193,27 @@ def test_compiled_run_records_equal_python_loop(monkeypatch):
         np.testing.assert_array_equal(a.records[name], b.records[name])
     for field in ("iterates", "steps", "samples_at", "est_norm_at"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_long_stretch_of_single_rows():
+    """More single rows in a row than wait before a conversion (PENDING), then a stretch and
+    more rows: order, values and dtypes as lists give them."""
+    from algorithms.step_log import PENDING
+
+    rng = np.random.default_rng(11)
+    log = Columns(STEP_COLUMNS, capacity=5)
+    rows = _random_rows(rng, 2 * PENDING + 17)
+    for r in rows[:PENDING + 3]:
+        log.append(*r)
+    assert log.n == PENDING + 3
+    log.extend(2, 2, np.array([7, 8]), 0.5, 0.25, 0.125, False, np.array([9, 10]))
+    for r in rows[PENDING + 3:]:
+        log.append(*r)
+    assert log.last("samples") == rows[-1][6]
+    every = [*rows[:PENDING + 3], (2, 7, 0.5, 0.25, 0.125, False, 9),
+             (2, 8, 0.5, 0.25, 0.125, False, 10), *rows[PENDING + 3:]]
+    out = log.arrays()
+    for i, (name, _) in enumerate(STEP_COLUMNS):
+        ref = np.array([r[i] for r in every], dtype=LIST_DTYPES[name])
+        assert out[name].dtype == ref.dtype
+        np.testing.assert_array_equal(out[name], ref)
