@@ -2,9 +2,9 @@
 and `TrajectoryBuilder`, which every other loop uses).
 
 A run to alpha = 1e-3 on hard_valley takes ~2.6e6 steps and the crossover's deepest targets
-1.5e7-3e7. Held as Python lists (a float object and a pointer per value, numpy scalars from the
-compiled steps' buffers, one small array per kept iterate) a run's records and iterates cost
-~350-450 bytes a step: 9.5 GB for a run of 2.8e7 steps, two such runs the whole of this
+1.5e7-3e7 (the ramp's 3.9e7). Held as Python lists (a pointer and, for most values, an int or
+float object; one small array per kept iterate) a run's records cost ~275 bytes a step of
+resident memory (measured): ~11 GB for a run of 3.9e7 steps, two such runs most of this
 machine's memory. Here each column is one numpy array grown by doubling: the records take 42
 bytes a step (oracle int8, escape bool, batch and samples int64, three float64), a kept iterate
 8 d + 16, and the compiled O2 steps' buffers are copied in with one slice assignment a column.

@@ -189,7 +189,7 @@ class TrajectoryBuilder:
     def __init__(self, x0: np.ndarray, steps_max: int, max_floats: float) -> None:
         d = len(x0)
         self.keep_every = max(1, math.ceil(min(steps_max, 10**9) * d / max_floats))
-        self.kept = Columns(iterate_columns(d))  # typed columns (step_log): ~40 bytes a step
+        self.kept = Columns(iterate_columns(d))  # typed columns (step_log): 8 d + 16 bytes a row
         self.kept.append(x0, 0, 0)
         self.log = Columns(FIRST_ORDER_COLUMNS)
         self.best_est = math.inf
