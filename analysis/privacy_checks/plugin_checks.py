@@ -46,6 +46,7 @@ Spider engine reports).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,8 +54,17 @@ from scipy import stats
 
 from algorithms import BUILTIN, Privacy, Spider, get_algorithm
 from algorithms.privacy.accounting.gdp import gdp_eps
-from algorithms.privacy.accounting.ledger import ledger_eps
 from analysis.privacy_checks.layers import RecordedRun, Recorder, check_releases, record_run
+from analysis.privacy_checks.plugin_ledger import (
+    TOLERANCE,
+    NoiseGroups,
+    Rebuilt,
+    ledger_mismatch,
+    measure_noise,
+    rebuild_ledger,
+    silent_release,
+)
+from analysis.privacy_checks.plugin_replay import replay_releases
 from problems import get_problem
 
 #: Records the check's run uses at most (record mode; a cell of 1e12 records is checked on a
@@ -152,10 +162,12 @@ def _check(algorithm: str, problem: str, d: int, eps: float, delta: float, param
     except Exception as exc:  # an outside problem may lack a record layout the check knows
         return PluginCheck("unverified", f"problem {problem!r} gives no adversarial records "
                                          f"({type(exc).__name__}: {exc})")
+    t0 = time.perf_counter()
     try:
         run = record_run(algorithm, problem=problem, d=d, n=n, eps=eps, delta=delta, seed=seed,
                          params=params, problem_params=problem_params, calibration=calibration,
                          time_limit=CHECK_SECONDS)
+        run_seconds = time.perf_counter() - t0
     except TypeError as exc:
         if "probe" in str(exc):
             return PluginCheck("unverified", "its run() takes no probe (README 'Plugins': the "
@@ -174,16 +186,40 @@ def _check(algorithm: str, problem: str, d: int, eps: float, delta: float, param
                            len(run.events))
     report = check_releases(run, list(advs), max_releases=100, seed=seed)
     privacy = Privacy(eps, delta, calibration)
-    replay = _replay_ratio(algorithm, prob, run, advs[:REPLAYS], privacy, params, seed)
-    worst = max(report.max_ratio, replay)
-    if replay > 1 + 1e-9:
-        return PluginCheck("FAILED", f"replayed with one record replaced, its first release "
-                                     f"moved {replay:.3g} x the told sensitivity",
-                           len(run.events), worst)
+    replay = replay_releases(algorithm, prob, run, advs, privacy, params, seed)
+    worst = max(report.max_ratio, replay.ratio)
+    made = len(run.events)
+    if not replay.ok:
+        return PluginCheck("FAILED", replay.reason(), made, worst)
     if not report.ok:
-        return PluginCheck("FAILED", "; ".join(report.violations), len(run.events), worst)
-    status, reason = _noise_verdict(algorithm, prob, run, privacy, params, seed)
-    return PluginCheck(status, reason, len(run.events), worst)
+        return PluginCheck("FAILED", "; ".join(report.violations), made, worst)
+    if run.tree:
+        status, reason = _tree_noise_verdict(algorithm, prob, run, privacy, params, seed)
+        return PluginCheck(status, reason, made, worst)
+    noise = measure_noise(algorithm, prob, run, privacy, params, seed, run_seconds)
+    silent = silent_release(noise, run)
+    if silent:
+        return PluginCheck("FAILED", silent, made, worst)
+    rebuilt = rebuild_ledger(run, noise, delta)
+    mismatch = ledger_mismatch(run, noise, rebuilt, privacy)
+    if mismatch:
+        return PluginCheck("FAILED", mismatch, made, worst)
+    if rebuilt.structure == "subsampled" and (run.traj.privacy_spent or {}).get("accountant") != "pld":
+        return PluginCheck("unverified", "its subsampled releases come without a PLD ledger "
+                                         "(ledger_pld) to relate their noise to the budget", made, worst)
+    if rebuilt.eps > eps * (1 + TOLERANCE):
+        return PluginCheck("FAILED", _rebuilt_reason(rebuilt, noise, run, eps), made, worst)
+    return PluginCheck("passed", "", made, worst)
+
+
+def _rebuilt_reason(rebuilt: Rebuilt, noise: NoiseGroups, run: RecordedRun, eps: float) -> str:
+    """The FAILED line of a rebuilt ledger above the budget: its eps, how it composed, and the
+    release whose noise is smallest against its sensitivity."""
+    told = np.array([float(e["told"]) for e in run.events])
+    sig = np.array([noise.sigma[noise.of_release(r)] for r in range(len(told))])
+    r = int(np.argmax(told / np.maximum(sig, 1e-300)))
+    return (f"its {len(told)} releases ({rebuilt.structure}) spend eps >= {rebuilt.eps:.3g} > "
+            f"{eps:g}: release {r + 1} adds noise std {sig[r]:.3g} at sensitivity {told[r]:.3g}")
 
 
 def _first_release(algorithm: str, prob, data: np.ndarray, privacy: Privacy, params: dict,
@@ -197,40 +233,11 @@ def _first_release(algorithm: str, prob, data: np.ndarray, privacy: Privacy, par
     return rec.events[0] if rec.events else None
 
 
-def _replay_ratio(algorithm: str, prob, run: RecordedRun, advs: np.ndarray, privacy: Privacy,
-                  params: dict, seed: int) -> float:
-    """Largest move of the first release (its released value: the noise is the same draw) over
-    the told sensitivity, when the plugin's own code reruns with `record_run`'s seed on the
-    data with the first release's first record replaced. (On data with repeated records the
-    replaced row is the first equal one, which may lie outside the batch: a weaker replay.)"""
-    first = run.events[0]
-    batch = np.asarray(first["batch"])
-    if run.data is None or not len(batch):
-        return 0.0
-    hits = np.flatnonzero(np.all(run.data == batch[0], axis=1))
-    if not len(hits):
-        return 0.0
-    told = float(first["told"])
-    other = run.data.copy()
-    worst = 0.0
-    for adv in advs:
-        other[hits[0]] = adv
-        try:
-            e = _first_release(algorithm, prob, other, privacy, params,
-                               np.random.default_rng([seed, 1]))
-        except Exception:  # a run that breaks on an adversarial record tells nothing here
-            continue
-        if e is None or e["t"] != first["t"]:
-            continue
-        moved = float(np.linalg.norm(np.asarray(e["released"]) - np.asarray(first["released"])))
-        worst = max(worst, moved / told if told > 0 else (math.inf if moved > 0 else 0.0))
-    other[hits[0]] = run.data[hits[0]]
-    return worst
-
-
-def _noise_verdict(algorithm: str, prob, run: RecordedRun, privacy: Privacy, params: dict,
-                   seed: int) -> tuple[str, str]:
-    """(status, reason) of step 3 of the module docstring."""
+def _tree_noise_verdict(algorithm: str, prob, run: RecordedRun, privacy: Privacy, params: dict,
+                        seed: int) -> tuple[str, str]:
+    """(status, reason) of the noise step for a tree release (a Spider engine subclass): the
+    first release's noise, rerun over `NOISE_RUNS` seeds, composed over the tree nodes a record
+    enters (its variance varies with the step's popcount, so releases are not pooled)."""
     first = run.events[0]
     told = float(first["told"])
     noise = []
@@ -244,34 +251,15 @@ def _noise_verdict(algorithm: str, prob, run: RecordedRun, privacy: Privacy, par
     m = len(values)
     sigma = math.sqrt(float(values @ values) / m)
     sigma_hi = sigma * math.sqrt(m / stats.chi2.ppf(0.001, m))  # 99.9% upper bound
-    spent = run.traj.privacy_spent
-    n_rec = len(run.data)
-    if spent.get("accountant") == "pld" and spent.get("families"):
-        z_min = min(float(z) for z, _, _ in spent["families"])
-        needed = z_min * told / 2  # multiplier z on the clip C, sensitivity 2C (replace-one)
-        if sigma_hi < 0.95 * needed:
-            return "FAILED", (f"its first release adds noise std {sigma:.3g}, below the "
-                              f"{needed:.3g} its PLD ledger's multiplier {z_min:.3g} means")
-        if ledger_eps(spent) > privacy.eps * (1 + 1e-6):
-            return "FAILED", f"its ledger re-derives eps {ledger_eps(spent):.4g} > {privacy.eps:g}"
-        return "passed", ""
-    if run.tree:
-        records = int(run.traj.params.get("tree_nodes", 0) or 0)
-        if records < 1:
-            return "unverified", "a tree release without tree_nodes in its params"
-    elif getattr(run.traj, "sample", None) is None and "chunk" not in first:
-        records = 1  # single pass: each record enters one release
-    elif all(len(e["batch"]) == n_rec for e in run.events):
-        records = len(run.events)  # full-batch multi-pass: each record enters every release
-    else:
-        return "unverified", ("its subsampled releases come without a PLD ledger "
-                              "(ledger_pld) to relate their noise to the budget")
+    records = int(run.traj.params.get("tree_nodes", 0) or 0)
+    if records < 1:
+        return "unverified", "a tree release without tree_nodes in its params"
     if sigma_hi <= 0:
         return "FAILED", "its first release adds no noise"
     mu_low = math.sqrt(records) * told / sigma_hi
     eps_low = gdp_eps(mu_low, privacy.delta)
     if eps_low > privacy.eps * (1 + 1e-3):
         return "FAILED", (f"its noise (std {sigma:.3g} per release, sensitivity {told:.3g}, "
-                          f"{records} release(s) per record) implies eps >= {eps_low:.3g} > "
+                          f"{records} tree nodes per record) implies eps >= {eps_low:.3g} > "
                           f"{privacy.eps:g}")
     return "passed", ""

@@ -1,0 +1,236 @@
+"""The replay of an outside algorithm's own code across its whole run (step 2 of
+`analysis.privacy_checks.plugin_checks`): the check that does not trust what a plugin reports
+about how it computes a release.
+
+For a few releases sampled across the run (the first, the second, the middle one, the last one
+and `RANDOM_RELEASES` random ones), one record of that release's batch is replaced in the data
+set by each adversarial record, and the plugin runs again from the start on that data set, with
+the same seed, up to that release. Two cases:
+
+* the record enters no earlier release (every record of a one-pass run; a record that a
+  Poisson-subsampled run reads for the first time there): the run before the release is the
+  recorded one, draw for draw, so the release starts from the same state and adds the same
+  noise; it may move by at most the sensitivity the run told its accountant;
+* the record entered earlier releases too (a full-batch run reads every record at every step):
+  the state at the release differs, so the move is corrected by what an honest release would
+  move between the two states, recomputed here with the clip and divisor the run reported
+  (`per_sample_grads`, `clip_rows`): ||(released' - released) - (H(x', B') - H(x, B))||, with
+  B' the replayed batch with the original record put back. For an honest plugin that is the
+  move of one clipped record from one state, at most the told sensitivity; a clip the plugin
+  reports but skips after its first release moves it by the unclipped record.
+
+What this assumes (a test, not a proof): the plugin's random draws do not depend on the data
+except through what it released (the same seed gives the same noise: true of Poisson sampling,
+of shuffles and of Gaussian noise drawn in a fixed order), and it reports the iterate a release
+is computed at. A replay whose release changed kind (another oracle or step) is not compared.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from algorithms import Privacy, get_algorithm
+from algorithms.privacy.mechanisms import clip_rows
+from analysis.privacy_checks.layers import RecordedRun, Recorder
+
+#: Random releases replayed beside the first, second, middle and last ones.
+RANDOM_RELEASES = 3
+#: Adversarial records replayed at the first release and at each later one: those with the
+#: largest per-record gradient (difference) at the release's iterate, which a clip the plugin
+#: skips lets through most.
+FIRST_REPLAYS, LATER_REPLAYS = 6, 2
+#: A later release is also replayed with those records scaled by this: a record at 1e6 that a
+#: full-batch plugin fails to clip moves the iterate so far that, by the later release, the
+#: loss may be saturated there and the record's gradient vanish; at 1e2 the leak still shows
+#: (50x a told sensitivity of 2C / n for C ~ 1) while the state stays near the recorded one.
+LATER_SCALE = 1e-4
+#: Tolerance of a move over the told sensitivity (rounding of two ways of summing one batch).
+RATIO_TOLERANCE = 1e-6
+
+
+class _Reached(Exception):
+    """Raised by `_UntilRelease` to end a replay at the release it compares."""
+
+
+class _UntilRelease(Recorder):
+    """A probe that keeps the releases up to release `index` (0-based) and ends the run there."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+
+    def release(self, **info: Any) -> None:
+        super().release(**info)
+        if len(self.events) > self.index:
+            raise _Reached
+
+
+def run_until(algorithm: str, prob: Any, data: np.ndarray, privacy: Privacy, params: dict,
+              rng: np.random.Generator, index: int | None = None) -> list[dict]:
+    """The releases of one run of the plugin's own code (up to release `index` if given)."""
+    rec = _UntilRelease(index) if index is not None else Recorder()
+    try:
+        get_algorithm(algorithm)(**params).run(prob, data, privacy, rng, probe=rec)
+    except _Reached:
+        pass
+    return rec.events
+
+
+def sampled_releases(made: int, seed: int) -> list[int]:
+    """The release indices (0-based) the replay compares: first, second, middle, last and
+    `RANDOM_RELEASES` random ones."""
+    if made <= 0:
+        return []
+    fixed = {0, min(1, made - 1), made // 2, made - 1}
+    rng = np.random.default_rng([seed, 5])
+    rand = rng.choice(made, size=min(RANDOM_RELEASES, made), replace=False)
+    return sorted(fixed | {int(i) for i in rand})
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """ratio: the largest (corrected) move over the told sensitivity; index: its release
+    (0-based); made: releases of the recorded run; compared: replays compared; skipped:
+    replays that could not be compared (the run broke, or the release changed kind)."""
+
+    ratio: float
+    index: int
+    made: int
+    compared: int
+    skipped: int
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= 1 + RATIO_TOLERANCE
+
+    def reason(self) -> str:
+        """The FAILED line: the release (1-based, of how many) and the factor."""
+        where = ("its first release" if self.index == 0
+                 else f"its release {self.index + 1} of {self.made}")
+        return (f"replayed with one record replaced, {where} moved {self.ratio:.3g} x the told "
+                "sensitivity")
+
+
+def _row_keys(rows: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """One float per record (its projection on a random direction): equal records share it,
+    different ones differ almost surely."""
+    flat = np.asarray(rows, dtype=float).reshape(len(rows), -1)
+    return flat @ direction
+
+
+def _record_index(run: RecordedRun, index: int, keys: np.ndarray, order: np.ndarray,
+                  direction: np.ndarray) -> int | None:
+    """The data row to replace for release `index`: a record of its batch that no earlier
+    release read, if there is one (the state before it is then the recorded run's), else the
+    batch's first record. None if the batch's records are not rows of the data set."""
+    events = run.events
+    batch = np.asarray(events[index]["batch"])
+    data = run.data
+    if data is None or not len(batch):
+        return None
+    sorted_keys = keys[order]
+
+    def rows_of(b: np.ndarray) -> np.ndarray:
+        k = _row_keys(b, direction)
+        pos = np.clip(np.searchsorted(sorted_keys, k), 0, len(order) - 1)
+        hit = sorted_keys[pos] == k
+        return np.where(hit, order[pos], -1)
+
+    mine = rows_of(batch)
+    if np.all(mine < 0):
+        return None
+    if len(batch) == len(data):  # a full batch: every record entered every earlier release
+        return int(mine[mine >= 0][0])
+    seen = np.zeros(len(data), dtype=bool)
+    for e in events[:index]:
+        b = np.asarray(e["batch"])
+        if len(b):
+            r = rows_of(b)
+            seen[r[r >= 0]] = True
+    # equal records share one key (finite supports): a key met before counts as read before
+    fresh = [int(j) for j in mine if j >= 0 and not seen[j]]
+    return fresh[0] if fresh else int(mine[mine >= 0][0])
+
+
+def _honest_leaf(prob: Any, e: dict, batch: np.ndarray) -> np.ndarray:
+    """The release's pre-noise value recomputed here: the clipped per-record gradients (or
+    gradient differences) at the reported iterate, summed over the reported divisor."""
+    per = (prob.per_sample_grads(e["x"], batch) if e["oracle"] == 1
+           else prob.per_sample_grad_diffs(e["x"], e["x_prev"], batch))
+    return clip_rows(np.array(per, dtype=float), e["clip"]).sum(axis=0) / e["denom"]
+
+
+def strongest(prob: Any, e: dict, advs: np.ndarray, k: int) -> np.ndarray:
+    """The `k` adversarial records with the largest per-record gradient (or gradient
+    difference) at the release's iterate (the list's first ones if that cannot be computed)."""
+    try:
+        per = (prob.per_sample_grads(e["x"], advs) if e.get("oracle", 1) == 1
+               else prob.per_sample_grad_diffs(e["x"], e["x_prev"], advs))
+        norms = np.linalg.norm(np.asarray(per, dtype=float).reshape(len(advs), -1), axis=1)
+        norms = np.where(np.isfinite(norms), norms, np.inf)
+        return advs[np.argsort(-norms, kind="stable")[:k]]
+    except Exception:  # an outside problem's oracle may not take these records
+        return advs[:k]
+
+
+def _same_state(a: dict, b: dict) -> bool:
+    return all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in ("x", "x_prev")
+               if k in a and k in b)
+
+
+def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarray,
+                    privacy: Privacy, params: dict, seed: int) -> ReplayOutcome:
+    """Step 2 of the plugin check (module docstring) on the recorded `run`."""
+    events, data = run.events, run.data
+    made = len(events)
+    worst, worst_at, compared, skipped = 0.0, 0, 0, 0
+    if data is None or not made:
+        return ReplayOutcome(0.0, 0, made, 0, 0)
+    direction = np.random.default_rng([seed, 6]).standard_normal(
+        int(np.prod(np.shape(data)[1:])) or 1)
+    keys = _row_keys(data, direction)
+    order = np.argsort(keys, kind="stable")
+    for i in sampled_releases(made, seed):
+        e = events[i]
+        j = _record_index(run, i, keys, order, direction)
+        if j is None:
+            skipped += 1
+            continue
+        told = float(e["told"])
+        released = np.asarray(e["released"], dtype=float)
+        other = data.copy()
+        chosen = strongest(prob, e, advs, FIRST_REPLAYS if i == 0 else LATER_REPLAYS)
+        if i > 0:  # also at 1e-4 of their size: a record whose leak does not blow the state away
+            chosen = np.concatenate([chosen, chosen * LATER_SCALE])
+        for adv in chosen:
+            other[j] = adv
+            try:
+                evs = run_until(algorithm, prob, other, privacy, params,
+                                np.random.default_rng([seed, 1]), index=i)
+            except Exception:  # a run that breaks on an adversarial record tells nothing here
+                skipped += 1
+                continue
+            if len(evs) <= i or evs[i]["t"] != e["t"] or evs[i].get("oracle") != e.get("oracle"):
+                skipped += 1
+                continue
+            e2 = evs[i]
+            move = np.asarray(e2["released"], dtype=float) - released
+            if not _same_state(e, e2):
+                if "denom" not in e:  # no recomputation for this release protocol
+                    skipped += 1
+                    continue
+                back = np.array(e2["batch"], dtype=float, copy=True)
+                back[np.all(back.reshape(len(back), -1) == np.ravel(adv), axis=1)] = data[j]
+                move = move - (_honest_leaf(prob, e2, back)
+                               - _honest_leaf(prob, e, np.asarray(e["batch"], dtype=float)))
+            moved = float(np.linalg.norm(move))
+            ratio = moved / told if told > 0 else (math.inf if moved > 0 else 0.0)
+            compared += 1
+            if ratio > worst:
+                worst, worst_at = ratio, i
+        other[j] = data[j]
+    return ReplayOutcome(worst, worst_at, made, compared, skipped)
