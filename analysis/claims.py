@@ -37,7 +37,7 @@ from analysis.predictions import (
     predicted_slope,
     rules_prediction,
 )
-from analysis.privacy_checks.ledger import UNVERIFIED_MARK, unverified_algorithms
+from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
 from analysis.verdicts import NOT_MEASURED, UP_TO_LOGS, apply_gate
 from problems import character as problem_character
 
@@ -214,7 +214,7 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
     # Every fit table marks the algorithms whose privacy is not verified (plugins whose check
     # failed or could not run: analysis.privacy_checks.plugin_checks); "" for the others.
     unverified = unverified_algorithms(data.cells)
-    table["privacy"] = [f"{UNVERIFIED_MARK}: {unverified[a]}" if a in unverified else ""
+    table["privacy"] = [privacy_note(unverified[a]) if a in unverified else ""
                         for a in table["algorithm"]]
     return table
 

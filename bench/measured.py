@@ -47,6 +47,29 @@ def read_fits(sources: Sequence[str | Path], n_boot: int = 2000) -> pd.DataFrame
     return apply_gate(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
 
 
+def privacy_notes(sources: Sequence[str | Path]) -> dict[tuple[str, str], str]:
+    """(algorithm, "") -> its privacy cell, for the algorithms of `sources` whose privacy is not
+    verified: from a store's cells (every algorithm, with a declared fit or not: a plugin that
+    FAILED its check must reach every table) and from a claims CSV's privacy column."""
+    from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
+
+    out: dict[tuple[str, str], str] = {}
+    for src in sources:
+        p = Path(src)
+        if p.suffix.lower() == ".csv":
+            table = pd.read_csv(p, keep_default_na=False, dtype=str)
+            if "privacy" in table:
+                for a, note in zip(table["algorithm"], table["privacy"], strict=True):
+                    if str(note).strip():
+                        out.setdefault((str(a), ""), str(note))
+        elif p.is_file():
+            from bench.store import load
+
+            for a, label in unverified_algorithms(load(p)).items():
+                out.setdefault((a, ""), privacy_note(label))
+    return out
+
+
 def declared_from_specs(table: pd.DataFrame) -> list[Any]:
     """For a CSV written before it carried `declared`: True where the row's mode is its fit's
     declared mode in the committed spec bench/configs/<spec>.toml (or the algorithm has no knob

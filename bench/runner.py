@@ -266,6 +266,14 @@ class SweepResult:
     counts: dict[str, int]
     wall: float
     store: Path
+    #: plugin -> its FAILED privacy label, for the plugins whose cells ran with
+    #: allow_unverified after their check found a leak (the CLI then exits with status 3)
+    privacy_failed: dict[str, str] = field(default_factory=dict)
+
+
+class PrivacyCheckFailed(ValueError):
+    """A plugin's privacy check said FAILED and the sweep was not told to run it anyway: the
+    sweep stops before any cell (one line, exit 2 from the CLI)."""
 
 
 def default_jobs() -> int:
@@ -275,8 +283,12 @@ def default_jobs() -> int:
 def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = None,
               backend: str = "loky", scheduler: str | None = None, retry_failed: bool = False,
               progress: bool = True, blas_threads: int | None = 1,
-              cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None) -> SweepResult:
-    """Run every pending cell of `spec` into the store at `store_path` (see module docstring)."""
+              cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None,
+              allow_unverified: bool = False) -> SweepResult:
+    """Run every pending cell of `spec` into the store at `store_path` (see module docstring).
+    A plugin whose privacy check says FAILED stops the sweep before any cell
+    (`PrivacyCheckFailed`) unless `allow_unverified`; its cells then store the FAILED label and
+    the result lists it in `privacy_failed`."""
     import joblib
     from tqdm.auto import tqdm
 
@@ -295,12 +307,21 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
     plugins = tuple(dict.fromkeys([*spec.plugins, *plugin_registry.loaded()]))
     prov = {**provenance(), "plugins": plugin_registry.provenance()}
     counts: dict[str, int] = {}
+    checks = privacy_checks(plan.pending, quiet_failures=not allow_unverified)
+    failed = {a: lab for a, lab in checks.items() if lab.startswith("FAILED")}
+    if failed and not allow_unverified:
+        raise PrivacyCheckFailed(
+            "; ".join(f"plugin {a}: privacy {lab}" for a, lab in failed.items())
+            + ". The sweep stops before its cells (rerun with --allow-unverified to run them "
+              "anyway: every table and export then says FAILED, and the command exits with "
+              "status 3)")
     with Store(store_path) as store:
         has_counts = any(c.data == "counts" for c in plan.cells)
         store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now(),
                        stream_version=spec.counts_stream if has_counts else None)
         if not plan.pending:
-            return SweepResult(len(plan.cells), 0, plan.done, counts, 0.0, Path(store_path))
+            return SweepResult(len(plan.cells), 0, plan.done, counts, 0.0, Path(store_path),
+                               failed)
         client = None
         if backend == "dask":
             try:
@@ -310,7 +331,6 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
                                  ) from None
             client = Client(scheduler, timeout=30)
         try:
-            checks = privacy_checks(plan.pending)
             tasks = (joblib.delayed(execute_cell)(c.to_dict(), spec.limits, prov, os.getpid(),
                                                   blas_threads, cell_fn, plugins)
                      for c in plan.pending)
@@ -339,15 +359,16 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
             if client is not None:
                 client.close()
     return SweepResult(len(plan.cells), len(plan.pending), plan.done, counts,
-                       time.perf_counter() - t0, Path(store_path))
+                       time.perf_counter() - t0, Path(store_path), failed)
 
 
-def privacy_checks(cells: list[Cell]) -> dict[str, str]:
+def privacy_checks(cells: list[Cell], quiet_failures: bool = False) -> dict[str, str]:
     """algorithm -> the `privacy_check` label its cells are stored with: "built-in" for the
     algorithms the test suite's three privacy layers cover; for a plugin, the sensitivity check
     of `analysis.privacy_checks.plugin_checks` on its first private pending cell (run here, in the parent,
-    before any cell; a failed or impossible check is reported on stderr and stored with every
-    cell of that algorithm, never stopping the sweep)."""
+    before any cell; an impossible check is reported on stderr and stored with every cell of
+    that algorithm; a FAILED one is too, unless `quiet_failures` (the sweep then stops on it
+    with one line of its own))."""
     import sys
 
     from analysis.privacy_checks.plugin_checks import CHECK_RECORDS, builtin_label, check_plugin
@@ -365,7 +386,8 @@ def privacy_checks(cells: list[Cell]) -> dict[str, str]:
                                  problem_params=dict(first.problem_params),
                                  calibration=first.calibration,
                                  n=min(first.n or CHECK_RECORDS, CHECK_RECORDS)).label
-            if not label.startswith(("passed", "non-private")):
+            if not label.startswith(("passed", "non-private")) and not (
+                    quiet_failures and label.startswith("FAILED")):
                 print(f"dprates: warning: {c.algorithm}: privacy {label}", file=sys.stderr)
         out[c.algorithm] = label
     return out

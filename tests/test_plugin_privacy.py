@@ -214,7 +214,16 @@ y = "pop_grad_best"
 window = [1e-5, 1.0]
 mode = "theory"
 """)
-    run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False)
+    from bench.runner import PrivacyCheckFailed
+
+    # a FAILED check stops the sweep before any cell, in one line naming the plugin
+    with pytest.raises(PrivacyCheckFailed, match=r"plugin pp_leaky: privacy FAILED: replayed "
+                                                  r".* --allow-unverified"):
+        run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False)
+    assert not (tmp_path / "pp.sqlite").exists() or not len(load(tmp_path / "pp.sqlite"))
+    capsys.readouterr()
+    res = run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False, allow_unverified=True)
+    assert list(res.privacy_failed) == ["pp_leaky"]
     df = load(tmp_path / "pp.sqlite")
     labels = dict(zip(df.algorithm, df.privacy_check, strict=False))
     assert labels["pp_ok"] == "passed" and labels["noisy_sgd"] == "built-in"
@@ -226,7 +235,8 @@ mode = "theory"
 
     bad = unverified_algorithms(df)
     assert set(bad) == {"pp_leaky", "pp_broken"} and len(df) == 12  # no cell lost
-    assert mark("pp_leaky", bad) == "pp_leaky [privacy unverified]" and mark("pp_ok", bad) == "pp_ok"
+    assert mark("pp_leaky", bad) == "pp_leaky [privacy FAILED]" and mark("pp_ok", bad) == "pp_ok"
+    assert mark("pp_broken", bad) == "pp_broken [privacy unverified]"
     # every fit table and the report's page 1 carry the mark; the report's privacy page gives
     # spent / declared eps per algorithm
     from pypdf import PdfReader
@@ -238,13 +248,16 @@ mode = "theory"
 
     data = open_store_data(tmp_path / "pp.sqlite")
     shown = claims_display(claims_table(data, n_boot=50))
-    assert "pp_leaky [privacy unverified]" in set(shown["algorithm"])
+    assert "pp_leaky [privacy FAILED]" in set(shown["algorithm"])
     assert "pp_ok" in set(shown["algorithm"]) and "noisy_sgd" in set(shown["algorithm"])
     out = write_report(data, tmp_path / "pp.pdf", n_boot=50)
     summary = out["summary"].set_index("algorithm")["privacy"]
-    assert summary["pp_leaky"].startswith("privacy unverified: FAILED") and summary["pp_ok"] == ""
+    assert summary["pp_leaky"].startswith("privacy FAILED: replayed") and summary["pp_ok"] == ""
+    # the plugin declares a claim: its claim row is first and says FAILED in its privacy cell
+    assert out["summary"].iloc[0]["algorithm"] == "pp_leaky"
     pages = [p.extract_text() for p in PdfReader(tmp_path / "pp.pdf").pages]
     text = " ".join(pages)
+    assert "PRIVACY FAILED: pp_leaky" in pages[0]  # page 1's banner
     assert "privacy unverified" in " ".join(pages[:3])  # the claims summary's privacy column
     assert "spent / declared eps" in text and "FAILED: replayed" in text
 

@@ -200,3 +200,64 @@ def test_a_clip_applied_after_averaging_fails(planted):
     bad = _check("planted_clip_after_mean", **kw)
     assert bad.status == "FAILED" and bad.reason.startswith("replayed with one record replaced"), bad
     assert bad.max_ratio > 10, bad
+
+
+SPEC = """
+name = "planted"
+seed = 0
+data = "records"
+plugins = ["{plugin}"]
+[grid]
+n = [2000]
+d = [5]
+eps = [1.0]
+[[problem]]
+name = "glm"
+[[algorithm]]
+name = "planted_clip_first_only"
+params = {{T = 30}}
+[[algorithm]]
+name = "dp_gd"
+"""
+
+
+def test_a_failed_check_is_loud_from_sweep_to_every_export(planted, tmp_path):
+    """Tried as a new user would: the sweep stops before any cell with one line (exit 2);
+    with --allow-unverified it runs every cell and exits 3; the claims exports (markdown,
+    LaTeX, CSV) carry a row for the plugin, which declares no claim, saying FAILED."""
+    import subprocess
+    import sys
+
+    from tests.test_plugins import ROOT
+
+    spec = tmp_path / "planted.toml"
+    spec.write_text(SPEC.format(plugin=planted))
+    store = tmp_path / "planted.sqlite"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+
+    def dprates(*args):
+        return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=ROOT, text=True,
+                              capture_output=True, timeout=600, env=env)
+
+    out = dprates("sweep", str(spec), "--out", str(store), "--quiet", "--jobs", "1")
+    assert out.returncode == 2, out
+    assert "Traceback" not in out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(
+        "dprates: error: plugin planted_clip_first_only: privacy FAILED: replayed with one "
+        "record replaced, its release "), lines
+    assert "--allow-unverified" in lines[0]
+    out = dprates("sweep", str(spec), "--out", str(store), "--quiet", "--jobs", "1",
+                  "--allow-unverified")
+    assert out.returncode == 3, out
+    assert "2 cells run (ok 2)" in out.stdout, out.stdout
+    assert "privacy FAILED: planted_clip_first_only" in out.stderr
+    for fmt in ("markdown", "latex", "csv"):
+        text = dprates("claims", "--measured", str(store), "--format", fmt, "--boot", "50",
+                       "--plugin", str(planted))
+        assert text.returncode == 0, text.stderr
+        name = "planted_clip_first_only" if fmt != "latex" else r"planted\_clip\_first\_only"
+        first_row = [ln for ln in text.stdout.splitlines() if name in ln]
+        assert first_row and "privacy FAILED" in first_row[0], (fmt, text.stdout[:2000])
+    md = dprates("claims", "--measured", str(store), "--boot", "50", "--plugin", str(planted))
+    assert "PRIVACY FAILED: planted_clip_first_only: replayed" in md.stdout

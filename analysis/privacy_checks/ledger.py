@@ -16,8 +16,25 @@ import pandas as pd
 
 from analysis.privacy_checks.plugin_checks import is_verified
 
-#: The mark a table puts beside an algorithm whose privacy is not verified.
+#: The mark a table puts beside an algorithm whose privacy is not verified, and beside one whose
+#: check found a leak (a plugin run with --allow-unverified after its check said FAILED).
 UNVERIFIED_MARK = "privacy unverified"
+FAILED_MARK = "privacy FAILED"
+
+
+def privacy_note(label: str) -> str:
+    """A table's privacy cell for an unverified algorithm's stored `privacy_check` label:
+    "privacy FAILED: <why>" for a check that found a leak, "privacy unverified: <label>" for
+    one that could not run."""
+    label = str(label)
+    if label.startswith("FAILED"):
+        return f"{FAILED_MARK}: {label.removeprefix('FAILED').lstrip(': ')}"
+    return f"{UNVERIFIED_MARK}: {label}"
+
+
+def bracket(note: str) -> str:
+    """The short mark of a privacy cell ("privacy FAILED" or "privacy unverified")."""
+    return FAILED_MARK if str(note).startswith(FAILED_MARK) else UNVERIFIED_MARK
 
 
 def unverified_algorithms(df: pd.DataFrame) -> dict[str, str]:
@@ -36,8 +53,10 @@ def unverified_algorithms(df: pd.DataFrame) -> dict[str, str]:
 
 
 def mark(algorithm: str, unverified: dict[str, str]) -> str:
-    """`algorithm`, with the unverified mark where it applies (for table cells)."""
-    return f"{algorithm} [{UNVERIFIED_MARK}]" if algorithm in unverified else algorithm
+    """`algorithm`, with the unverified (or FAILED) mark where it applies (for table cells)."""
+    if algorithm not in unverified:
+        return algorithm
+    return f"{algorithm} [{bracket(privacy_note(unverified[algorithm]))}]"
 
 
 def spent_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -26,7 +26,7 @@ from analysis import rates
 from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
 from analysis.path_length import path_table
-from analysis.privacy_checks.ledger import UNVERIFIED_MARK, unverified_algorithms
+from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
 from analysis.report.cell_pages import failures_page, trajectory_pages
 from analysis.report.claims_pages import (
     claims_page,
@@ -79,7 +79,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         figdir.mkdir(parents=True, exist_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     if privacy is None:  # the algorithms whose privacy is not verified, marked on page 1
-        privacy = {(a, ""): f"{UNVERIFIED_MARK}: {label}" for d in datas
+        privacy = {(a, ""): privacy_note(label) for d in datas
                    for a, label in unverified_algorithms(d.cells).items()}
     summary = claims_summary(claims, privacy=privacy)
     with PdfPages(out) as raw_pdf:

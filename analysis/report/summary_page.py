@@ -16,7 +16,12 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.report.layout import A4_LANDSCAPE
-from analysis.report.tables import VERDICT_COLOURS, summary_notes, verdict_counts
+from analysis.report.tables import (
+    VERDICT_COLOURS,
+    privacy_failure_lines,
+    summary_notes,
+    verdict_counts,
+)
 
 #: Page 1's columns: (summary column, header, share of the table's width, wrap width in
 #: characters at SUMMARY_FONT, at most this many lines).
@@ -80,6 +85,10 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str) -> Non
         fig = plt.figure(figsize=A4_LANDSCAPE)
         more = f" (continued, {i + 1} of {len(pages)})" if len(pages) > 1 and i else ""
         fig.text(0.03, 0.965, title + more, fontsize=13, weight="bold", va="top")
+        failed = sorted({ln.split(":")[1].strip() for ln in privacy_failure_lines(summary)})
+        if failed:  # a plugin swept with --allow-unverified after its check found a leak
+            fig.text(0.97, 0.965, f"PRIVACY FAILED: {', '.join(failed)}", fontsize=11,
+                     weight="bold", color="#b00000", va="top", ha="right")
         fig.text(0.03, 0.93, "; ".join(f"{v} {k}" for k, v in counts.items()) + f" ({len(summary)} "
                  "declared claims)", fontsize=8, va="top")
         ax = fig.add_axes(box)

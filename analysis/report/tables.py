@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.privacy_checks.ledger import UNVERIFIED_MARK
+from analysis.privacy_checks.ledger import FAILED_MARK, bracket
 from analysis.verdicts import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
@@ -55,6 +55,7 @@ VERDICT_COLOURS = {
     "faster than claimed": "#deebf7",
     "slower than claimed": "#fde0dd",
     "inconclusive": "#f0f0f0",
+    FAILED_MARK: "#f4a6a6",
     NOT_IN_REGIME: "#fff2cc",
     OUT_OF_REACH: "#fff2cc",
     NOT_MEASURED: "#ffffff",
@@ -95,7 +96,7 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({
         "fit": claims["fit"],
         "where": claims["where"] if "where" in claims else "",
-        "algorithm": [a if not isinstance(pv, str) or not pv else f"{a} [{UNVERIFIED_MARK}]"
+        "algorithm": [a if not isinstance(pv, str) or not pv else f"{a} [{bracket(pv)}]"
                       for a, pv in zip(claims["algorithm"],
                                        claims.get("privacy", pd.Series("", claims.index)),
                                        strict=True)],
@@ -198,7 +199,24 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
                      "privacy": note, "view": best.get("view"), "x": best.get("x"),
                      "exponent": best.get("exponent"), "ci_low": lo, "ci_high": hi,
                      "predicted": best.get("predicted")})
-    return pd.DataFrame(rows)
+    return _privacy_failures_first(rows, privacy, {c.algorithm for c in all_claims()})
+
+
+def _privacy_failures_first(rows: list[dict], privacy: Mapping[tuple[str, str], str],
+                            claimed: set[str]) -> pd.DataFrame:
+    """The summary with a row for each algorithm whose privacy check FAILED and that declares
+    no claim (a plugin: it would otherwise be in no table), and every row of such an algorithm
+    first, so page 1 and every export open with the failure."""
+    failed = {a for (a, _), note in privacy.items() if str(note).startswith(FAILED_MARK)}
+    for a in sorted(failed - claimed):
+        note = next(v for (alg, _), v in privacy.items() if alg == a and str(v).startswith(FAILED_MARK))
+        rows.append({"algorithm": a, "claim": "(declares no claim)", "source": "-",
+                     "short source": "-", "setting": "-", "metric": "-", "claimed": "-",
+                     "measured": "-", "rules": "-", "regime": "-", "verdict": FAILED_MARK,
+                     "decided by": "its privacy check (analysis.privacy_checks.plugin_checks)",
+                     "fits": "-", "privacy": note})
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["algorithm"] not in failed, i))
+    return pd.DataFrame([rows[i] for i in order])
 
 
 def reach_verdict(verdict: str, regime: str, binding_n: Any) -> tuple[str, str]:
@@ -324,7 +342,8 @@ def summary_notes(summary: pd.DataFrame) -> list[str]:
     """The lines under an exported claims table: the counts and what faster / slower mean."""
     counts = verdict_counts(summary)
     order = ["consistent", "consistent up to the rules' log factors", "faster than claimed",
-             "slower than claimed", "inconclusive", NOT_IN_REGIME, OUT_OF_REACH, NOT_MEASURED]
+             "slower than claimed", "inconclusive", NOT_IN_REGIME, OUT_OF_REACH, NOT_MEASURED,
+             FAILED_MARK]
     head = (f"{len(summary)} claims: " + ", ".join(f"{counts[k]} {k}" for k in order if k in counts)
             + ". Measured: slope [95% CI] of the fit that decides the claim; claimed: the slope "
             "its O~ rate predicts; rules: the slope of the algorithm's own rules (log factors "
@@ -333,7 +352,21 @@ def summary_notes(summary: pd.DataFrame) -> list[str]:
             "parentheses: the saturation's, not a measurement of the claim.")
     keys = [(v, x) for v, x in zip(summary.get("view", []), summary.get("x", []), strict=True)
             if isinstance(v, str)]
-    return [head, *direction_lines(keys)]
+    return [*privacy_failure_lines(summary), head, *direction_lines(keys)]
+
+
+def privacy_failure_lines(summary: pd.DataFrame) -> list[str]:
+    """One line per algorithm whose privacy check FAILED (a plugin swept with
+    --allow-unverified): said above every exported claims table and on page 1."""
+    if "privacy" not in summary:
+        return []
+    seen: dict[str, str] = {}
+    for a, note in zip(summary["algorithm"], summary["privacy"], strict=True):
+        if str(note).startswith(FAILED_MARK):
+            seen.setdefault(str(a), str(note))
+    return [f"PRIVACY FAILED: {a}: {note.removeprefix(FAILED_MARK).lstrip(': ')} (its cells ran "
+            "with --allow-unverified: its results are not private results)"
+            for a, note in seen.items()]
 
 
 def finite(v: Any) -> bool:

@@ -47,9 +47,9 @@ README_END = "<!-- claims-table: end -->"
 def readme_claims_block(sources: list[str]) -> str:
     """The README's generated claims table (markdown, with its notes) from `sources`."""
     from analysis.report.tables import claims_summary, export, summary_for_export, summary_notes
-    from bench.measured import read_fits
+    from bench.measured import privacy_notes, read_fits
 
-    summary = claims_summary(read_fits(sources))
+    summary = claims_summary(read_fits(sources), privacy=privacy_notes(sources))
     return export(summary_for_export(summary), "markdown", notes=summary_notes(summary)).strip()
 
 
@@ -65,7 +65,7 @@ def replace_readme_block(text: str, block: str) -> str:
 
 def _measured_claims(args: argparse.Namespace) -> int:
     from analysis.report.tables import claims_summary, export, summary_for_export, summary_notes
-    from bench.measured import read_fits
+    from bench.measured import privacy_notes, read_fits
 
     if args.update_readme:
         path = Path(args.update_readme)
@@ -76,7 +76,8 @@ def _measured_claims(args: argparse.Namespace) -> int:
                         encoding="utf-8")
         print(f"rewrote the claims table in {path} from {', '.join(args.measured)}")
         return 0
-    summary = claims_summary(read_fits(args.measured, n_boot=args.boot))
+    summary = claims_summary(read_fits(args.measured, n_boot=args.boot),
+                             privacy=privacy_notes(args.measured))
     fmt = args.format or "markdown"
     if args.standalone and fmt != "latex":
         raise ValueError("--standalone is only used with --format latex")
