@@ -10,23 +10,26 @@ and after every step that stores an iterate (a new lowest norm, every keep_every
 non-finite iterate), so that the store, the monitor and the divergence check stay Python's.
 
 Same floats, operation for operation (tests/test_compiled_o2.py holds whole runs equal,
-iterates, records and the generator's state after, with the compiled path on and off): the
-map is `problems.separable.SeparableSaddle._mean_grad_diff_and_support_bound` with
-the profile's d1 from `algorithms.sosp.compiled_profiles` (hard_valley's compiled, the others'
-numpy's through an object mode block, ~2.5 us a call, once a step: the previous step's d1 at
-x is this step's at x_prev); the clip guard is `require_identity_clip`'s test, the tree
-node is `TreeMechanism.next`'s and the Gaussian O2 noise `gaussian_noise`'s, both drawn from the
-run's own `numpy.random.Generator` (numba shares its state and ports numpy's sampler), and the
-dot products are BLAS ddot calls. numba's ddot is scipy's OpenBLAS, not numpy's, and its
-normal sampler is a port, so neither equality holds by construction: `o2_kernel_for` checks
-both once per process and dimension (numba's dot against numpy's at lengths d and d - 1 on
-random vectors, a thousand normals from twin generators) and falls back to the Python loop if
-one differs. Where an exact match is not established (a problem overriding the map or its
-bound; planted faults; a probe; record mode) `o2_kernel_for` returns None and the Python loop
-runs alone.
-A deadline is checked between compiled calls, so a timeout stops at most `CHUNK` steps late.
-The privacy audit reads every release through a probe, which runs the Python loop; the tests'
-bit-for-bit equality is what carries its verdict to the compiled steps.
+iterates, records and the generator's state after, with the compiled path on and off): the map
+is `problems.separable.SeparableSaddle._mean_grad_diff_and_support_bound` with the profile's d1
+from `algorithms.sosp.compiled_profiles` (hard_valley's compiled, the other shipped ones
+numpy's through an object mode block, ~2.5 us a call, once a step: the previous step's d1 at x
+is this step's at x_prev; an outside problem's `problems.jit_profile.JitProfile` its own
+compiled function, called by address: problems/README.md); the clip guard is
+`require_identity_clip`'s test, the tree node is `TreeMechanism.next`'s and the Gaussian O2
+noise `gaussian_noise`'s, both drawn from the run's own `numpy.random.Generator` (numba shares
+its state and ports numpy's sampler), and the dot products are BLAS ddot calls. numba's ddot is
+scipy's OpenBLAS, not numpy's, and its normal sampler is a port, so neither equality holds by
+construction: `o2_kernel_for` checks both once per process and dimension (numba's dot against
+numpy's at lengths d and d - 1 on random vectors, a thousand normals from twin generators) and
+falls back to the Python loop if one differs. Where an exact match is not established (a
+problem overriding the map or its bound, or whose profile is neither shipped nor a checked
+JitProfile; planted faults; a probe; record mode) `o2_kernel_for` returns None and the Python
+loop runs alone (a plugin problem says why, once per process:
+`compiled_profiles.report_fallback`). A deadline is checked between compiled calls, so a
+timeout stops at most `CHUNK` steps late. The privacy audit reads every release through a
+probe, which runs the Python loop; the tests' bit-for-bit equality is what carries its verdict
+to the compiled steps.
 
 Measured (`make bench`, 2-core machine): an O2 step of the fixed-batch Spiders on hard_valley
 3.6-10 us at d = 10 and 5.4-12 us at d = 100 for batches of 1e2 to 1e12 records (counts stream
@@ -44,11 +47,9 @@ from typing import Any
 import numba
 import numpy as np
 
-from algorithms.sosp.compiled_profiles import PY_PROFILE, profile_d1
+from algorithms.sosp.compiled_profiles import MODE_PYTHON, PY_PROFILE, o2_profile, profile_d1, report_fallback
 from problems.counts import kernels as _kernels
 from problems.counts.coordinates import CoordinateCountsStream
-from problems.profiles import CosineProfile, RampProfile, ValleyProfile
-from problems.separable import SeparableSaddle
 
 #: Off: the Python loop alone (the tests' reference for the compiled steps).
 ENABLED = True
@@ -65,11 +66,9 @@ F_DRIFT, F_PREV_NORM, F_BEST, F_KAPPA, F_ETA, F_D, F_D2, F_ALPHA2, F_ALPHA, F_EP
 I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_TREE_T, \
     I_TREE_LEVELS, I_GRAD_EVALS, I_NODES_STREAM, I_NODES_TREE, I_ADAPTIVE, I_BOUNDED, \
     I_BY_NORMS, I_HAS_TREE, I_PRIVATE, I_TREE_CLIPS, I_HELD0, I_HELD1, I_LEVELS, \
-    I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE = range(28)
+    I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE, I_D1_ADDR = range(29)
 
 _jit = numba.njit(cache=True, nogil=True)
-#: The profiles whose d1 the compiled steps compute (`algorithms.sosp.compiled_profiles`).
-_PROFILES = (ValleyProfile, RampProfile, CosineProfile)
 
 
 @_jit
@@ -108,7 +107,8 @@ def _hold_roots(first, last, ist, roots, cum, before):
 @_jit
 def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cum, before, tags,
               st, meta, path,
-              flags, leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_drift, r_samples, s_x, s_t, s_used):
+              flags, leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_drift, r_samples, s_x, s_t, s_used,
+              d1_params, d1_err):
     d = x.shape[0]
     n = 0
     n_stored = 0
@@ -119,7 +119,7 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
     M, c, mu, s, w, beta = fs[F_M], fs[F_C], fs[F_MU], fs[F_NOISE], fs[F_W], fs[F_BETA]
     t, used, frozen_prev = ist[I_T], ist[I_USED], ist[I_FROZEN_PREV]
     levels, leaf_levels = ist[I_LEVELS], ist[I_LEAF_LEVELS]
-    in_python = ist[I_PY_PROFILE] != 0
+    mode, addr = ist[I_PY_PROFILE], ist[I_D1_ADDR]  # how d1 is computed (compiled_profiles)
     # the previous step's d1 at x is this step's at x_prev (same float in, same float out)
     last_u, last_d1 = math.nan, 0.0
     while n < max_steps:
@@ -161,12 +161,16 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             if cap < g:  # min(g, cap) as Python's
                 clip = cap
         # the O2 map's two factors and its whole-support bound (before any draw)
-        d1x = profile_d1(x[0], w, beta, in_python)
+        d1x = profile_d1(x[0], w, beta, mode, addr, d1_params, d1_err)
         uy = x_prev[0]
         if uy == last_u and math.copysign(1.0, uy) == math.copysign(1.0, last_u):
             d1y = last_d1
         else:
-            d1y = profile_d1(uy, w, beta, in_python)
+            d1y = profile_d1(uy, w, beta, mode, addr, d1_params, d1_err)
+        if d1_err[0] != 0:  # an outside d1 raised: Python's step raises it
+            d1_err[0] = 0
+            reason = PYTHON
+            break
         last_u, last_d1 = x[0], d1x
         first = c * (d1x - d1y)
         rest = _unit(x) - _unit(x_prev)
@@ -276,7 +280,10 @@ class O2Kernel:
     tree: Any
     buffers: tuple
     no_cum: np.ndarray  # a stand-in for the cumulative roots when none are cached
-    profile: Any = None  # the profile whose d1 runs in Python (None: ValleyProfile, compiled)
+    profile: Any = None  # the profile whose d1 runs in Python (MODE_PYTHON), else None
+    d1_params: Any = None  # an outside profile's params (MODE_ADDRESS), else a stand-in
+    d1_err: Any = None  # set by a raise in an outside d1
+    d1_keep: Any = None  # its C wrapper, alive as long as the kernel
 
     def run(self, x, x_prev, nabla, drift, prev_norm, best, frozen_prev, t, grad_evals, rng):
         """Up to CHUNK O2 steps from the engine's state; returns (steps, reason, new state,
@@ -310,7 +317,8 @@ class O2Kernel:
             n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
                 CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
                 before, stream.tags, stream._st, stream._meta, stream._path, stream._flags,
-                stream._leaf_arr, stream._ranks, stream._out, *self.buffers)
+                stream._leaf_arr, stream._ranks, stream._out, *self.buffers, self.d1_params,
+                self.d1_err)
         finally:
             stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
             PY_PROFILE.profile = outer  # a run nested in a d1 hands the outer one its profile back
@@ -372,18 +380,11 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
         return None
     if type(stream) is not CoordinateCountsStream or not stream.compiled:
         return None
-    # the shipped profiles only: the equality tests establish their floats (a subclass's d1
-    # could return, e.g., float32, whose difference Python takes before converting)
-    if not isinstance(problem, SeparableSaddle) or type(problem.profile) not in _PROFILES:
-        return None
-    cls = type(problem)
-    for name in ("guarded_counts_grad_diff", "_mean_grad_diff_and_support_bound",
-                 "record_grad_diff_bound", "counts_grad_diff", "_profile_and_unit"):
-        if getattr(cls, name) is not getattr(SeparableSaddle, name):
-            return None
-    if problem.d < 2:
-        return None
-    if getattr(problem, "counts_layout_kind", None) == "atoms":
+    # the shipped profiles and checked outside ones (compiled_profiles); a plugin problem
+    # refused says why, once
+    prof = o2_profile(problem)
+    if isinstance(prof, str):
+        report_fallback(problem, prof)
         return None
     if not numba_matches_numpy(problem.d, type(rng.bit_generator)):
         return None
@@ -402,10 +403,8 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     fs[F_TREE_SIGMA] = tree.sigma if tree is not None else 0.0
     fs[F_THRESHOLD], fs[F_M] = p["escape_threshold"], const.M
     fs[F_C], fs[F_MU], fs[F_NOISE] = problem.c, problem.mu, problem.noise
-    in_python = type(problem.profile) is not ValleyProfile  # its d1 through Python (profile_d1)
-    if not in_python:
-        fs[F_W], fs[F_BETA] = problem.profile.w, problem.profile.beta
-    ist = np.zeros(28, dtype=np.int64)
+    fs[F_W], fs[F_BETA] = prof.w, prof.beta
+    ist = np.zeros(29, dtype=np.int64)
     # b or B past 2^62 (overrides, rules at tiny alpha): the cap ends every step in Python,
     # which stops the run as before
     ist[I_T_MAX], ist[I_B] = T_int, min(int(p["b"]), 2**62)
@@ -418,11 +417,12 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     ist[I_TREE_CLIPS] = tree is not None and privacy.private
     ist[I_LEVELS], ist[I_LEAF_LEVELS] = stream.levels, stream.leaf_levels
     ist[I_PER_SUPER] = stream.per_super
-    ist[I_PY_PROFILE] = in_python
+    ist[I_PY_PROFILE], ist[I_D1_ADDR] = prof.mode, prof.addr
     ist[I_MONITOR] = monitor is not None
     buffers = (np.zeros(CHUNK, dtype=np.int64), *(np.zeros(CHUNK) for _ in range(3)),
                np.zeros(CHUNK, dtype=np.int64), np.zeros((CHUNK, d)), np.zeros(CHUNK, dtype=np.int64),
                np.zeros(CHUNK, dtype=np.int64))
     no_cum = np.zeros((stream.per_super + 1, len(stream.tags)), dtype=np.int64)
     return O2Kernel(stream, fs, ist, np.zeros((64, d)), np.zeros(d), tree, buffers, no_cum,
-                    problem.profile if in_python else None)
+                    prof.profile if prof.mode == MODE_PYTHON else None, prof.params,
+                    np.zeros(1, dtype=np.int64), prof.keep)
