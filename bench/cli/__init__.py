@@ -1,7 +1,7 @@
 """The `dprates` command line: the argument parser and `main` (entry point `bench.cli:main`).
 
 One module per command group, each holding its `cmd_*` functions: `listing` (list),
-`claims` (claims, regate), `run` (run), `sweep` (sweep), `stores` (status, export), `fit`
+`claims` (claims, regate), `compare` (compare), `run` (run), `sweep` (sweep), `stores` (status, export), `fit`
 (fit), `report` (report, plot), `pipelines` (demo, reference-quick) and `audit` (audit);
 `values` parses command-line values."""
 
@@ -12,6 +12,7 @@ import sys
 
 from bench.cli.audit import cmd_audit
 from bench.cli.claims import cmd_claims, cmd_regate
+from bench.cli.compare import cmd_compare
 from bench.cli.fit import cmd_fit
 from bench.cli.listing import cmd_list
 from bench.cli.pipelines import cmd_demo, cmd_reference_quick
@@ -91,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blas-threads", type=int, default=1,
                    help="BLAS threads per worker (default 1; 0 leaves the library default)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--allow-unverified", action="store_true",
+                   help="run the cells of a plugin whose privacy check says FAILED (else the sweep "
+                        "stops before any cell); its cells, tables and exports then say FAILED and "
+                        "the command exits with status 3")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("status", help="counts by status, slowest cells and failures of a store")
     p.add_argument("store")
@@ -123,6 +128,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "smallest n whose output reaches it, from --metric against n with a "
                         "bootstrap CI (the samples-to-target view of methods that run on n records)")
     p.set_defaults(func=cmd_fit)
+    p = sub.add_parser("compare", help="every algorithm of the stores on one axis: samples to a "
+                       "target error, passes, selection rule, paired ratios with CIs, flags")
+    p.add_argument("stores", nargs="+", metavar="STORE", help="stores (.sqlite) to compare")
+    p.add_argument("--target", type=_positive_float, required=True,
+                   help="the target error (one-pass methods: the target_alpha their cells were "
+                        "configured for; methods on n records: the level their error must reach)")
+    p.add_argument("--metric", default=None,
+                   help="error column of the on-n-records view (default: the column of the "
+                        "one-pass rows' target metric, e.g. alpha_best, so both views share one "
+                        "axis; else each algorithm's claim metric)")
+    p.add_argument("--problem", default=None, help="only this problem")
+    p.add_argument("--d", type=int, default=None, help="only this dimension")
+    p.add_argument("--eps", type=_positive_float, default=None, help="only this eps")
+    p.add_argument("--baseline", default=None, metavar="ALGORITHM",
+                   help="ratios to this algorithm (default: the row needing the fewest samples)")
+    p.add_argument("--knobs", choices=["theory", "all"], default="theory",
+                   help="theory: cells at the theory knob defaults (default); all: a row per setting")
+    p.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.set_defaults(func=cmd_compare)
     p = sub.add_parser("regate", help="re-derive a claims CSV's verdicts under the regime gate "
                        "(from its own flags: ceiling / floor -> not in regime)")
     p.add_argument("csv", help="a claims CSV (dprates report --csv), e.g. reports/reference_exponents.csv")
