@@ -109,6 +109,20 @@ def empirical_grad_norms(problem: Problem, iterates: np.ndarray, sample: np.ndar
     return np.array([empirical_grad_norm(problem, x, sample) for x in iterates])
 
 
+#: Stored columns that are non-private functions of a cell's sample: they evaluate a run and are
+#: never part of what it releases (the private output of an empirical algorithm is its
+#: *_selected iterate, picked by its noised estimates). Said on the report's privacy page.
+EVALUATION_ONLY = {
+    "emp_grad_best": "the best stored iterate by the exact empirical gradient of the sample; "
+                     "private output: emp_grad_selected",
+    "emp_alpha_best": "the best stored iterate by the exact empirical alpha_SOSP of the sample; "
+                      "private output: emp_alpha_selected",
+    "emp_lambda_min_best": "the empirical Hessian's smallest eigenvalue at that iterate",
+    "alpha_at_emp_best": "population alpha_SOSP at that iterate",
+    "data_digest": "a digest of the sample's records (reproducibility)",
+}
+
+
 def first_order_metrics(problem: Problem, traj, target: float | None, metric: str) -> dict:
     """Population and empirical gradient norms of a run (the first-order claims' metrics):
     pop_grad_best / _last over the stored iterates; with the run's sample (empirical

@@ -160,12 +160,14 @@ def full_batch_sum(problem: Problem, x: np.ndarray, y: np.ndarray | None, sample
 
     Records, atoms and every other layout go through `algorithms.counts_maps`. On the
     separable problems' product layout the mean and the whole-support bound at the public
-    iterate come from one call (`counts_grad` / `counts_grad_diff`, the Spider engine's hot
-    path: their bound is `record_grad_bound` / `record_grad_diff_bound`, never a statistic of
-    the data) and the same guard refuses a clip that is not the identity."""
+    iterate come from one call (`guarded_counts_grad` / `guarded_counts_grad_diff`, as in
+    `algorithms.counts_maps`: their bound is `record_grad_bound` / `record_grad_diff_bound`
+    whenever a subclass overrides those, never a statistic of the data; `counts_grad`, which a
+    subclass may override freely, is not trusted for it) and the same guard refuses a clip that
+    is not the identity."""
     if isinstance(sample, CountsBatch) and isinstance(problem, SeparableSaddle):
-        mean, bound = (problem.counts_grad(x, sample) if y is None
-                       else problem.counts_grad_diff(x, y, sample))
+        mean, bound = (problem.guarded_counts_grad(x, sample) if y is None
+                       else problem.guarded_counts_grad_diff(x, y, sample))
         try:
             require_identity_clip(oracle, clip, bound)
         except CountsClipError as exc:

@@ -95,4 +95,9 @@ def spent_text(table: pd.DataFrame) -> str:
               "'built-in': covered by the test suite's three privacy layers; 'passed': a plugin "
               "whose sensitivity check passed; anything else is marked 'privacy unverified' in "
               "every table."]
+    from analysis.metrics import EVALUATION_ONLY
+
+    lines += ["", "Evaluation only (non-private functions of a cell's sample, stored to evaluate "
+              "a run, never released by it): " + "; ".join(f"{k}: {v}" for k, v in
+                                                           EVALUATION_ONLY.items()) + "."]
     return "\n".join(lines)

@@ -51,7 +51,7 @@ from analysis.privacy_checks.plugin_replay import run_until
 GROUP_VALUES = 200
 #: Reruns of the whole run that measure the noise (at least MIN_RERUNS, more while they fit in
 #: NOISE_SECONDS).
-MIN_RERUNS, MAX_RERUNS, NOISE_SECONDS = 4, 40, 4.0
+MIN_RERUNS, MAX_RERUNS, NOISE_SECONDS = 4, 20, 4.0
 #: Confidence of the simultaneous upper bounds on the groups' noise std.
 CONFIDENCE = 0.999
 #: Relative tolerance of an eps or mu comparison.

@@ -28,6 +28,7 @@ is computed at. A replay whose release changed kind (another oracle or step) is 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,9 @@ FIRST_REPLAYS, LATER_REPLAYS = 6, 2
 LATER_SCALE = 1e-4
 #: Tolerance of a move over the told sensitivity (rounding of two ways of summing one batch).
 RATIO_TOLERANCE = 1e-6
+#: Seconds the replays of later releases may take together (the first release's are always
+#: run); past them the remaining releases are not replayed and the outcome counts them skipped.
+REPLAY_SECONDS = 30.0
 
 
 class _Reached(Exception):
@@ -194,7 +198,11 @@ def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarra
         int(np.prod(np.shape(data)[1:])) or 1)
     keys = _row_keys(data, direction)
     order = np.argsort(keys, kind="stable")
+    t0 = time.perf_counter()
     for i in sampled_releases(made, seed):
+        if i > 0 and time.perf_counter() - t0 > REPLAY_SECONDS:
+            skipped += 1
+            continue
         e = events[i]
         j = _record_index(run, i, keys, order, direction)
         if j is None:
