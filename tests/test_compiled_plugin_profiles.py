@@ -277,7 +277,7 @@ def test_built_in_problems_never_print_the_line(compiled_steps, capsys):
 
 
 def test_a_d1_differing_in_python_from_the_compiled_one_is_caught(plugins):
-    """An instance's own d1 is refused; and the check at 56 points finds a Python d1 one ulp
+    """An instance's own d1 is refused; and the check at 60 points finds a Python d1 one ulp
     off the compiled one (the check itself, on such a profile)."""
     pr = get_problem("two_point_valley", d=10)
     got = compiled_profiles.o2_profile(pr)
@@ -289,6 +289,7 @@ def test_a_d1_differing_in_python_from_the_compiled_one_is_caught(plugins):
     assert why == "its d1 at u=0.0 is 5e-324 (float) in Python but 0.0 compiled", why
     del pr.profile.d1
     assert compiled_profiles._check(pr.profile, fn, got.addr) is None
+    assert len(compiled_profiles._POINTS) == 60  # as problems/README.md says
 
 
 def test_a_d1_raising_mid_run_hands_the_step_back_and_raises_as_the_loop(plugins, compiled_steps):
@@ -356,3 +357,25 @@ def test_the_cli_runs_the_plugin_as_hard_valley_and_a_broken_one_says_why(plugin
     for problem in ("two_point_valley", "pv_python"):
         got = out[problem][0]
         assert got["metrics"] == ref["metrics"] and got["curve"] == ref["curve"]
+
+
+def test_threads_running_the_plugin_and_a_numpy_profile_keep_their_own_d1(plugins):
+    """A Dask worker runs cells in threads and the compiled steps release the GIL: the plugin's
+    addressed d1 and hard_ramp's object mode one side by side give each run's own numbers."""
+    import threading
+
+    kw = {"b": 10**6, "B": 10**6, "T": 1000, **FIXED}
+    want = {p: _run(p, "tree_spider", kw, compiled=False)[0] for p in ("two_point_valley", "hard_ramp")}
+    got = {}
+
+    def one(problem):
+        got[problem] = _run(problem, "tree_spider", kw)[0]
+
+    for _ in range(2):
+        threads = [threading.Thread(target=one, args=(p,)) for p in want]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for p, tr in want.items():
+            assert got[p].iterates.tobytes() == tr.iterates.tobytes(), p

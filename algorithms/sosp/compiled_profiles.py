@@ -17,7 +17,7 @@ called by its address (`_call_address`, an intrinsic: an address is a plain int6
 wrapper catches a raise and flags it; the kernel then hands that step to Python, which raises
 it as the Python loop does. Before a run uses it, `o2_profile` checks that the function is a
 plain `numba.njit` one (no fastmath), returns float64 for (float64, float64 array) and gives
-Python's floats at 56 points (bit for bit; once per process, function and parameters).
+Python's floats at 60 points (bit for bit; once per process, function and parameters).
 Anything else runs the Python loop, and a plugin problem says so once per process in one line
 on stderr naming the problem and the reason (`report_fallback`).
 """
