@@ -253,14 +253,37 @@ _FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"},
            "rank": {"rank"}}
 
 
-def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[str, Any]]:
+#: What decides a verdict when the forecast says a window is not in regime (issue 46, item 4:
+#: the dry run forecast "floor" where the fit then read "in regime", without a word).
+ADVISORY = ("advisory only: what decides the verdict is the fit's regime gate on the measured "
+            "data after the run, its ceiling / floor flags in `dprates fit`, which may read "
+            "\"in regime\"")
+RULES_GATE = ("its floor gates the verdict, together with the fit's regime gate on the measured "
+              "data in `dprates fit`")
+
+
+def who_decides(forecast: str, source: str) -> str:
+    """The note a failing forecast carries in the dry run: which check decides the verdict.
+    Only a floor from the Spiders' own rules gates it (`gate_flags`); anything from the claim's
+    terms with constants at 1 is advisory."""
+    if not forecast or forecast == "in regime":
+        return ""
+    if source.startswith("the rules'") and "floor: the rules'" in forecast:
+        return RULES_GATE + ("; its ceiling is " + ADVISORY if "ceiling" in forecast else "")
+    return ADVISORY
+
+
+def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any,
+                 say_who_decides: bool = True) -> list[dict[str, Any]]:
     """The regime forecast of one declared fit over a spec's cells: one row per curve the fit
     draws (algorithm, problem, instance and whatever of d, eps the fit's x does not fold), with
     its design points in the window, the verdict ("in regime" or why not), the largest n at
     which the claim first binds over the curve's settings (`binding_n`), where its two terms
     cross (`crossover_n`, at the curve's first setting) and what the balance rests on
     (`source`: the Spiders' own budget rules in the samples-to-target view, else the claim's
-    terms with constants at 1). `metric_of(fit, algorithm)` names the metric the fit measures."""
+    terms with constants at 1). `metric_of(fit, algorithm)` names the metric the fit measures.
+    `say_who_decides`: a failing forecast ends with which check decides the verdict in
+    parentheses (`who_decides`; the dry run prints it; the claims tables' column omits it)."""
     from algorithms import get_algorithm
     from problems import get_problem, get_problem_class
 
@@ -338,7 +361,9 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any) -> list[dict[st
         d0, eps0, pp0 = settings[0]
         reason = forecast_reason(pts, min(starts), metric, math.isfinite(eps0), balance)
         cross = crossover_n(claim, d0, eps0, getattr(instance(prob_name, d0, pp0), "rank", None))
-        rows.append({**row, "points": len(pts), "forecast": reason or "in regime",
+        note = who_decides(reason, source) if say_who_decides else ""
+        rows.append({**row, "points": len(pts),
+                     "forecast": (reason + f" ({note})" if note else reason) or "in regime",
                      "binding_n": max(binds), "crossover_n": math.nan if cross is None else cross,
                      "source": source})
     return rows
@@ -360,7 +385,7 @@ def forecast_group(fit: Any, points: Any, calibration: str, metric_of: Any) -> d
             n=None if fit.view == "sample_complexity" else r["n"], d=int(r["d"]),
             eps=float(r["eps"]), delta=float(r["delta"]), calibration=calibration,
             target_alpha=None if target is None else float(target)))
-    rows = forecast_fit(_without_where(fit), cells, metric_of)
+    rows = forecast_fit(_without_where(fit), cells, metric_of, say_who_decides=False)
     if not rows:
         return {"forecast": "", "forecast_source": "", "binding_n": math.nan, "crossover_n": math.nan}
     row = next((r for r in rows if r["forecast"] != "in regime"), rows[0])

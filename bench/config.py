@@ -317,10 +317,8 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         if mode not in FIT_MODES:
             raise _where(f"fit[{i}].mode", mode, f"must be one of {', '.join(FIT_MODES)}")
         where = _param_table(f"fit[{i}].where", f.get("where"))
-        for k in where:
-            if k not in ("problem", "algorithm", "d", "eps", "delta", "n", "target_alpha"):
-                raise SpecError(f"fit[{i}].where.{k} is an unknown key: allowed are problem, "
-                                "algorithm, d, eps, delta, n, target_alpha")
+        _check_keys(where, {"problem", "algorithm", "d", "eps", "delta", "n", "target_alpha"},
+                    f"fit[{i}].where")
         fit = FitSpec(name=f["name"], view=f["view"], x=f["x"], y=y,
                       window=(float(w[0]), float(w[1])), mode=mode,
                       where={k: canonical_number(v) for k, v in where.items()})

@@ -28,6 +28,23 @@ def start_metric(problem: str, d: int, params: dict, metric: str) -> tuple[float
     return float(np.linalg.norm(prob.population_grad(prob.x0))), "||grad F(x0)||"
 
 
+def target_at_start(problem: str, d: int, params: dict, target: float, metric: str,
+                    users: str, cache: dict | None = None) -> str:
+    """"" when `target` is below the start's value of `metric`, else why it measures nothing
+    (the text after "<parameter>=<value> ..." in the one-line refusal the spec check and
+    `dprates run --target-alpha` share)."""
+    key = (problem, d, repr(sorted(params.items())), metric)
+    cache = {} if cache is None else cache
+    if key not in cache:
+        cache[key] = start_metric(problem, d, params, metric)
+    start, what = cache[key]
+    if target < start:
+        return ""
+    return (f"at or above the start's {what} = {start:.3g} on {problem} (d={d}; the metric of "
+            f"{users}), so the target is met at step 0 and measures nothing; targets must be "
+            f"< {start:.3g}")
+
+
 def _check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
                                alg_list: list[dict]) -> None:
     """Refuse a target at or above the start's value of the metric it targets: such a cell
@@ -42,18 +59,11 @@ def _check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
             for ta in grid["target_alpha"]:
                 params = problems.instance_params(prob["name"], prob["params"], ta)
                 for metric in metrics:
-                    key = (prob["name"], d, repr(sorted(params.items())), metric)
-                    if key not in cache:
-                        cache[key] = start_metric(prob["name"], d, params, metric)
-                    start, what = cache[key]
-                    if ta >= start:
-                        users = ", ".join(a["name"] for a in alg_list
-                                          if claim_metric(a["name"]) == metric)
-                        raise SpecError(
-                            f"grid.target_alpha contains {ta:g}: at or above the start's {what} = "
-                            f"{start:.3g} on {prob['name']} (d={d}; the metric of {users}), so "
-                            f"the target is met at step 0 and measures nothing; targets must be "
-                            f"< {start:.3g}")
+                    users = ", ".join(a["name"] for a in alg_list
+                                      if claim_metric(a["name"]) == metric)
+                    why = target_at_start(prob["name"], d, params, ta, metric, users, cache)
+                    if why:
+                        raise SpecError(f"grid.target_alpha contains {ta:g}: {why}")
 
 
 def _same(a: Any, b: Any) -> bool:

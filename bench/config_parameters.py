@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.config_values import SpecError
+from bench.config_values import SpecError, did_you_mean
 
 
 def problem_parameters(name: str) -> dict[str, Any]:
@@ -45,8 +45,9 @@ def check_problem_params(name: str, params: dict[str, Any], where: str) -> None:
         if k not in allowed and k != "d":
             shown = ", ".join(allowed) or "none"
             at = f"{where} {k}={v!r}" if where.startswith("--") else f"{where}.{k}={v!r}"
-            raise SpecError(f"{at} is invalid: {name} has no parameter {k!r}; its "
-                            f"parameters are {shown} (`dprates list --params {name}`)")
+            raise SpecError(f"{at} is invalid: {name} has no parameter {k!r}"
+                            f"{did_you_mean(k, allowed)}; its parameters are {shown} "
+                            f"(`dprates list --params {name}`)")
 
 
 def default_data_mode(problem: str, algorithm: str) -> str:

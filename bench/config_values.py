@@ -4,8 +4,10 @@ delta of a cell they give (`bench.config` parses a whole spec with them)."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -17,14 +19,20 @@ def _where(key: str, value: Any, allowed: str) -> SpecError:
     return SpecError(f"{key}={value!r} is invalid: {allowed}")
 
 
+def did_you_mean(key: str, allowed: Iterable[str]) -> str:
+    """' (did you mean "x"?)' for the allowed names closest to a typo (difflib), else ""."""
+    close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
 def _check_keys(table: Any, allowed: set[str], where: str) -> None:
     if not isinstance(table, dict):
         raise _where(where, table, "must be a table")
     for key in table:
         if key not in allowed:
-            raise SpecError(f"{where}.{key} is an unknown key: allowed are {', '.join(sorted(allowed))}"
-                            if where else
-                            f"{key} is an unknown key: allowed are {', '.join(sorted(allowed))}")
+            at = f"{where}.{key}" if where else str(key)
+            raise SpecError(f"{at} is an unknown key{did_you_mean(key, allowed)}: allowed are "
+                            f"{', '.join(sorted(allowed))}")
 
 
 def _is_number(v: Any) -> bool:

@@ -52,6 +52,22 @@ def cell_seeds(seed: int) -> tuple[np.random.SeedSequence, np.random.Generator]:
             np.random.default_rng(np.random.SeedSequence([seed, 1])))
 
 
+def check_target(algorithm: str, problem: str, d: int, problem_params: dict[str, Any] | None,
+                 target: float | None, name: str = "target_alpha") -> None:
+    """Refuse, before any work, a target at or above the start's value of the algorithm's
+    claim metric (met at step 0: samples_to_target 0 measures nothing), with the spec check's
+    line (`bench.config_grid_checks.target_at_start`); `name` is the parameter as given."""
+    if target is None:
+        return
+    from bench.config_grid_checks import target_at_start
+    from problems import instance_params
+
+    params = instance_params(problem, problem_params, float(target))
+    why = target_at_start(problem, d, params, float(target), claim_metric(algorithm), algorithm)
+    if why:
+        raise ValueError(f"{name}={float(target):g} is invalid: {why}")
+
+
 def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
              delta: float = 1e-6, seed: int = 0, params: dict[str, Any] | None = None,
              problem_params: dict[str, Any] | None = None, calibration: str = "tight",
@@ -85,6 +101,7 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"n={n!r} is invalid: must be an integer >= 1")
     alg = cls(**(params or {}))
+    check_target(algorithm, problem, d, problem_params, alg.overrides.get("target_alpha"))
     if data_seed is None or rng is None:
         data_seed, rng = cell_seeds(seed)
     if data == "counts":

@@ -24,8 +24,10 @@ visit many times (it materializes the first n records of the stream, so n must b
 
 from __future__ import annotations
 
+import difflib
 import math
 import time
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -99,7 +101,9 @@ class FirstOrderAlgorithm:
             out[key] = value
         for key, value in overrides.items():
             if key not in allowed:
-                raise ValueError(f"parameter {key}={value!r} is invalid for {self.name}: "
+                close = difflib.get_close_matches(key, allowed, n=2, cutoff=0.6)
+                hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+                raise ValueError(f"parameter {key}={value!r} is invalid for {self.name}{hint}: "
                                  f"allowed: {', '.join(allowed)}")
             try:
                 v = float(value)
@@ -161,12 +165,25 @@ class FirstOrderAlgorithm:
                              "needs a finite sample (give n)")
         p = self.resolve_params(problem, n, privacy)
         deadline = time.perf_counter() + time_limit if time_limit else math.inf
-        return self._run(problem, stream, n, privacy, rng, p, deadline, probe, monitor)
+        traj = self._run(problem, stream, n, privacy, rng, p, deadline, probe, monitor)
+        if self.setting == "empirical" and getattr(traj, "sample", None) is None:
+            msg = missing_sample_warning(self.name)
+            traj.warnings.append(msg)
+            warnings.warn(msg, UserWarning, stacklevel=2)
+        return traj
 
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
         raise NotImplementedError
+
+
+def missing_sample_warning(name: str) -> str:
+    """The warning of an empirical algorithm whose trajectory keeps no sample: its empirical
+    metrics (emp_grad_*, emp_alpha_*) need the records it optimized and are left empty."""
+    return (f"{name} optimizes the empirical risk of its n records (setting 'empirical') but "
+            "returned no sample: pass them to TrajectoryBuilder.build(..., sample=...), else "
+            "emp_grad_best / _last / _selected and emp_alpha_* are empty (NaN) for this run")
 
 
 def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:

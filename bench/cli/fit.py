@@ -8,6 +8,61 @@ import sys
 
 from bench.cli.stores import varying_columns
 
+#: The verdict of a fit row whose algorithm declares no claim on the fit's metric (an ablation
+#: such as tree_spider): there is nothing to be inconclusive about.
+NO_CLAIM = "no claim"
+#: What each mode of a fit row is (printed under `dprates fit`'s table).
+MODE_NOTE = ("mode: theory = the parameter rules as written (every knob at its theory default); "
+             "tuned = per x the knob setting of the spec's grid that does best (the envelope); "
+             "fixed = the spec's fixed parameters. The row marked \"decides\" in column "
+             "\"page 1\" is the one the report's page 1 (claims summary) reads the claim's "
+             "verdict from: the fit's declared mode first, then a row in regime")
+
+
+def mark_no_claim(table):
+    """`verdict` "no claim" (not "inconclusive") on rows with no predicted exponent whose
+    algorithm declares no claim on the row's metric (`NO_CLAIM`)."""
+    from algorithms import get_algorithm
+
+    if table is None or not len(table) or "predicted" not in table:
+        return table
+    def claimless(alg: str, metric: str) -> bool:
+        try:
+            claims = getattr(get_algorithm(alg), "claims", ())
+        except ValueError:  # a plugin not loaded
+            return False
+        return not any(c.metric == metric for c in claims)
+
+    out = table.copy()
+    metric = out["metric"] if "metric" in out else [""] * len(out)
+    no = [v == "inconclusive" and not (isinstance(p, (int, float)) and p == p) and claimless(a, m)
+          for v, p, a, m in zip(out["verdict"], out["predicted"], out["algorithm"], metric,
+                                strict=True)]
+    out.loc[no, "verdict"] = NO_CLAIM
+    return out
+
+
+def deciding_rows(claims) -> list[bool]:
+    """Per fit row, True for the row page 1 of the report reads its claim's verdict from
+    (`analysis.report.tables.claims_summary`'s ranking: measured, in regime, the fit's declared
+    mode, hard problem first)."""
+    import pandas as pd
+
+    from analysis.report.tables import _rank
+
+    marks = [False] * len(claims)
+    if "metric" not in claims:
+        return marks
+    pos = {ix: i for i, ix in enumerate(claims.index)}
+    for (_alg, _metric), hits in claims.groupby(["algorithm", "metric"], sort=False):
+        if (hits["verdict"] == NO_CLAIM).all():
+            continue
+        ranked = sorted(((_rank(pd.Series({**r, "_order": k})), ix)
+                         for k, (ix, r) in enumerate(hits.to_dict("index").items())),
+                        key=lambda t: t[0])
+        marks[pos[ranked[0][1]]] = True
+    return marks
+
 
 def _print_claims(claims) -> None:
     import pandas as pd
@@ -17,7 +72,10 @@ def _print_claims(claims) -> None:
     if claims is None or not len(claims):
         print("no declared fit has data (is the sweep finished? does the spec declare [[fit]]?)")
         return
+    claims = mark_no_claim(claims)
     disp = claims_display(claims)
+    at = list(disp.columns).index("mode") + 1 if "mode" in disp else len(disp.columns)
+    disp.insert(at, "page 1", ["decides" if m else "" for m in deciding_rows(claims)])
     with pd.option_context("display.width", 200, "display.max_columns", 30,
                            "display.max_colwidth", 40):
         print(disp.to_string(index=False))
@@ -30,6 +88,7 @@ def _print_claims(claims) -> None:
         for part, k in counts.items():
             print(f"  [{k}] {part}")
     print_forecast_counts(claims)
+    print(MODE_NOTE + ".")
     for line in direction_lines(list(zip(claims["view"], claims["x"], strict=True))):
         print(f"what faster / slower mean: {line}")
 
@@ -98,7 +157,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 "n_design", "dropped_design"]
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     else:
-        table = claims_table(open_store_data(args.store), n_boot=args.boot)
+        table = mark_no_claim(claims_table(open_store_data(args.store), n_boot=args.boot))
         if args.format:
             from analysis.report.tables import claims_display, direction_lines, export
 

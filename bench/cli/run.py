@@ -51,6 +51,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     problems.get_problem_class(args.problem)  # an unknown name: one line with the allowed ones
     check_problem_params(args.problem, parse_assignments(args.problem_param, "--problem-param"),
                          "--problem-param")
+    from bench.single_run import check_target
+
+    problems.get_problem(args.problem, d=args.d)  # a bad d: the problem's own line first
+    check_target(args.algorithm, args.problem, args.d,
+                 parse_assignments(args.problem_param, "--problem-param"), args.target_alpha,
+                 "--target-alpha")
     res = run_cell(args.algorithm, args.problem, n, args.d, args.eps, delta=args.delta,
                    seed=args.seed, params=params,
                    problem_params=parse_assignments(args.problem_param, "--problem-param"),
