@@ -46,9 +46,55 @@ def term(text: str, **exponents: float) -> RateTerm:
     return RateTerm(tuple(sorted(exponents.items())), text)
 
 
+#: Quantities whose logarithm a claim's O~ may hide, as `analysis.verdict_engine` evaluates them
+#: at a design point: T the rules' horizon (their `theory_params`' "T"), 1/alpha the target (or
+#: the measured value in the error view), d, 1/delta, n, n eps, 1/eps, rank.
+LOG_QUANTITIES = ("T", "1/alpha", "d", "1/delta", "n", "n eps", "1/eps", "rank")
+
+
+@dataclass(frozen=True)
+class LogFactor:
+    """A log factor a claim's O~ hides: (log quantity)^k with 0 <= k <= max_power, read from the
+    theorem or its proof (`source` says where). A verdict allows the measured curve any such k
+    (and a free constant) before it says "slower" or "faster"."""
+
+    quantity: str
+    max_power: float
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.quantity not in LOG_QUANTITIES:
+            raise ValueError(f"log quantity={self.quantity!r} is invalid: must be one of "
+                             f"{LOG_QUANTITIES}")
+        if not self.max_power > 0:
+            raise ValueError(f"max_power={self.max_power!r} is invalid: must be > 0")
+
+
+@dataclass(frozen=True)
+class RulesBound:
+    """The bound an algorithm's own parameter rules configure at one design point (its
+    `rules_bound` classmethod): the theorem's bound on the claim's metric with the rules' T,
+    step, batch and noise substituted and the problem's constants, knobs at 1, logs included.
+    `private` is the part that vanishes at eps = inf, `statistical` the rest; `source` names
+    the theorem / lemma the formula is from."""
+
+    private: float
+    statistical: float
+    source: str
+
+    @property
+    def total(self) -> float:
+        return self.private + self.statistical
+
+    @property
+    def private_share(self) -> float:
+        return self.private / self.total if self.total > 0 else float("nan")
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A rate claim: metric(output) <= sum of terms, up to constants and logs, w.h.p."""
+    """A rate claim: metric(output) <= sum of terms, up to constants and logs, w.h.p. `logs`:
+    the log factors the O~ hides (empty: none, or none declared yet)."""
 
     algorithm: str
     setting: str
@@ -57,6 +103,7 @@ class Claim:
     paper: str
     where: str  # theorem / corollary / table row
     note: str = ""
+    logs: tuple[LogFactor, ...] = ()
 
     def __post_init__(self) -> None:
         if self.setting not in SETTINGS:
