@@ -18,6 +18,7 @@ import platform
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -341,6 +342,9 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
                 cfg["n_jobs"] = -1
             else:
                 cfg = {"backend": "sequential"}
+            if progress and _first_compile(plan.pending):
+                print("compiling the kernels once, ~40 s (numba; cached on disk after) ...",
+                      file=sys.stderr, flush=True)
             bar = tqdm(total=len(plan.pending), disable=not progress, unit="cell",
                        desc=f"{spec.name}", dynamic_ncols=True)
             with joblib.parallel_config(**cfg):
@@ -362,6 +366,16 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
                        time.perf_counter() - t0, Path(store_path), failed)
 
 
+def _first_compile(cells: list[Cell]) -> bool:
+    """Whether these cells will compile the counts kernels first (a counts cell, and numba's
+    on-disk cache beside problems/counts/kernels.py still empty): the progress bar then sits
+    at 0 for the compile, so the sweep says so first."""
+    if os.environ.get("NUMBA_CACHE_DIR") or not any(c.data == "counts" for c in cells):
+        return False
+    cache = Path(__file__).resolve().parents[1] / "problems" / "counts" / "__pycache__"
+    return not any(cache.glob("kernels.*.nbi"))
+
+
 def privacy_checks(cells: list[Cell], quiet_failures: bool = False) -> dict[str, str]:
     """algorithm -> the `privacy_check` label its cells are stored with: "built-in" for the
     algorithms the test suite's three privacy layers cover; for a plugin, the sensitivity check
@@ -369,7 +383,6 @@ def privacy_checks(cells: list[Cell], quiet_failures: bool = False) -> dict[str,
     before any cell; an impossible check is reported on stderr and stored with every cell of
     that algorithm; a FAILED one is too, unless `quiet_failures` (the sweep then stops on it
     with one line of its own))."""
-    import sys
 
     from analysis.privacy_checks.plugin_checks import CHECK_RECORDS, builtin_label, check_plugin
 
