@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bench.cli.atlas import add_parser as add_atlas_parser
 from bench.cli.audit import cmd_audit
 from bench.cli.claims import cmd_claims, cmd_regate
 from bench.cli.compare import cmd_compare
@@ -205,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", default="reports/quick.pdf", help="report path (default reports/quick.pdf)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
+    add_atlas_parser(sub)
     return parser
 
 

@@ -1,0 +1,202 @@
+"""The atlas's maps (issue 45, point 2) and its crossovers, from the long table of
+`analysis.atlas`.
+
+One figure per (view, metric, problem, instance): x = the target (samples to target) or
+n eps / sqrt(d) (error at n), y = eps at the d with the most measured points, and a second
+panel with y = d at the eps with the most, where the data vary d. Each grid point is a square
+coloured by the algorithm with the best median, full colour where it wins (interval of the
+margin excludes 1), light where it does not, grey where fewer than two algorithms measured it;
+a dot marks a measured point. Crossovers (`crossovers`: the best median changes between adjacent
+measured x) are drawn as lines at the log-log interpolated crossing of the two algorithms'
+ratio, with a band from the same interpolation of its interval bounds.
+
+Hook for the sensitivity study (issue 43, not built yet): `ranges`, off by default, is a table
+with the point key columns (`analysis.atlas.KEY`) and a boolean `winner_changes`: whether the
+winner changes when the constants move within their ranges. Points where it is true are hatched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from analysis.atlas import KEY, SAMPLES, WINNER, _num, points_table
+
+LIGHT = 0.3
+A4_LANDSCAPE = (11.69, 8.27)
+
+
+def _root(f0: float, f1: float) -> float:
+    """Where a line from f0 (at 0) to f1 (at 1) crosses 0, clipped to [0, 1]."""
+    if not (math.isfinite(f0) and math.isfinite(f1)) or f0 == f1:
+        return 0.5 if not (math.isfinite(f0) and math.isfinite(f1)) else (1.0 if f0 > 0 else 0.0)
+    return min(1.0, max(0.0, f0 / (f0 - f1)))
+
+
+def _ratio(rows: pd.DataFrame, a: str, b: str) -> tuple[float, float, float]:
+    """Value of a over value of b at one point with its interval, from the ratios to the winner
+    (a or b is the winner there); NaN when one of them did not measure it."""
+    ra, rb = rows[rows["algorithm"] == a], rows[rows["algorithm"] == b]
+    if not len(ra) or not len(rb):
+        return math.nan, math.nan, math.nan
+    ra, rb = ra.iloc[0], rb.iloc[0]
+    if rb["pairing"] == "winner":
+        return float(ra["ratio"]), float(ra["ratio_low"]), float(ra["ratio_high"])
+    if ra["pairing"] == "winner":
+        with np.errstate(divide="ignore"):
+            return 1 / float(rb["ratio"]), 1 / float(rb["ratio_high"]), 1 / float(rb["ratio_low"])
+    return float(ra["value"] / rb["value"]), math.nan, math.nan
+
+
+def crossovers(table: pd.DataFrame) -> pd.DataFrame:
+    """Every change of the best median between adjacent measured x at one (view, metric,
+    problem, instance, d, eps): from / to algorithm, the two x, the crossing x (log-log
+    interpolation of to/from's ratio between them) and its band."""
+    pts = points_table(table)
+    pts = pts[pts["runner_up"] != ""]
+    out = []
+    for key, g in pts.groupby(KEY[:6], sort=True):
+        g = g.sort_values("x")
+        for (_, p0), (_, p1) in zip(g.iloc[:-1].iterrows(), g.iloc[1:].iterrows(), strict=True):
+            a, b = p0["winner"], p1["winner"]
+            if a == b:
+                continue
+            at0 = table[(table[KEY[:6]] == pd.Series(key, index=KEY[:6])).all(axis=1)]
+            r0, r1 = at0[np.isclose(at0["x"], p0["x"])], at0[np.isclose(at0["x"], p1["x"])]
+            # log(value_b / value_a): > 0 at p0 (a best), < 0 at p1 (b best)
+            f0, l0, h0 = (np.log(v) if v > 0 else math.nan for v in _ratio(r0, b, a))
+            f1, l1, h1 = (np.log(v) if v > 0 else math.nan for v in _ratio(r1, b, a))
+            u0, u1 = math.log(p0["x"]), math.log(p1["x"])
+            at = [math.exp(u0 + _root(f, h) * (u1 - u0)) for f, h in ((f0, f1), (l0, l1), (h0, h1))]
+            out.append({**dict(zip(KEY[:6], key, strict=True)), "from": a, "to": b,
+                        "x0": p0["x"], "x1": p1["x"], "x_cross": at[0],
+                        "x_low": min(at[1], at[2]), "x_high": max(at[1], at[2]),
+                        "significant": p0["reading"] == WINNER and p1["reading"] == WINNER})
+    return pd.DataFrame(out, columns=[*KEY[:6], "from", "to", "x0", "x1", "x_cross", "x_low",
+                                      "x_high", "significant"])
+
+
+def crossover_lines(cx: pd.DataFrame) -> list[str]:
+    """One line per crossover."""
+    lines = []
+    for _, c in cx.iterrows():
+        x = "target" if c["view"] == SAMPLES else "n"
+        lines.append(f"crossover: {c['metric']} on {c['problem']} d={c['d']:g} eps={c['eps']:g}: "
+                     f"{c['from']} best at {x}={c['x0']:g}, {c['to']} at {x}={c['x1']:g}; crossing "
+                     f"near {x}={_num(c['x_cross'])} [{_num(c['x_low'])}, {_num(c['x_high'])}]"
+                     + ("" if c["significant"] else " (not significant at both ends)"))
+    return lines
+
+
+def _x(view: str, x: np.ndarray, d: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """The map's x: the target, or n eps / sqrt(d) in the error view."""
+    return np.asarray(x, float) if view == SAMPLES else np.asarray(x, float) * eps / np.sqrt(d)
+
+
+def _hatched(pts: pd.DataFrame, ranges: pd.DataFrame | None) -> np.ndarray:
+    if ranges is None or not len(pts):
+        return np.zeros(len(pts), bool)
+    keys = {tuple(r[k] for k in KEY) for _, r in ranges[ranges["winner_changes"].astype(bool)].iterrows()}
+    return np.array([tuple(r[k] for k in KEY) in keys for _, r in pts.iterrows()], bool)
+
+
+def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colours: dict,
+           ranges: pd.DataFrame | None) -> None:
+    view = pts["view"].iloc[0]
+    xs = _x(view, pts["x"].to_numpy(), pts["d"].to_numpy(float), pts["eps"].to_numpy(float))
+    ys = pts[yname].to_numpy(float)
+    measured = (pts["runner_up"] != "").to_numpy()
+    for i, (_, p) in enumerate(pts.iterrows()):
+        if measured[i] and p["winner"]:
+            colour, alpha = colours[p["winner"]], 1.0 if p["reading"] == WINNER else LIGHT
+        else:
+            colour, alpha = "lightgrey", 0.6
+        ax.scatter([xs[i]], [ys[i]], s=420, marker="s", color=colour, alpha=alpha, lw=0)
+    hatch = _hatched(pts, ranges)
+    if hatch.any():
+        ax.scatter(xs[hatch], ys[hatch], s=420, marker="s", facecolor="none", edgecolor="k",
+                   hatch="///", lw=0)
+    ax.scatter(xs[measured], ys[measured], s=8, color="k", zorder=3)
+    for _, c in cx.iterrows():
+        y = float(c[yname])
+        conv = (1.0 if view == SAMPLES else float(c["eps"]) / math.sqrt(float(c["d"])))
+        ax.plot([c["x_cross"] * conv] * 2, [y / 1.3, y * 1.3], color="k", lw=1.5,
+                ls="-" if c["significant"] else "--")
+        ax.fill_betweenx([y / 1.3, y * 1.3], c["x_low"] * conv, c["x_high"] * conv, color="k",
+                         alpha=0.12, lw=0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("target " + pts["metric"].iloc[0] if view == SAMPLES else "n eps / sqrt(d)")
+    ax.set_ylabel(yname)
+    ax.margins(0.15)
+
+
+def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
+                  ) -> list[tuple[str, plt.Figure]]:
+    """(name, figure) per (view, metric, problem, instance) of the long table; `ranges`: the
+    sensitivity hook of the module docstring (None: nothing hatched)."""
+    from matplotlib.patches import Patch
+
+    pts_all, cx_all = points_table(table), crossovers(table)
+    out = []
+    for (view, metric, problem, instance), pts in pts_all.groupby(KEY[:4], sort=True):
+        cx = cx_all[(cx_all["view"] == view) & (cx_all["metric"] == metric)
+                    & (cx_all["problem"] == problem) & (cx_all["instance"] == instance)]
+        algs = sorted({a for a in pts["winner"] if a} | set(
+            table[(table["view"] == view) & (table["metric"] == metric)
+                  & (table["problem"] == problem)]["algorithm"]))
+        cmap = plt.get_cmap("tab10")
+        colours = {a: cmap(i % 10) for i, a in enumerate(algs)}
+        measured = pts[pts["runner_up"] != ""]
+        count = measured if len(measured) else pts
+        d_ref = count["d"].value_counts().idxmax()
+        eps_ref = count["eps"].value_counts().idxmax()
+        two = pts["d"].nunique() > 1
+        fig, axes = plt.subplots(1, 2 if two else 1, figsize=A4_LANDSCAPE, squeeze=False)
+        inst = f" {instance}" if instance else ""
+        fig.suptitle(f"Atlas: {metric} on {problem}{inst}, {view}\nfull colour: winner (margin's "
+                     "95% CI excludes 1); light: best median, not significant; grey: not measured; "
+                     "lines: crossovers (dashed: not significant), band: their interval",
+                     fontsize=9)
+        a0 = axes[0][0]
+        _panel(a0, pts[np.isclose(pts["d"], d_ref)], cx[np.isclose(cx["d"], d_ref)], "eps",
+               colours, ranges)
+        a0.set_title(f"y = eps at d={d_ref:g}", fontsize=9)
+        if two:
+            a1 = axes[0][1]
+            _panel(a1, pts[np.isclose(pts["eps"], eps_ref)], cx[np.isclose(cx["eps"], eps_ref)],
+                   "d", colours, ranges)
+            a1.set_title(f"y = d at eps={eps_ref:g}", fontsize=9)
+        handles = [Patch(color=colours[a], label=a) for a in algs]
+        handles.append(Patch(color="lightgrey", label="not measured"))
+        if ranges is not None:
+            handles.append(Patch(facecolor="none", edgecolor="k", hatch="///",
+                                 label="winner changes within the constant ranges"))
+        fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=8)
+        fig.subplots_adjust(bottom=0.2, top=0.86)
+        name = f"atlas_{metric}_{problem}" + ("_error" if view != SAMPLES else "") + \
+            (f"_{hashlib.sha1(instance.encode()).hexdigest()[:6]}" if instance else "")
+        out.append((name, fig))
+    return out
+
+
+def save_maps(table: pd.DataFrame, directory: str | Path, ranges: pd.DataFrame | None = None
+              ) -> list[Path]:
+    """Write every map of the atlas as a PNG in `directory`; the paths written."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, fig in atlas_figures(table, ranges):
+        path = directory / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
