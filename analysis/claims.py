@@ -35,10 +35,13 @@ from analysis.predictions import (
     fit_metric,
     matching_claim,
     predicted_slope,
-    rules_prediction,
 )
 from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
-from analysis.verdicts import NOT_MEASURED, UP_TO_LOGS, apply_gate
+from analysis.verdict_engine.decide import decide
+from analysis.verdict_engine.design import design_from_points
+from analysis.verdict_engine.one_model import claim_verdicts
+from analysis.verdict_engine.rules_curve import rules_curve
+from analysis.verdicts import NO_CLAIM, NOT_MEASURED, apply_gate
 from problems import character as problem_character
 
 
@@ -114,20 +117,26 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                                          row.get("ci_low", math.nan), row.get("ci_high", math.nan),
                                          data.cells.set_index("key").reindex(sub["key"]).assign(
                                              x=sub["x"].to_numpy()))
-        rules = rules_prediction(sub, fit, data.spec.calibration)
-        rules_verdict = verdicts.verdict(res, rules, fit.view, fit.x) if math.isfinite(rules) else ""
-        if verdict.endswith("than claimed") and rules_verdict == "consistent":
-            verdict = UP_TO_LOGS
+        if predicted is None and matching_claim(cls, metric) is None:
+            verdict = NO_CLAIM
         # The regime gate (issue 28, point 1) is applied to the whole table below, from the
         # flags: one code path for fresh fits and for a claims CSV read back.
         row.update(fit=fit.name, metric=metric, where=", ".join(f"{k}={v}" for k, v in fit.where.items()),
                    view=fit.view, mode=mode, predicted=predicted,
-                   rules_predicted=rules, rules_verdict=rules_verdict,
                    character=problem_character(group["problem"]), spec=data.spec.name,
                    verdict=verdict,
                    flags="; ".join(flags), advisory=advisory, claimed_rate=cls.claimed_rate,
                    median_steps=float(sub["n_steps"].median()),
                    median_first_o1=float(sub["first_o1_batch"].median()), **forecast)
+        # The verdict engine (issue 42): logs, rules, envelope, window spread, privacy share.
+        design = design_from_points(sub, res.chosen if fit.view == "sample_complexity" or
+                                    mode == "tuned" else None)
+        rules = rules_curve(design, fit.view, data.spec.calibration) if len(design) else None
+        row.update(decide(row, design, matching_claim(cls, metric), rules, rng))
+        rules = row.get("rules_predicted", math.nan)
+        row["rules_verdict"] = (verdicts.verdict({"ci_low": row["ci_low"], "ci_high": row["ci_high"],
+                                                  "x": fit.x}, rules, fit.view, fit.x)
+                                if isinstance(rules, float) and math.isfinite(rules) else "")
         rows.append(row)
     return apply_gate(pd.DataFrame(rows))
 
@@ -210,7 +219,7 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame()
-    table = pd.concat(frames, ignore_index=True)
+    table = claim_verdicts(pd.concat(frames, ignore_index=True))
     # Every fit table marks the algorithms whose privacy is not verified (plugins whose check
     # failed or could not run: analysis.privacy_checks.plugin_checks); "" for the others.
     unverified = unverified_algorithms(data.cells)

@@ -61,6 +61,8 @@ UP_TO_LOGS = "consistent up to the rules' log factors"
 NOT_IN_REGIME = "not in regime"
 #: The verdict of a claim no window can test (its bound binds only past the budget).
 OUT_OF_REACH = "out of reach"
+#: The verdict of a fit of an algorithm that declares no claim on the fit's metric.
+NO_CLAIM = "no claim"
 #: The verdict of a declared claim that no fit measures.
 NOT_MEASURED = "not measured"
 #: The flags that fail the regime gate: where the window touches the start (ceiling) or the

@@ -1,0 +1,128 @@
+"""One fit row's verdict from the whole engine, in a fixed order (`decide`):
+
+1. no prediction: the row keeps its verdict ("no claim" / "inconclusive");
+2. the CI (seeds' bootstrap widened by the window spread) wider than MAX_CI_WIDTH:
+   "inconclusive";
+3. the privacy-share gate: the rules' median private share over the window below
+   PRIVATE_SHARE_MIN adds a floor flag, so the regime gate makes it "not in regime";
+4. the claim's slope inside the CI: "consistent";
+5. the claim times its declared logs with a power share t in [0, 1] fits (t's CI, widened by
+   its own window spread, meets [0, 1]): "consistent up to logs";
+6. the rules' own slope inside the CI: "consistent up to the rules' log factors" (the curve
+   follows the bound the implementation optimizes, not the stylized exponent);
+7. the local slopes approach the claim's into the regime: "approaches its bound from below";
+8. otherwise "slower / faster than claimed", "... even with logs" where logs were allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from algorithms.claims import Claim
+from analysis import verdicts
+from analysis.verdict_engine import bound_level, log_aware, log_factors, window
+from analysis.verdict_engine.design import Design
+from analysis.verdict_engine.rules_curve import PRIVATE_SHARE_MIN, RulesCurve, ratio_trend
+
+UP_TO_LOGS = "consistent up to logs"
+APPROACHES = "approaches its bound from below"
+EVEN_WITH_LOGS = " even with logs"
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}" if isinstance(v, (int, float)) and math.isfinite(v) else "-"
+
+
+def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: RulesCurve | None,
+           rng: np.random.Generator) -> dict[str, Any]:
+    """The engine's columns for one fit row (`row`: a `run_fit` row with exponent, ci_low,
+    ci_high, predicted, view, x, verdict, flags). Returns the updated columns: the verdict and
+    its reason, the CI the verdict reads (ci_low / ci_high) beside the seeds' (seed_ci_*), the
+    window spread, the log power share t, the bound's measured constant, the local slopes, the
+    rules' slope / ratio / private share (`rules`: `rules_curve` on the design, None for none)."""
+    view, x = row["view"], row["x"]
+    out: dict[str, Any] = {"seed_ci_low": row["ci_low"], "seed_ci_high": row["ci_high"]}
+    med = design.medians if len(design) else np.array([])
+    ly = np.log(med) if len(med) else med
+    if rules is not None:
+        ratio, trend = ratio_trend(design.x, med, rules)
+        share = rules.share
+        out.update(rules_predicted=rules.slope(design.x), rules_source=rules.source,
+                   rules_ratio=" ".join(_fmt(v) for v in ratio) if rules.available else "",
+                   rules_ratio_trend=trend,
+                   private_share=float(np.nanmedian(share)) if np.isfinite(share).any() else math.nan,
+                   private_share_min=float(np.nanmin(share)) if np.isfinite(share).any() else math.nan)
+    spread = window.drop_end_spread(design.x, ly, window.ols_slope) if len(design) else math.nan
+    est = row["exponent"]
+    lo, hi = window.widen(est, row["ci_low"], row["ci_high"], spread) if math.isfinite(est) else \
+        (row["ci_low"], row["ci_high"])
+    out.update(window_spread=spread, ci_low=lo, ci_high=hi)
+    p = row.get("predicted")
+    if p is None or not isinstance(p, (int, float)) or not math.isfinite(p) or claim is None:
+        return out
+    reg = log_factors.log_regressor(claim, design, view, x,
+                                    rules.horizon if rules is not None else None)
+    lp = log_aware.log_power_fit(design, p, reg.z, rng=rng)
+    t_spread = window.drop_end_spread(
+        design.x, ly, lambda xx, yy: _t_of(xx, yy, p, reg.z, design.x)) if reg.factors else math.nan
+    t_lo, t_hi = window.widen(lp.t, lp.t_low, lp.t_high, t_spread) if math.isfinite(lp.t) else \
+        (lp.t_low, lp.t_high)
+    c, c_at = bound_level.measured_constant(claim, design, view)
+    local, approaching = bound_level.approach(design.x, ly, p, x,
+                                              rules.share if rules is not None else None)
+    out.update(log_factors=reg.text, log_missing="; ".join(reg.missing), log_power=lp.t,
+               log_power_low=t_lo, log_power_high=t_hi, bound_constant=c, bound_at=c_at,
+               local_slopes=" ".join(_fmt(v) for v in local), approaching=approaching)
+    # The privacy-share gate: a floor flag, so the one regime gate (verdicts.apply_gate) acts.
+    share_med = out.get("private_share", math.nan)
+    if math.isfinite(share_med) and share_med < PRIVATE_SHARE_MIN:
+        flag = (f"floor: the rules' private share over the window (median {share_med:.2f}) is "
+                f"below {PRIVATE_SHARE_MIN:g}: the statistical term carries part of the slope")
+        out["flags"] = "; ".join(f for f in (row.get("flags", ""), flag) if f)
+    width = verdicts.MAX_CI_WIDTH.get(view, math.inf)
+    seed_ci = (f"{_fmt(est)} [{_fmt(lo)}, {_fmt(hi)}] (seeds [{_fmt(row['ci_low'])}, "
+               f"{_fmt(row['ci_high'])}], window spread {_fmt(spread)})")
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > width:
+        out.update(verdict="inconclusive", verdict_reason=f"CI {seed_ci} wider than {width:g}")
+        return out
+    if lo <= p <= hi:
+        out.update(verdict="consistent", verdict_reason=f"{seed_ci} covers {_fmt(p)}")
+        return out
+    if reg.factors and math.isfinite(t_lo) and t_lo <= 1 and t_hi >= 0:
+        out.update(verdict=UP_TO_LOGS, verdict_reason=(
+            f"{seed_ci} against {_fmt(p)}; {_fmt(p)} times {reg.text} fits with t = "
+            f"{_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}] of the declared powers"))
+        return out
+    rules_slope = out.get("rules_predicted", math.nan)
+    if math.isfinite(rules_slope) and lo <= rules_slope <= hi:
+        out.update(verdict=verdicts.UP_TO_LOGS, verdict_reason=(
+            f"{seed_ci} against {_fmt(p)}: it follows the rules' own slope {_fmt(rules_slope)} "
+            f"({out.get('rules_source', '')})"))
+        return out
+    if approaching:
+        out.update(verdict=APPROACHES, verdict_reason=(
+            f"secant {_fmt(est)} against {_fmt(p)}, but the local slopes "
+            f"{out['local_slopes']} move toward {_fmt(p)} as x moves into the regime"))
+        return out
+    base = verdicts.verdict({"ci_low": lo, "ci_high": hi, "x": x}, p, view, x, max_width=math.inf)
+    logs = f"; {reg.text} allows t in [0, 1], measured t = {_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}]" \
+        if reg.factors else "; the claim declares no log factor"
+    out.update(verdict=base + (EVEN_WITH_LOGS if reg.factors else ""),
+               verdict_reason=f"{seed_ci} against {_fmt(p)}{logs}")
+    return out
+
+
+def _t_of(xx: np.ndarray, yy: np.ndarray, p: float, z_all: np.ndarray, x_all: np.ndarray) -> float:
+    """t on a sub-window (the design points xx of x_all), for the window spread."""
+    if len(xx) < 3:
+        return math.nan
+    idx = np.searchsorted(x_all, xx)
+    z = z_all[idx]
+    zc = z - z.mean()
+    if float(zc @ zc) < 1e-12:
+        return math.nan
+    r = yy - p * np.log(xx)
+    return float((r - r.mean()) @ zc / float(zc @ zc))
