@@ -280,7 +280,7 @@ def filter_table(table: pd.DataFrame, metric: str | None = None, problem: str | 
         if not keep.any():
             shown = ", ".join(v if isinstance(v, str) else f"{v:g}" for v in have) or "none"
             raise ValueError(f"--{opt}={want!r} is invalid: the atlas holds {opt} {shown}"
-                             + (" (metrics measured by two or more algorithms on one instance)"
+                             + (" (the claim metrics of its design points)"
                                 if opt == "metric" else ""))
         table = table[keep]
     return table

@@ -58,8 +58,8 @@ def _ratio(rows: pd.DataFrame, a: str, b: str) -> tuple[float, float, float]:
 
 def crossovers(table: pd.DataFrame) -> pd.DataFrame:
     """Every change of the best median between adjacent measured x at one (view, metric,
-    problem, instance, d, eps): from / to algorithm, the two x, the crossing x (log-log
-    interpolation of to/from's ratio between them) and its band."""
+    problem, instance, d, eps), neither end a tie of medians: from / to algorithm, the two x,
+    the crossing x (log-log interpolation of to/from's ratio between them) and its band."""
     pts = points_table(table)
     pts = pts[pts["runner_up"] != ""]
     out = []
@@ -67,7 +67,7 @@ def crossovers(table: pd.DataFrame) -> pd.DataFrame:
         g = g.sort_values("x")
         for (_, p0), (_, p1) in zip(g.iloc[:-1].iterrows(), g.iloc[1:].iterrows(), strict=True):
             a, b = p0["winner"], p1["winner"]
-            if a == b:
+            if a == b or p0["margin"] == 1 or p1["margin"] == 1:  # a tie of medians: no best
                 continue
             at0 = table[(table[KEY[:6]] == pd.Series(key, index=KEY[:6])).all(axis=1)]
             r0, r1 = at0[np.isclose(at0["x"], p0["x"])], at0[np.isclose(at0["x"], p1["x"])]

@@ -28,6 +28,7 @@ from analysis.atlas import ERROR, NOT_MEASURED, SAMPLES, WINNER, _num, pairing_t
 from analysis.rates import LEVEL, N_BOOT
 
 AT_KEYS = ("n", "d", "eps")
+EXAMPLE = {"n": "1e8", "d": "10", "eps": "0.1"}
 
 
 def parse_at(text: str) -> dict[str, float]:
@@ -50,7 +51,7 @@ def parse_at(text: str) -> dict[str, float]:
             v = math.nan
         if not (v > 0 and (math.isfinite(v) or key == "eps")):
             raise ValueError(f"--at {key}={value!r} is invalid: must be a number > 0"
-                             + (" (or inf)" if key == "eps" else "") + f", e.g. {key}=10")
+                             + (" (or inf)" if key == "eps" else "") + f", e.g. {key}={EXAMPLE[key]}")
         out[key] = v
     if not out:
         raise ValueError(f"--at {text!r} is invalid: give KEY=VALUE pairs, KEY one of "
@@ -269,7 +270,7 @@ def recommend(table: pd.DataFrame, at: dict[str, float], target: float | None = 
         else:
             rec = _extrapolate(rec, g, at, x0, n_boot, seed + i)
         if view == SAMPLES and "n" in at and math.isfinite(rec.winner_value):
-            ok = rec.winner_value <= at["n"]
+            ok = rec.winner_value <= at["n"] * (1 + 1e-9)
             rec.budget = (f"n={at['n']:g} {'covers' if ok else 'is below'} {rec.winner}'s "
                           f"samples to the target ({_num(rec.winner_value)})")
         out.append(rec)

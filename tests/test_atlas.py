@@ -98,6 +98,9 @@ def test_a_planted_tie_reads_no_significant_winner(table):
     assert p["margin"] == pytest.approx(1.0) and p["margin_low"] < 1 < p["margin_high"]
     assert p["winner"] in (A, B)
     assert set(table[np.isclose(table["eps"], 1.0) & np.isclose(table["x"], 0.1)]["winner"]) == {""}
+    from analysis.atlas_map import crossovers
+
+    assert crossovers(table).empty  # a tie of medians has no best, so no crossover into it
 
 
 def test_points_one_algorithm_or_no_store_covers_read_not_measured(table):
@@ -223,6 +226,10 @@ def test_the_command_on_stores_and_its_csv(tmp_path, capsys):
     assert f": run {A}, 3x [3, 3] fewer samples than {B}" in line and line.endswith("; measured")
     assert main(["atlas", str(csv), "--at", "n=1e8,d=10,eps=0.5", "--target", "1e-3"]) == 0
     assert "; extrapolated: per-algorithm log-log fits" in capsys.readouterr().out
+    from bench.cli.atlas import write_atlas_csv
+
+    again = write_atlas_csv([a, b], tmp_path / "ref" / "atlas.csv", n_boot=200)
+    assert again.read_text() == csv.read_text()  # `make reference`'s call: the same file
     maps = tmp_path / "maps"
     assert main(["atlas", str(csv), "--maps", str(maps)]) == 0
     assert [p.name for p in maps.iterdir()] == ["atlas_alpha_sosp_hard_valley.png"]
@@ -235,7 +242,7 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys):
     for argv, msg in (
             ([csv, "--at", "x=1", "--target", "0.1"],
              "--at key 'x' (in 'x=1') is invalid: allowed keys are n, d, eps"),
-            ([csv, "--at", "n=lots"], "--at n='lots' is invalid: must be a number > 0"),
+            ([csv, "--at", "n=lots"], "--at n='lots' is invalid: must be a number > 0, e.g. n=1e8"),
             ([csv, "--at", "d=-3", "--target", "0.1"], "--at d='-3' is invalid: must be a number > 0"),
             ([csv, "--at", "n1e8"], "--at 'n1e8' is invalid: must be KEY=VALUE pairs"),
             ([csv, "--metric", "excess_risk"],
