@@ -132,7 +132,8 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         design = design_from_points(sub, res.chosen if fit.view == "sample_complexity" or
                                     mode == "tuned" else None)
         rules = rules_curve(design, fit.view, data.spec.calibration) if len(design) else None
-        row.update(decide(row, design, matching_claim(cls, metric), rules, rng))
+        row.update(decide(row, design, matching_claim(cls, metric), rules, rng,
+                          data.spec.calibration))
         rules = row.get("rules_predicted", math.nan)
         row["rules_verdict"] = (verdicts.verdict({"ci_low": row["ci_low"], "ci_high": row["ci_high"],
                                                   "x": fit.x}, rules, fit.view, fit.x)

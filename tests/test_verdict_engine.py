@@ -222,3 +222,22 @@ def test_one_model_per_claim_combines_the_fits_of_one_claim():
                           _fit_row("e", "eps", -3.0, -3.1, -2.9, -1.0, NOT_IN_REGIME,
                                    regime="floor: ...")])
     assert claim_verdicts(gated).iloc[0]["claim_verdict"] == "consistent"
+
+
+def test_edition_diff_says_which_verdicts_moved_and_why():
+    from analysis.verdict_engine.edition_diff import changes_markdown, verdict_changes
+
+    base = {"spec": "s", "mode": "theory", "problem": "hard_valley", "where": "", "eps": 0.1,
+            "d": 10.0, "declared": "True"}
+    old = pd.DataFrame([{**base, "fit": "f1", "algorithm": "a", "verdict": "slower than claimed"},
+                        {**base, "fit": "f2", "algorithm": "b", "verdict": "consistent"}])
+    new = pd.DataFrame([{**base, "fit": "f1", "algorithm": "a", "verdict": UP_TO_LOGS,
+                         "verdict_reason": "t = 0.5"},
+                        {**base, "fit": "f2", "algorithm": "b", "verdict": "consistent"},
+                        {**base, "fit": "f3", "algorithm": "c", "verdict": "faster than claimed even with logs"}])
+    ch = verdict_changes(old, new).set_index("algorithm")
+    assert ch.loc["a", "moved"] and "declared log factors" in ch.loc["a", "why"]
+    assert not ch.loc["b", "moved"] and ch.loc["b", "why"] == ""
+    assert ch.loc["c", "old verdict"] == "-" and "allowance" in ch.loc["c", "why"]
+    md = changes_markdown(verdict_changes(old, new))
+    assert md.startswith("2 of 3 declared fit rows changed verdict.")

@@ -3,7 +3,8 @@ writes the claims CSV beside it (`CSV_COLUMNS`).
 
 Pages, in order, each drawn by its own module of `analysis.report`: the claims summary
 (`summary_page`) and the headline figure (`headline_page`); title (spec, date, provenance, counts
-by status; `title_pages`); claims table, forest plots, every declared claim and path length
+by status; `title_pages`); claims table, forest plots, every declared claim (`claims_pages`); the
+local slopes of each fit still "than claimed" (`local_slopes_page`); path length
 (`claims_pages`); privacy (`privacy_page`); per store: its section divider (`title_pages`), one
 scaling page per declared fit and mode (`scaling_pages`), paired differences (`claims_pages`),
 seed 002's loss curves (`loss_curve_pages`) and private moments (`moment_pages`), trajectories of
@@ -37,6 +38,7 @@ from analysis.report.claims_pages import (
 )
 from analysis.report.headline_page import headline_page
 from analysis.report.layout import LayoutCheckedPdf, _text_page, _wrap
+from analysis.report.local_slopes_page import local_slopes_pages
 from analysis.report.loss_curve_pages import loss_curve_pages
 from analysis.report.methods_text import METHODS
 from analysis.report.moment_pages import moment_pages
@@ -52,7 +54,13 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "n_censored", "dropped_design", "se_ols", "r2", "method", "two_term_p",
                "two_term_ci_low", "two_term_ci_high", "two_term_verdict", "median_steps",
                "median_first_o1", "n_stuck", "alpha_x0", "alpha_top", "flags", "advisory", "forecast",
-               "forecast_source", "binding_n", "crossover_n", "d", "eps", "n"]
+               "forecast_source", "binding_n", "crossover_n", "d", "eps", "n",
+               # the verdict engine (issue 42): the CI the verdict reads is ci_low / ci_high
+               "seed_ci_low", "seed_ci_high", "window_spread", "verdict_reason", "log_factors",
+               "log_power", "log_power_low", "log_power_high", "log_missing", "bound_constant",
+               "bound_at", "local_slopes", "approaching", "rules_source", "rules_ratio",
+               "rules_ratio_trend", "private_share", "private_share_min", "claim_verdict",
+               "claim_fits", "claim_ratio", "claim_ratio_low", "claim_ratio_high", "rules_binding_n"]
 
 
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
@@ -93,6 +101,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             claims_page(pdf, claims)
             forest_page(pdf, claims, figdir)
         declared_claims_page(pdf, claims)
+        local_slopes_pages(pdf, claims, figdir)
         path_page(pdf, [path_table(d) for d in datas])
         privacy_page(pdf, datas)
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):

@@ -25,7 +25,12 @@ from algorithms.claims import Claim
 from analysis import verdicts
 from analysis.verdict_engine import bound_level, log_aware, log_factors, window
 from analysis.verdict_engine.design import Design
-from analysis.verdict_engine.rules_curve import PRIVATE_SHARE_MIN, RulesCurve, ratio_trend
+from analysis.verdict_engine.rules_curve import (
+    PRIVATE_SHARE_MIN,
+    RulesCurve,
+    ratio_trend,
+    rules_binding_n,
+)
 
 UP_TO_LOGS = "consistent up to logs"
 APPROACHES = "approaches its bound from below"
@@ -37,7 +42,7 @@ def _fmt(v: float) -> str:
 
 
 def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: RulesCurve | None,
-           rng: np.random.Generator) -> dict[str, Any]:
+           rng: np.random.Generator, calibration: str = "theory") -> dict[str, Any]:
     """The engine's columns for one fit row (`row`: a `run_fit` row with exponent, ci_low,
     ci_high, predicted, view, x, verdict, flags). Returns the updated columns: the verdict and
     its reason, the CI the verdict reads (ci_low / ci_high) beside the seeds' (seed_ci_*), the
@@ -49,6 +54,9 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     ly = np.log(med) if len(med) else med
     if rules is not None:
         ratio, trend = ratio_trend(design.x, med, rules)
+        start = row.get("alpha_x0", math.nan)
+        if view == "error" and isinstance(start, float) and rules.source:
+            out["rules_binding_n"] = rules_binding_n(design, calibration, start)
         share = rules.share
         out.update(rules_predicted=rules.slope(design.x), rules_source=rules.source,
                    rules_ratio=" ".join(_fmt(v) for v in ratio) if rules.available else "",

@@ -137,3 +137,25 @@ def ratio_trend(x: np.ndarray, measured: np.ndarray, rules: RulesCurve) -> tuple
     if len(x) < 2:
         return ratio, math.nan
     return ratio, float(np.polyfit(np.log(x), np.log(ratio), 1)[0])
+
+
+def rules_binding_n(design: Design, calibration: str, start: float, fraction: float = 0.1) -> float:
+    """The smallest n at which this algorithm's own rules' bound (error view, at the design's
+    first (d, eps, delta) and instance) falls to `fraction` of the start's metric: where the
+    algorithm, not the stylized claim, first says something. inf when no n up to 1e40 does (an
+    output that stalls, e.g. at ~1/log n, can reach it only at astronomically large n), NaN
+    where the family states no rules bound."""
+    if not len(design) or not (start > 0 and math.isfinite(start)):
+        return math.nan
+    r = design.context.iloc[0]
+    cls = get_algorithm(str(r["algorithm"]))
+    if getattr(cls, "family", "") == "sosp_spider":
+        return math.nan  # the Spiders' binding size comes from their sample budget (forecast)
+    problem = _problem(r)
+    privacy = Privacy(float(r["eps"]), float(r["delta"]), calibration)
+    try:
+        return _decreasing_root(lambda n: cls.rules_bound(problem, int(min(n, 1e18)), int(r["d"]),
+                                                          privacy).total - fraction * start,
+                                lo=2.0, hi=1e40)
+    except (NotImplementedError, AttributeError, ValueError, ZeroDivisionError, OverflowError):
+        return math.nan
