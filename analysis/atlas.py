@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -127,12 +128,27 @@ def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) ->
     return out
 
 
+def _claimed(algorithm: str) -> set[str]:
+    """The metrics an algorithm's claims are on (its default claim metric when it claims
+    nothing); every metric of the atlas for an algorithm not registered here (a plugin not
+    loaded)."""
+    from algorithms import get_algorithm
+    from analysis.predictions import claim_metric
+
+    try:
+        return {c.metric for c in get_algorithm(algorithm).claims} or {claim_metric(algorithm)}
+    except ValueError:
+        return set(METRIC_COLUMN)
+
+
 def atlas_table(cells: pd.DataFrame, n_boot: int = N_BOOT, knobs: str = "theory",
-                seed: int = 0) -> pd.DataFrame:
+                seed: int = 0, metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """The long table of the atlas from `bench.store.load` cells (a `store` column optional):
     one row per design point and algorithm (see the module docstring), sorted by point. Why
     long: it holds the per-point medians, ratios and intervals every later reading needs, so a
-    CSV of it (`write_csv`) stands in for the stores, which are not in the repository."""
+    CSV of it (`write_csv`) stands in for the stores, which are not in the repository.
+    `metrics`: the error view's metrics (default: those the group's algorithms claim a rate on,
+    so a GLM comparison is not repeated on every column its cells happen to store)."""
     cells = cells[cells["status"] == "ok"].copy()
     if not len(cells):
         return pd.DataFrame(columns=COLUMNS)
@@ -166,8 +182,10 @@ def atlas_table(cells: pd.DataFrame, n_boot: int = N_BOOT, knobs: str = "theory"
                 emit(SAMPLES, metric, gkey, float(t), [r for r in rows if r.metric == metric])
     plain = _theory(cells[cells["target_alpha"].isna() & cells["n"].notna()], knobs)
     for gkey, g in plain.groupby(["problem", "instance", "d", "eps"], sort=True):
+        wanted_metrics = set(metrics) if metrics is not None else \
+            set().union(*(_claimed(a) for a in g["algorithm"].unique()))
         for metric, col in sorted(METRIC_COLUMN.items()):
-            if col not in g or not g[col].notna().any():
+            if metric not in wanted_metrics or col not in g or not g[col].notna().any():
                 continue
             for n, rows in _error_rows(g, col, metric).items():
                 emit(ERROR, metric, gkey, n, rows)

@@ -6,9 +6,11 @@ n eps / sqrt(d) (error at n), y = eps at the d with the most measured points, an
 panel with y = d at the eps with the most, where the data vary d. Each grid point is a square
 coloured by the algorithm with the best median, full colour where it wins (interval of the
 margin excludes 1), light where it does not, grey where fewer than two algorithms measured it;
-a dot marks a measured point. Crossovers (`crossovers`: the best median changes between adjacent
-measured x) are drawn as lines at the log-log interpolated crossing of the two algorithms'
-ratio, with a band from the same interpolation of its interval bounds.
+a dot marks a measured point (a ring: one only one algorithm measured). Crossovers
+(`crossovers`: the best median changes between adjacent measured x) are drawn as lines at the
+log-log interpolated crossing of the two algorithms' ratio, with a bar from the same
+interpolation of its interval bounds; a change between adjacent measured eps (or d) is drawn
+as a boundary half-way, without an interval.
 
 Hook for the sensitivity study (issue 43, not built yet): `ranges`, off by default, is a table
 with the point key columns (`analysis.atlas.KEY`) and a boolean `winner_changes`: whether the
@@ -27,6 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from analysis.atlas import KEY, SAMPLES, WINNER, _num, points_table
 
@@ -36,9 +39,13 @@ A4_LANDSCAPE = (11.69, 8.27)
 
 def _root(f0: float, f1: float) -> float:
     """Where a line from f0 (at 0) to f1 (at 1) crosses 0, clipped to [0, 1]."""
-    if not (math.isfinite(f0) and math.isfinite(f1)) or f0 == f1:
-        return 0.5 if not (math.isfinite(f0) and math.isfinite(f1)) else (1.0 if f0 > 0 else 0.0)
-    return min(1.0, max(0.0, f0 / (f0 - f1)))
+    if not (math.isfinite(f0) and math.isfinite(f1)) or f0 == f1 == 0:
+        return 0.5
+    if f0 > 0 and f1 > 0:  # above 0 at both ends: it crosses beyond the right one
+        return 1.0
+    if f0 < 0 and f1 < 0:
+        return 0.0
+    return f0 / (f0 - f1)
 
 
 def _ratio(rows: pd.DataFrame, a: str, b: str) -> tuple[float, float, float]:
@@ -59,7 +66,7 @@ def _ratio(rows: pd.DataFrame, a: str, b: str) -> tuple[float, float, float]:
 def crossovers(table: pd.DataFrame) -> pd.DataFrame:
     """Every change of the best median between adjacent measured x at one (view, metric,
     problem, instance, d, eps), neither end a tie of medians: from / to algorithm, the two x,
-    the crossing x (log-log interpolation of to/from's ratio between them) and its band."""
+    the crossing x (log-log interpolation of to/from's ratio between them) and its interval."""
     pts = points_table(table)
     pts = pts[pts["runner_up"] != ""]
     out = []
@@ -108,6 +115,23 @@ def _hatched(pts: pd.DataFrame, ranges: pd.DataFrame | None) -> np.ndarray:
     return np.array([tuple(r[k] for k in KEY) in keys for _, r in pts.iterrows()], bool)
 
 
+def _y_crossings(ax: plt.Axes, pts: pd.DataFrame, xs: np.ndarray, ys: np.ndarray,
+                 measured: np.ndarray) -> None:
+    """Boundaries where the best median changes between adjacent measured y at one design x
+    (the panel's eps or d; drawn half-way in log y, dashed unless both ends are winners). No
+    interval: the atlas interpolates ratios along x only."""
+    pts = pts.assign(_mx=xs, _my=ys)[measured]
+    for _, g in pts.groupby("x", sort=True):
+        g = g.sort_values("_my")
+        for (_, p0), (_, p1) in zip(g.iloc[:-1].iterrows(), g.iloc[1:].iterrows(), strict=True):
+            if p0["winner"] == p1["winner"] or 1 in (p0["margin"], p1["margin"]):
+                continue
+            y = math.sqrt(p0["_my"] * p1["_my"])
+            x0, x1 = sorted((p0["_mx"], p1["_mx"]))
+            ax.plot([x0 / 1.12, x1 * 1.12], [y, y], color="k", lw=1.5,
+                    ls="-" if p0["reading"] == p1["reading"] == WINNER else "--")
+
+
 def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colours: dict,
            ranges: pd.DataFrame | None) -> None:
     view = pts["view"].iloc[0]
@@ -125,15 +149,24 @@ def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colour
         ax.scatter(xs[hatch], ys[hatch], s=420, marker="s", facecolor="none", edgecolor="k",
                    hatch="///", lw=0)
     ax.scatter(xs[measured], ys[measured], s=8, color="k", zorder=3)
+    alone = (pts["measured_by"] != "").to_numpy() & ~measured  # one algorithm only
+    ax.scatter(xs[alone], ys[alone], s=12, facecolor="none", edgecolor="k", lw=0.7, zorder=3)
+    _y_crossings(ax, pts, xs, ys, measured)
     for _, c in cx.iterrows():
         y = float(c[yname])
         conv = (1.0 if view == SAMPLES else float(c["eps"]) / math.sqrt(float(c["d"])))
-        ax.plot([c["x_cross"] * conv] * 2, [y / 1.3, y * 1.3], color="k", lw=1.5,
-                ls="-" if c["significant"] else "--")
-        ax.fill_betweenx([y / 1.3, y * 1.3], c["x_low"] * conv, c["x_high"] * conv, color="k",
-                         alpha=0.12, lw=0)
+        xc = c["x_cross"] * conv
+        ax.plot([xc] * 2, [y / 1.3, y * 1.3], color="k", lw=1.5, ls="-" if c["significant"] else "--")
+        ax.errorbar([xc], [y], xerr=[[xc - c["x_low"] * conv], [c["x_high"] * conv - xc]],
+                    fmt="none", ecolor="k", elinewidth=0.8, capsize=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_yticks(sorted(set(ys)))
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_formatter(NullFormatter())
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     ax.set_xlabel("target " + pts["metric"].iloc[0] if view == SAMPLES else "n eps / sqrt(d)")
     ax.set_ylabel(yname)
     ax.margins(0.15)
@@ -164,7 +197,7 @@ def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
         inst = f" {instance}" if instance else ""
         fig.suptitle(f"Atlas: {metric} on {problem}{inst}, {view}\nfull colour: winner (margin's "
                      "95% CI excludes 1); light: best median, not significant; grey: not measured; "
-                     "lines: crossovers (dashed: not significant), band: their interval",
+                     "lines: crossovers (dashed: not significant), bars: their interval",
                      fontsize=9)
         a0 = axes[0][0]
         _panel(a0, pts[np.isclose(pts["d"], d_ref)], cx[np.isclose(cx["d"], d_ref)], "eps",

@@ -42,7 +42,9 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
         cells = load_cells(list(stores))
         if args is not None:
             cells = _filter(cells, args)
-        parts.append(atlas_table(cells, n_boot=n_boot, knobs=knobs))
+        metric = getattr(args, "metric", None)
+        parts.append(atlas_table(cells, n_boot=n_boot, knobs=knobs,
+                                 metrics=[metric] if metric else None))
     parts = [p for p in parts if len(p)]
     if not parts:
         raise ValueError(f"sources {', '.join(sources)}: no design point to compare (no ok cell "
