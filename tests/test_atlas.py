@@ -250,6 +250,8 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys):
             ([csv, "--at", "n1e8"], "--at 'n1e8' is invalid: must be KEY=VALUE pairs"),
             ([csv, "--metric", "excess_risk"],
              "--metric='excess_risk' is invalid: the atlas holds metric alpha_sosp"),
+            ([csv, "--metric", "nope"], "--metric='nope' is invalid: must be a claim metric, one of "
+             "alpha_sosp, emp_alpha_sosp, emp_grad_norm, excess_risk, grad_norm"),
             ([csv, "--problem", "nope"], "--problem='nope' is invalid: the atlas holds problem hard_valley"),
             ([csv, "--at", "d=10,eps=0.5"], "--at needs n=VALUE when no --target is given"),
             ([csv, "--target", "0.1"], "--target=0.1 is used with --at"),

@@ -20,6 +20,11 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.target is not None and args.at is None:
         raise ValueError(f"--target={args.target:g} is used with --at (the recommendation line), "
                          "e.g. --at n=1e8,d=10,eps=0.1 --target 1e-3")
+    from analysis.compare import METRIC_COLUMN
+
+    if args.metric is not None and args.metric not in METRIC_COLUMN:
+        raise ValueError(f"--metric={args.metric!r} is invalid: must be a claim metric, one of "
+                         f"{', '.join(sorted(METRIC_COLUMN))}")
     for s in args.sources:
         if not Path(s).is_file():
             raise ValueError(f"source {s!r} is invalid: no such file (a .sqlite store of "
@@ -47,8 +52,11 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
                                  metrics=[metric] if metric else None))
     parts = [p for p in parts if len(p)]
     if not parts:
-        raise ValueError(f"sources {', '.join(sources)}: no design point to compare (no ok cell "
-                         "measured by an algorithm on a metric of the atlas)")
+        metric = getattr(args, "metric", None)
+        raise ValueError((f"--metric={metric!r}: " if metric else "")
+                         + f"sources {', '.join(sources)}: no design point to compare (no ok "
+                         "cell measured by an algorithm on " + ("it)" if metric else
+                                                                "a metric of the atlas)"))
     from analysis.atlas import _with_readings
 
     return _with_readings(pd.concat(parts, ignore_index=True)) if len(parts) > 1 else parts[0]
