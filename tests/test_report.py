@@ -76,10 +76,15 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     summary = res["summary"]
     assert len(summary) == 23  # one row per declared claim, measured or not
     flat = page1.replace("\n", "")  # a cell's wrapped lines joined again
-    for r in summary.itertuples():  # every row's algorithm and verdict on page 1
+    measured = summary[summary["verdict"] != "not measured"]
+    for r in measured.itertuples():  # every measured row's algorithm and verdict on page 1
         assert r.algorithm in flat and r.verdict in flat
+    for a in ("recursive_regularization", "pdp_sgd", "jl_dp_gd"):  # not measured: not listed
+        assert a not in flat
     assert "not measured" in page1 and "not in regime" in page1
-    assert "21 not measured; 2 not in regime (23 declared claims)" in page1
+    assert ("2 not in regime; 21 not measured (23 declared claims; the 21 not measured are not "
+            "listed)") in page1
+    assert "--all-claims" in flat  # the line saying how to list them (issue 46, item 3)
     assert (summary.loc[summary["algorithm"].isin(["gaussian_spider", "adaptive_tree_spider"]),
                         "verdict"] == "not in regime").all()
     assert "Headline" in headline and "Crossover" in headline and "hard_valley" in headline
@@ -322,7 +327,7 @@ def test_exports_from_a_store_fit_latex_and_claims_rows(store: Path, tmp_path: P
     claims = claims_table(open_store_data(store), n_boot=200)
     body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0].strip().splitlines()
     assert len(body) == len(claims) and tex.count(r"\toprule") == 1
-    assert "x = target alpha -" in tex and "faster = slope of log n" in tex
+    assert r"x = target alpha $\to$ 0" in tex and "faster = slope of log n" in tex  # math arrow
     assert main(["claims", "--measured", str(store), "--format", "csv", "--boot", "200"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert len(table) == 23

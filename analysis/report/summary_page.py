@@ -1,11 +1,16 @@
-"""Page 1 of the report: the claims summary as a real table, one row per declared claim coloured
-by verdict, continued on as many pages as it needs, the verdict counts and what faster / slower
-mean beneath (`summary_table_pages`; the rows come from `analysis.report.tables.claims_summary`).
+"""Page 1 of the report: the claims summary as a real table, one row per measured claim coloured
+by verdict (a privacy-FAILED algorithm's rows first and red), continued on as many pages as it
+needs, the verdict counts, how many claims no fit measures (listed with `dprates report
+--all-claims`) and what faster / slower mean beneath (`summary_table_pages`; the rows come from
+`analysis.report.tables.claims_summary`, chosen by `shown_claims`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import matplotlib
@@ -17,11 +22,30 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.report.layout import A4_LANDSCAPE
 from analysis.report.tables import (
-    VERDICT_COLOURS,
+    hidden_claims_line,
     privacy_failure_lines,
+    shown_claims,
     summary_notes,
+    verdict_colour,
     verdict_counts,
+    verdict_key,
 )
+
+#: Whether page 1 lists every declared claim (`dprates report --all-claims`) or, by default,
+#: the measured ones (set for one report by `all_claims_on_page_one`).
+_ALL_CLAIMS: ContextVar[bool] = ContextVar("dprates_page_one_all_claims", default=False)
+
+
+@contextlib.contextmanager
+def all_claims_on_page_one(on: bool = True) -> Iterator[None]:
+    """Within this block, page 1 of a report lists every declared claim (`on`), measured or not
+    (`dprates report --all-claims`); by default it lists the measured ones and says how many
+    it leaves out."""
+    token = _ALL_CLAIMS.set(bool(on))
+    try:
+        yield
+    finally:
+        _ALL_CLAIMS.reset(token)
 
 #: Page 1's columns: (summary column, header, share of the table's width, wrap width in
 #: characters at SUMMARY_FONT, at most this many lines).
@@ -52,10 +76,16 @@ def _cell_lines(text: Any, width: int, max_lines: int) -> list[str]:
     return lines
 
 
-def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str) -> None:
-    """Page 1: the claims summary as a real table (one row per declared claim, coloured by
-    verdict, "not measured" / "not in regime" / "out of reach" rows shown), continued on as
-    many pages as it needs, the counts and what faster / slower mean beneath."""
+def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str,
+                        all_claims: bool | None = None) -> None:
+    """Page 1: the claims summary as a real table (one row per measured claim, coloured by
+    verdict, "not in regime" / "out of reach" rows shown; with `all_claims`, default
+    `all_claims_on_page_one`'s setting, the "not measured" ones too), continued on as many pages
+    as it needs, the counts, the line on the claims left out and what faster / slower mean
+    beneath."""
+    full = summary
+    summary, hidden = shown_claims(full, _ALL_CLAIMS.get() if all_claims is None else all_claims)
+    summary = summary.reset_index(drop=True)
     cols = list(SUMMARY_TABLE)
     if "privacy" in summary and summary["privacy"].astype(str).str.strip().astype(bool).any():
         cols = [(c, h, w * 0.93, max(6, int(n * 0.93)), m) for c, h, w, n, m in cols]
@@ -79,8 +109,11 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str) -> Non
         current.append(k)
         used += h
     pages.append(current)
-    counts = verdict_counts(summary)
-    notes = summary_notes(summary)
+    counts = verdict_counts(full)
+    notes = summary_notes(full)
+    if hidden:
+        notes.insert(len(privacy_failure_lines(full)), hidden_claims_line(
+            hidden, len(full), "`dprates report STORES -o OUT --all-claims`"))
     for i, idx in enumerate(pages):
         fig = plt.figure(figsize=A4_LANDSCAPE)
         more = f" (continued, {i + 1} of {len(pages)})" if len(pages) > 1 and i else ""
@@ -89,8 +122,17 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str) -> Non
         if failed:  # a plugin swept with --allow-unverified after its check found a leak
             fig.text(0.97, 0.965, f"PRIVACY FAILED: {', '.join(failed)}", fontsize=11,
                      weight="bold", color="#b00000", va="top", ha="right")
-        fig.text(0.03, 0.93, "; ".join(f"{v} {k}" for k, v in counts.items()) + f" ({len(summary)} "
-                 "declared claims)", fontsize=8, va="top")
+        fig.text(0.03, 0.93, "; ".join(f"{v} {k}" for k, v in counts.items()) + f" ({len(full)} "
+                 "declared claims" + (f"; the {hidden} not measured are not listed" if hidden else "")
+                 + ")", fontsize=8, va="top")
+        if not idx:  # nothing measured: no table, the notes say what was left out
+            fig.text(0.03, 0.88, "No declared claim is measured by these stores.", fontsize=9,
+                     va="top")
+            fig.text(0.03, 0.84, "\n".join(textwrap.fill(n, 210) for n in notes), fontsize=6.5,
+                     va="top")
+            pdf.savefig(fig)
+            plt.close(fig)
+            continue
         ax = fig.add_axes(box)
         ax.axis("off")
         texts = ["\n".join(c) for c in header]
@@ -106,15 +148,18 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str) -> Non
             cell.get_text().set_weight("bold")
             cell.get_text().set_va("center")
         for row_no, k in enumerate(idx, start=1):
-            colour = VERDICT_COLOURS.get(str(summary.iloc[k]["verdict"]), "#ffffff")
+            row = summary.iloc[k]
+            colour = verdict_colour(row["verdict"], row.get("privacy", ""))
             for j in range(len(cols)):
                 cell = table[row_no, j]
                 cell.set_height(height(rows[k]))
                 cell.set_facecolor(colour)
                 cell.get_text().set_va("center")
                 cell.PAD = 0.02
-        legend = "   ".join(f"{name}" for name in VERDICT_COLOURS)
-        fig.text(0.03, 0.135 if len(idx) else 0.85, "\n".join(
+        legend = "   ".join(dict.fromkeys(verdict_key(v) for v in summary["verdict"]))
+        drawn = height(header) + sum(height(rows[k]) for k in idx)  # of the box's height
+        top = max(0.135, box[1] + box[3] * (1 - drawn) - 0.02)  # just under the table
+        fig.text(0.03, top, "\n".join(
             textwrap.fill(n, 210) for n in notes) + "\nrow colours: " + legend, fontsize=6.5,
             va="top")
         pdf.savefig(fig)

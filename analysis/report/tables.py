@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.privacy_checks.ledger import FAILED_MARK, bracket
+from analysis.report.latex import to_latex
 from analysis.verdicts import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
@@ -48,18 +49,69 @@ DIRECTION = {
     ("sample_complexity", "privacy"): "x = sqrt(d)/(n eps): faster = slope below the claim's",
 }
 
-#: Verdict -> (face colour, meaning) for the coloured tables (report page 1).
+#: The verdict of a fit row whose algorithm declares no claim on its metric (an ablation such as
+#: tree_spider): there is nothing to be inconclusive about (issue 46, item 8).
+NO_CLAIM = "no claim"
+
+#: Every verdict the tables show, in the order the counts list them, with its row colour (report
+#: page 1). A verdict that extends one of these ("consistent up to logs (log^2 n)") takes the
+#: colour and place of the longest one it starts with (`verdict_key`).
 VERDICT_COLOURS = {
     "consistent": "#d9f0d3",
     "consistent up to the rules' log factors": "#e5f5e0",
+    "consistent up to logs": "#e5f5e0",
+    "approaches its bound from below": "#edf8e9",
     "faster than claimed": "#deebf7",
+    "faster than claimed even with logs": "#c6dbef",
     "slower than claimed": "#fde0dd",
+    "slower than claimed even with logs": "#fcbba1",
     "inconclusive": "#f0f0f0",
-    FAILED_MARK: "#f4a6a6",
     NOT_IN_REGIME: "#fff2cc",
     OUT_OF_REACH: "#fff2cc",
     NOT_MEASURED: "#ffffff",
+    NO_CLAIM: "#f7f7f7",
+    FAILED_MARK: "#f4a6a6",
 }
+#: Verdicts that decide nothing about a claim (ranked after a decisive one by `_rank`).
+UNDECIDED = ("inconclusive", NO_CLAIM, NOT_MEASURED, NOT_IN_REGIME, OUT_OF_REACH)
+
+
+def verdict_key(verdict: Any) -> str:
+    """The entry of VERDICT_COLOURS `verdict` is (the longest it starts with), else itself."""
+    v = str(verdict)
+    keys = [k for k in VERDICT_COLOURS if v.startswith(k)]
+    return max(keys, key=len) if keys else v
+
+
+def verdict_colour(verdict: Any, privacy: Any = "") -> str:
+    """A row's colour: red where its privacy check FAILED, else its verdict's."""
+    if str(privacy).startswith(FAILED_MARK):
+        return VERDICT_COLOURS[FAILED_MARK]
+    return VERDICT_COLOURS.get(verdict_key(verdict), "#ffffff")
+
+
+def claimless(algorithm: Any, metric: Any = None) -> bool:
+    """True where `algorithm` is registered and declares no claim on `metric` (on any metric
+    when `metric` is missing); a name not registered (a plugin not loaded) is not claimless."""
+    from algorithms import get_algorithm
+
+    try:
+        claims = getattr(get_algorithm(str(algorithm)), "claims", ()) or ()
+    except (KeyError, ValueError):
+        return False
+    if not isinstance(metric, str) or not metric:
+        return not claims
+    return not any(c.metric == metric for c in claims)
+
+
+def display_verdict(row: Mapping[str, Any]) -> str:
+    """A fit row's verdict as the tables show it: "no claim" where the row has no predicted
+    exponent and its algorithm declares no claim on its metric (never "inconclusive")."""
+    verdict = str(row.get("verdict", ""))
+    if verdict == NO_CLAIM or finite(row.get("predicted")):
+        return verdict
+    return NO_CLAIM if claimless(row.get("algorithm"), row.get("metric")) else verdict
+
 
 #: Columns of the claims summary, in order.
 SUMMARY_COLUMNS = ["algorithm", "claim", "source", "claimed", "measured", "rules", "regime",
@@ -110,7 +162,7 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
         "window": [f"[{w[0]:g}, {w[1]:g}]" if isinstance(w, (tuple, list)) else
                    (str(w).replace("..", ", ").join("[]") if isinstance(w, str) and w else "-")
                    for w in claims["window"]],
-        "verdict": claims["verdict"],
+        "verdict": [display_verdict(r) for r in claims.to_dict("records")],
         "flags": [",".join(sorted({p.split(":")[0] for p in (fl if isinstance(fl, str) else "").split("; ")
                                    if p}))
                   for fl in claims["flags"]],
@@ -143,10 +195,10 @@ def _rank(r: pd.Series) -> tuple:
         declared = r.get("mode") == "theory"
     lo, hi = r.get("ci_low"), r.get("ci_high")
     finite_ci = finite(lo) and finite(hi)
-    verdict = str(r.get("verdict", ""))
-    measured = verdict not in (NOT_MEASURED, "") and finite_ci
+    verdict = display_verdict(r)
+    measured = verdict not in (NOT_MEASURED, NO_CLAIM, "") and finite_ci
     return (not measured, not in_regime, not bool(declared), r.get("character") != "hard",
-            verdict == "inconclusive", r.get("_order", 0))
+            verdict_key(verdict) in UNDECIDED, r.get("_order", 0))
 
 
 def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | None = None
@@ -252,8 +304,32 @@ def short_source(paper: str, where: str) -> str:
 
 
 def verdict_counts(summary: pd.DataFrame) -> dict[str, int]:
-    """How many claims got each verdict ("not in regime" counted as such, never folded in)."""
-    return {str(k): int(v) for k, v in summary["verdict"].value_counts().items()}
+    """How many claims got each verdict ("not in regime" counted as such, never folded in), in
+    the order of VERDICT_COLOURS (a verdict it does not name last)."""
+    order = {k: i for i, k in enumerate(VERDICT_COLOURS)}
+    counts = summary["verdict"].astype(str).value_counts()
+    keys = sorted(counts.index, key=lambda k: (order.get(verdict_key(k), len(order)), k))
+    return {str(k): int(counts[k]) for k in keys}
+
+
+def shown_claims(summary: pd.DataFrame, all_claims: bool = False) -> tuple[pd.DataFrame, int]:
+    """The rows page 1 and the markdown / LaTeX claims tables show by default (issue 46, item 3):
+    every measured claim (any verdict but "not measured") and every row of an algorithm whose
+    privacy check FAILED (first, as `claims_summary` orders them); with `all_claims` every row.
+    Returns (rows, how many claims are left out)."""
+    if all_claims or not len(summary):
+        return summary, 0
+    failed = (summary["privacy"].astype(str).str.startswith(FAILED_MARK) if "privacy" in summary
+              else pd.Series(False, index=summary.index))
+    keep = (summary["verdict"].astype(str) != NOT_MEASURED) | failed
+    return summary[keep], int((~keep).sum())
+
+
+def hidden_claims_line(hidden: int, total: int, command: str) -> str:
+    """The line under a table that leaves out the claims no fit measures: how many, and how to
+    list them."""
+    return (f"{hidden} of {total} declared claims are not measured by these data and not listed: "
+            f"{command} lists every claim (`dprates claims` lists the claims themselves).")
 
 
 # ----- exports -------------------------------------------------------------------------------
@@ -267,46 +343,6 @@ def to_markdown(table: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
     return "\n".join(lines) + "\n"
-
-
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-        "<": r"\textless{}", ">": r"\textgreater{}"}
-
-
-def tex_escape(text: Any) -> str:
-    """Text as LaTeX source: every special character escaped."""
-    return "".join(_TEX.get(ch, ch) for ch in str(text))
-
-
-def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", notes: Sequence[str] = (),
-             wide: Sequence[str] = (), standalone: bool = False) -> str:
-    """A booktabs table (\\toprule / \\midrule / \\bottomrule, no vertical rules) in a table*
-    float, \\small; columns named in `wide` are set as wrapped p{} columns. Needs only the
-    booktabs package (and array for p{}); `standalone` wraps it in a compilable document."""
-    cols = list(table.columns)
-    spec = "".join("p{3.2cm}" if c in wide else "l" for c in cols)
-    body = [r"\begin{table*}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
-            rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
-            " & ".join(tex_escape(c) for c in cols) + r" \\", r"\midrule"]
-    for row in table.itertuples(index=False):
-        body.append(" & ".join(tex_escape(v) for v in row) + r" \\")
-    body.append(r"\bottomrule")
-    body.append(r"\end{tabular}")
-    if caption or notes:
-        text = " ".join([tex_escape(caption), *(tex_escape(n) for n in notes)]).strip()
-        body.append(rf"\caption{{{text}}}")
-    if label:
-        body.append(rf"\label{{{label}}}")
-    body.append(r"\end{table*}")
-    tex = "\n".join(body) + "\n"
-    if standalone:
-        tex = ("\\documentclass{article}\n\\usepackage[a4paper,landscape,margin=1.5cm]{geometry}\n"
-               "\\usepackage{booktabs}\n\\usepackage{array}\n\\begin{document}\n" + tex
-               + "\\end{document}\n")
-    else:
-        tex = "% requires \\usepackage{booktabs} and \\usepackage{array}\n" + tex
-    return tex
 
 
 def export(table: pd.DataFrame, fmt: str, *, caption: str = "", label: str = "",
@@ -327,12 +363,16 @@ EXPORT_COLUMNS = ["algorithm", "claim", "source", "claimed", "measured", "rules"
                   "regime", "decided by", "privacy"]
 
 
-def summary_for_export(summary: pd.DataFrame, numeric: bool = False) -> pd.DataFrame:
+def summary_for_export(summary: pd.DataFrame, numeric: bool = False,
+                       short_sources: bool = False) -> pd.DataFrame:
     """The summary's reader-facing columns (the privacy column only where a note exists);
     `numeric` (CSV): also the deciding fit's x, exponent, ci_low, ci_high and predicted slope
-    as numbers."""
+    as numbers; `short_sources` (LaTeX): the source as page 1 gives it (the theorem, then
+    "Lead et al. YEAR, arXiv ID")."""
     cols = [*EXPORT_COLUMNS, *(["x", "predicted", "exponent", "ci_low", "ci_high"] if numeric else [])]
     out = summary[[c for c in cols if c in summary]].copy()
+    if short_sources and "short source" in summary:
+        out["source"] = summary["short source"]
     if "privacy" in out and not out["privacy"].astype(str).str.strip().astype(bool).any():
         out = out.drop(columns="privacy")
     return out
@@ -341,10 +381,7 @@ def summary_for_export(summary: pd.DataFrame, numeric: bool = False) -> pd.DataF
 def summary_notes(summary: pd.DataFrame) -> list[str]:
     """The lines under an exported claims table: the counts and what faster / slower mean."""
     counts = verdict_counts(summary)
-    order = ["consistent", "consistent up to the rules' log factors", "faster than claimed",
-             "slower than claimed", "inconclusive", NOT_IN_REGIME, OUT_OF_REACH, NOT_MEASURED,
-             FAILED_MARK]
-    head = (f"{len(summary)} claims: " + ", ".join(f"{counts[k]} {k}" for k in order if k in counts)
+    head = (f"{len(summary)} claims: " + ", ".join(f"{counts[k]} {k}" for k in counts)
             + ". Measured: slope [95% CI] of the fit that decides the claim; claimed: the slope "
             "its O~ rate predicts; rules: the slope of the algorithm's own rules (log factors "
             "included). A fit that fails the regime gate (ceiling or floor) is \"not in regime\" "

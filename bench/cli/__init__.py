@@ -48,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="with --measured: write to this file")
     p.add_argument("--update-readme", default=None, metavar="README",
                    help="with --measured: rewrite the generated claims block of this README")
+    p.add_argument("--all-claims", action="store_true",
+                   help="with --measured: list every declared claim in the markdown / LaTeX "
+                        "table, the not measured ones too (default: the measured ones; the CSV "
+                        "has every claim)")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples for stores")
     p.set_defaults(func=cmd_claims)
     p = sub.add_parser("list", help="registered problems and algorithms")
@@ -172,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", default=None, help="also write the claims table (exponents) as CSV")
     p.add_argument("--figures", default=None, help="also write PNGs of the key figures here")
     p.add_argument("--print", action="store_true", help="print the claims table")
+    p.add_argument("--all-claims", action="store_true",
+                   help="page 1 lists every declared claim, the not measured ones too (default: "
+                        "the measured ones and a line saying how many are left out)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("plot", help="one figure of a store (png, svg or pdf)")
     p.add_argument("store")

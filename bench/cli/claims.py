@@ -17,8 +17,9 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
     if args.measured:
         return _measured_claims(args)
-    if args.format or args.update_readme or args.standalone:
-        raise ValueError("--format, --standalone and --update-readme need --measured SOURCE")
+    if args.format or args.update_readme or args.standalone or getattr(args, "all_claims", False):
+        raise ValueError("--format, --standalone, --all-claims and --update-readme need "
+                         "--measured SOURCE")
 
     rows = [c.as_row() for c in algorithms.all_claims()] + [lb.as_row() for lb in LOWER_BOUNDS]
     claimless = [a for a in algorithms.available() if not algorithms.get_algorithm(a).claims]
@@ -64,7 +65,15 @@ def replace_readme_block(text: str, block: str) -> str:
 
 
 def _measured_claims(args: argparse.Namespace) -> int:
-    from analysis.report.tables import claims_summary, export, summary_for_export, summary_notes
+    from analysis.report.tables import (
+        claims_summary,
+        export,
+        hidden_claims_line,
+        privacy_failure_lines,
+        shown_claims,
+        summary_for_export,
+        summary_notes,
+    )
     from bench.measured import privacy_notes, read_fits
 
     if args.update_readme:
@@ -81,14 +90,22 @@ def _measured_claims(args: argparse.Namespace) -> int:
     fmt = args.format or "markdown"
     if args.standalone and fmt != "latex":
         raise ValueError("--standalone is only used with --format latex")
-    notes = summary_notes(summary) if fmt != "csv" else ()
-    text = export(summary_for_export(summary, numeric=fmt == "csv"), fmt, notes=notes,
+    notes = summary_notes(summary) if fmt != "csv" else []
+    # the reader's tables list the measured claims (and a FAILED algorithm's rows) unless
+    # --all-claims; the CSV, data for a script, keeps every row
+    shown, hidden = shown_claims(summary, getattr(args, "all_claims", False) or fmt == "csv")
+    if hidden:
+        notes.insert(len(privacy_failure_lines(summary)), hidden_claims_line(
+            hidden, len(summary), f"`dprates claims --measured {' '.join(args.measured)} "
+            "--all-claims`"))
+    text = export(summary_for_export(shown, numeric=fmt == "csv", short_sources=fmt == "latex"),
+                  fmt, notes=notes,
                   caption="Measured convergence exponents against the claimed rates (dprates).",
-                  label="tab:dprates-claims", wide=("claim", "source", "regime", "decided by"),
+                  label="tab:dprates-claims", wide=("claim", "source", "decided by"),
                   standalone=args.standalone)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output} ({len(summary)} claims, {fmt})")
+        print(f"wrote {args.output} ({len(shown)} of {len(summary)} claims, {fmt})")
     else:
         sys.stdout.write(text)
     return 0

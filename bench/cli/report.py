@@ -9,10 +9,12 @@ from bench.cli.fit import _print_claims
 
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report.build import write_report
+    from analysis.report.summary_page import all_claims_on_page_one
     from bench.store import open_store_data
 
-    res = write_report([open_store_data(p) for p in args.store], args.output, n_boot=args.boot,
-                       csv=args.csv, figures=args.figures)
+    with all_claims_on_page_one(getattr(args, "all_claims", False)):
+        res = write_report([open_store_data(p) for p in args.store], args.output,
+                           n_boot=args.boot, csv=args.csv, figures=args.figures)
     print(f"wrote {res['path']} ({res['pages']} pages)" + (f", {args.csv}" if args.csv else "")
           + (f", figures in {args.figures}" if args.figures else ""))
     if args.print:
