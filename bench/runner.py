@@ -98,6 +98,8 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
         "trajectory": trajectory_profile(prob, traj),
     }
     res["first_o1_batch"] = int(traj.records["batch"][0]) if len(traj.records["batch"]) else None
+    # per-sample gradient evaluations: with n, the exact passes over the data (dprates compare)
+    res["grad_evals"] = int(traj.grad_evals) if getattr(traj, "grad_evals", None) is not None else None
     spent = traj.privacy_spent
     res["delta_spent"] = float(spent["delta"])
     # mu only where the run is mu-GDP; a PLD-calibrated run stores its composed releases
@@ -182,7 +184,7 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
         rec.update(metrics)
         rec.update({k: res.get(k) for k in ("warnings", "data_digest", "curves", "first_o1_batch",
                                              "delta_spent", "mu_spent", "accountant",
-                                             "privacy_ledger")})
+                                             "privacy_ledger", "grad_evals")})
         rec["params_used"] = res.get("params")
         timing = res.get("timing", {})
         rec["run_wall"], rec["eval_wall"] = timing.get("run_wall"), timing.get("eval_wall")

@@ -61,7 +61,7 @@ RUN_COLUMNS = {
     "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",
     "params_used": "TEXT", "warnings": "TEXT", "data_digest": "TEXT", "first_o1_batch": "INTEGER",
     "delta_spent": "REAL", "mu_spent": "REAL", "accountant": "TEXT", "privacy_ledger": "TEXT",
-    "privacy_check": "TEXT",
+    "privacy_check": "TEXT", "grad_evals": "INTEGER",
     "wall": "REAL", "cpu": "REAL", "run_wall": "REAL", "eval_wall": "REAL",
     "dprates_version": "TEXT", "git_commit": "TEXT", "python": "TEXT", "numpy": "TEXT",
     "plugins": "TEXT",
@@ -237,6 +237,8 @@ def load(path: str | Path, current: bool = True) -> pd.DataFrame:
         df[f"param_{k}"] = [(p or {}).get(k) for p in df["params"]]
     for col in ("eps", "delta", "target_alpha"):
         df[col] = df[col].astype(float)
+    # per-sample gradient evaluations of the run (NaN in cells stored before it was recorded)
+    df["grad_evals"] = pd.to_numeric(df["grad_evals"], errors="coerce").astype(float)
     df["left_saddle"] = df["left_saddle"].astype("boolean")
     # Censoring has one representation: a finished sample-complexity run that never reached its
     # target has samples_to_target NaN (the stored value) and censored True; n_star is the same

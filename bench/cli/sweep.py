@@ -101,7 +101,7 @@ def print_forecast(spec: Any, cells: list) -> None:
     import math
 
     from analysis.predictions import fit_metric
-    from analysis.regime_forecast import describe_n, forecast_fit
+    from analysis.regime_forecast import ADVISORY, RULES_GATE, describe_n, forecast_fit
 
     for fit in spec.fits:
         rows = forecast_fit(fit, cells, fit_metric)
@@ -115,7 +115,9 @@ def print_forecast(spec: Any, cells: list) -> None:
                 rules = r["source"].startswith("the rules'")
                 if not rules and not math.isnan(r["crossover_n"]) and r["crossover_n"] >= 1:
                     extra += f", terms cross at n = {describe_n(r['crossover_n'])}"
-                extra += f" [{r['source']}" + ("" if rules else "; advisory: the data's flags decide") + "]"
+                # the source; "advisory" only where the forecast does not already say who decides
+                said = ADVISORY in r["forecast"] or RULES_GATE in r["forecast"]
+                extra += f" [{r['source']}" + ("" if rules or said else "; advisory") + "]"
             print(f"    {r['algorithm']} / {r['problem']}" + (f" ({setting})" if setting else "")
                   + f": {r['forecast']}{extra}")
 
