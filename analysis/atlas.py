@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -155,16 +156,15 @@ def atlas_table(cells: pd.DataFrame, n_boot: int = N_BOOT, knobs: str = "theory"
     cells["instance"] = [json.dumps(p or {}, sort_keys=True) for p in cells["problem_params"]]
     cells["combo"] = [json.dumps(p or {}, sort_keys=True) for p in cells["params"]]
     recs: list[dict] = []
-    counter = 0
 
     def emit(view: str, metric: str, gkey: tuple, x: float, rows: list[Row]) -> None:
-        nonlocal counter
         problem, instance, d, eps = gkey
         key = {"view": view, "metric": metric, "problem": problem,
                "instance": "" if instance == "{}" else instance, "d": float(d), "eps": float(eps),
                "x": float(x)}
-        counter += 1
-        recs.extend(_point(key, rows, n_boot, np.random.default_rng([seed, counter])))
+        # a point's draws depend on the point only: the same intervals whatever else is loaded
+        stream = zlib.crc32(json.dumps(key, sort_keys=True).encode())
+        recs.extend(_point(key, rows, n_boot, np.random.default_rng([seed, stream])))
 
     targeted = cells[cells["target_alpha"].notna()]
     wanted = {k: sorted(set(g["target_alpha"])) for k, g in
