@@ -75,7 +75,7 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
                                     rules.horizon if rules is not None else None)
     lp = log_aware.log_power_fit(design, p, reg.z, rng=rng)
     t_spread = window.drop_end_spread(
-        design.x, ly, lambda xx, yy: _t_of(xx, yy, p, reg.z, design.x)) if reg.factors else math.nan
+        design.x, ly, lambda xx, yy: _t_of(xx, yy, p, reg.z, design.x)) if reg.varying else math.nan
     t_lo, t_hi = window.widen(lp.t, lp.t_low, lp.t_high, t_spread) if math.isfinite(lp.t) else \
         (lp.t_low, lp.t_high)
     c, c_at = bound_level.measured_constant(claim, design, view)
@@ -99,7 +99,7 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     if lo <= p <= hi:
         out.update(verdict="consistent", verdict_reason=f"{seed_ci} covers {_fmt(p)}")
         return out
-    if reg.factors and math.isfinite(t_lo) and t_lo <= 1 and t_hi >= 0:
+    if reg.varying and math.isfinite(t_lo) and t_lo <= 1 and t_hi >= 0:
         out.update(verdict=UP_TO_LOGS, verdict_reason=(
             f"{seed_ci} against {_fmt(p)}; {_fmt(p)} times {reg.text} fits with t = "
             f"{_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}] of the declared powers"))
@@ -117,8 +117,8 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
         return out
     base = verdicts.verdict({"ci_low": lo, "ci_high": hi, "x": x}, p, view, x, max_width=math.inf)
     logs = f"; {reg.text} allows t in [0, 1], measured t = {_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}]" \
-        if reg.factors else "; the claim declares no log factor"
-    out.update(verdict=base + (EVEN_WITH_LOGS if reg.factors else ""),
+        if reg.varying else "; no declared log factor moves over this window"
+    out.update(verdict=base + (EVEN_WITH_LOGS if reg.varying else ""),
                verdict_reason=f"{seed_ci} against {_fmt(p)}{logs}")
     return out
 

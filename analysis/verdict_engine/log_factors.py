@@ -27,10 +27,13 @@ class LogRegressor:
     z: np.ndarray
     factors: tuple[tuple[str, float], ...]
     missing: tuple[str, ...]
+    varying: tuple[str, ...] = ()  # the factors that move over the design (the others are
+    # constants there and only shift the level)
 
     @property
     def text(self) -> str:
-        return " ".join(f"(log {q})^{k:.3g}" for q, k in self.factors)
+        shown = [(q, k) for q, k in self.factors if q in self.varying]
+        return " ".join(f"(log {q})^{k:.3g}" for q, k in shown) or "logs constant over the window"
 
 
 def quantity_values(factor: LogFactor, design: Design, view: str, x: str,
@@ -73,16 +76,19 @@ def log_regressor(claim: Claim, design: Design, view: str, x: str,
         a = claim.privacy_exponent
         scale = 1.0 / abs(a) if a else 1.0
     z = np.zeros(len(design))
-    used, missing = [], []
+    used, missing, varying = [], [], []
     for f in claim.logs:
         vals = quantity_values(f, design, view, x, horizon)
         if vals is None or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
             missing.append(f"log {f.quantity}: not evaluable on this fit's design")
             continue
         k = f.max_power * scale
-        z = z + k * np.log(np.maximum(1.0, np.log(np.asarray(vals, float))))
+        term_z = k * np.log(np.maximum(1.0, np.log(np.asarray(vals, float))))
+        z = z + term_z
         used.append((f.quantity, k))
-    return LogRegressor(z, tuple(used), tuple(missing))
+        if float(np.ptp(term_z)) > 1e-12:
+            varying.append(f.quantity)
+    return LogRegressor(z, tuple(used), tuple(missing), tuple(varying))
 
 
 def slope_allowance(reg: LogRegressor, x: np.ndarray) -> float:
