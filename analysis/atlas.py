@@ -22,9 +22,10 @@ significant winner" when it covers 1, "not measured" when fewer than two algorit
 d, eps and x values).
 
 The long table (`atlas_table`, one row per point and algorithm: median, interval, ratio to the
-winner and its interval) is what `reports/atlas.csv` holds (`write_csv` / `read_csv`); the
-point table (`points_table`) and everything drawn from it are recomputed from it, so an atlas
-read back from its CSV gives the same answers as the stores. Maps: `analysis.atlas_map`;
+point's best median and its interval; `pairing` "best median" on that row) is what
+`reports/atlas.csv` holds (`write_csv` / `read_csv`); the point table (`points_table`) and
+everything drawn from it are recomputed from it, so an atlas read back from its CSV gives the
+same answers as the stores. Maps: `analysis.atlas_map`;
 recommendations: `analysis.atlas_recommend`.
 """
 
@@ -51,6 +52,8 @@ KEY = ["view", "metric", "problem", "instance", "d", "eps", "x"]
 COLUMNS = [*KEY, "algorithm", "read_from", "value", "ci_low", "ci_high", "ratio", "ratio_low",
            "ratio_high", "pairing", "reps", "flags", "source", "winner", "reading"]
 NOT_MEASURED, NO_WINNER, WINNER = "not measured", "no significant winner", "winner"
+#: The pairing of a point's reference row: the best median (its ratios are to this row).
+BEST = "best median"
 #: What a reading of the atlas means (the header of its printed forms and report page).
 READING_NOTE = (
     "The atlas: per metric and instance, the algorithm with the best median at each design point "
@@ -109,7 +112,7 @@ def _error_rows(g: pd.DataFrame, col: str, metric: str) -> dict[float, list[Row]
 
 def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) -> list[dict]:
     """The long-table records of one design point: each row's median and interval, its ratio to
-    the winner (the row with the smallest median) with the paired interval."""
+    the best median (the row with the smallest median) with the paired interval."""
     values = [r.estimate() for r in rows]
     order = sorted(range(len(rows)), key=lambda i: (not math.isfinite(values[i]), values[i],
                                                     rows[i].label))
@@ -120,7 +123,7 @@ def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) ->
         lo, hi = interval(row, n_boot, rng)
         rec = {**key, "algorithm": row.label, "read_from": row.column, "value": values[i],
                "ci_low": lo, "ci_high": hi, "ratio": 1.0, "ratio_low": 1.0, "ratio_high": 1.0,
-               "pairing": "winner", "reps": len(row.reps), "flags": "; ".join(row.flags),
+               "pairing": BEST, "reps": len(row.reps), "flags": "; ".join(row.flags),
                "source": getattr(row, "source", "")}
         if row is not win:
             r, rlo, rhi, pairing = ratio(row, win, n_boot, rng)
@@ -225,13 +228,14 @@ def _with_readings(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def points_table(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per grid point of each (view, metric, problem, instance): its reading, winner,
-    runner-up and the margin (runner-up over winner, > 1) with its interval and pairing. The
+    """One row per grid point of each (view, metric, problem, instance): its reading, the
+    algorithm with the best median (`best`: a winner only where the reading says "winner"), the
+    runner-up and the margin (runner-up over best, >= 1) with its interval and pairing. The
     grid is the product of the instance's measured d, eps and x values, so a point no store
     covers reads "not measured" beside the measured ones."""
     out = []
     if not len(table):
-        return pd.DataFrame(columns=[*KEY, "reading", "winner", "runner_up", "margin",
+        return pd.DataFrame(columns=[*KEY, "reading", "best", "runner_up", "margin",
                                      "margin_low", "margin_high", "pairing", "measured_by"])
     for (view, metric, problem, instance), g in table.groupby(KEY[:4], sort=True):
         got = {k: gk for k, gk in g.groupby(["d", "eps", "x"], sort=True)}
@@ -244,7 +248,7 @@ def points_table(table: pd.DataFrame) -> pd.DataFrame:
                         reading = f"{NOT_MEASURED} (no store covers it)"
                     out.append({"view": view, "metric": metric, "problem": problem,
                                 "instance": instance, "d": d, "eps": eps, "x": x,
-                                "reading": reading, "winner": win, "runner_up": run, "margin": m,
+                                "reading": reading, "best": win, "runner_up": run, "margin": m,
                                 "margin_low": lo, "margin_high": hi, "pairing": pairing,
                                 "measured_by": ", ".join(sorted(rows["algorithm"]))})
     return pd.DataFrame(out)
@@ -335,8 +339,7 @@ def display(points: pd.DataFrame) -> pd.DataFrame:
         return points
     rows = []
     for _, p in points.iterrows():
-        best = p["winner"] if p["reading"] == WINNER else (
-            f"({p['winner']})" if p["winner"] else "-")
+        best = p["best"] if p["reading"] == WINNER else (f"({p['best']})" if p["best"] else "-")
         rows.append({"problem": p["problem"] + (f" {p['instance']}" if p["instance"] else ""),
                      "metric": p["metric"], "view": p["view"], "d": f"{p['d']:g}",
                      "eps": f"{p['eps']:g}", "x": f"{x_name(p['view'], p['metric'])} {p['x']:g}",
@@ -354,9 +357,9 @@ def text_lines(points: pd.DataFrame) -> list[str]:
         for _, p in g.iterrows():
             where = f"d={p['d']:g} eps={p['eps']:g} {x_name(view, metric)}={p['x']:g}"
             if p["runner_up"] and p["reading"] == WINNER:
-                lines.append(f"  {where}: {p['winner']} wins, {margin_text(p)}")
+                lines.append(f"  {where}: {p['best']} wins, {margin_text(p)}")
             elif p["runner_up"]:
-                lines.append(f"  {where}: {p['reading']} (best median: {p['winner']}, "
+                lines.append(f"  {where}: {p['reading']} (best median: {p['best']}, "
                              f"{margin_text(p)})")
             else:
                 lines.append(f"  {where}: {p['reading']}")

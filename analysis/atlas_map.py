@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from analysis.atlas import KEY, SAMPLES, WINNER, _num, points_table
+from analysis.atlas import BEST, KEY, SAMPLES, WINNER, _num, points_table
 
 LIGHT = 0.3
 A4_LANDSCAPE = (11.69, 8.27)
@@ -49,15 +49,15 @@ def _root(f0: float, f1: float) -> float:
 
 
 def _ratio(rows: pd.DataFrame, a: str, b: str) -> tuple[float, float, float]:
-    """Value of a over value of b at one point with its interval, from the ratios to the winner
-    (a or b is the winner there); NaN when one of them did not measure it."""
+    """Value of a over value of b at one point with its interval, from the ratios to the best
+    median (a or b is the best there); NaN when one of them did not measure it."""
     ra, rb = rows[rows["algorithm"] == a], rows[rows["algorithm"] == b]
     if not len(ra) or not len(rb):
         return math.nan, math.nan, math.nan
     ra, rb = ra.iloc[0], rb.iloc[0]
-    if rb["pairing"] == "winner":
+    if rb["pairing"] == BEST:
         return float(ra["ratio"]), float(ra["ratio_low"]), float(ra["ratio_high"])
-    if ra["pairing"] == "winner":
+    if ra["pairing"] == BEST:
         with np.errstate(divide="ignore"):
             return 1 / float(rb["ratio"]), 1 / float(rb["ratio_high"]), 1 / float(rb["ratio_low"])
     return float(ra["value"] / rb["value"]), math.nan, math.nan
@@ -73,7 +73,7 @@ def crossovers(table: pd.DataFrame) -> pd.DataFrame:
     for key, g in pts.groupby(KEY[:6], sort=True):
         g = g.sort_values("x")
         for (_, p0), (_, p1) in zip(g.iloc[:-1].iterrows(), g.iloc[1:].iterrows(), strict=True):
-            a, b = p0["winner"], p1["winner"]
+            a, b = p0["best"], p1["best"]
             if a == b or p0["margin"] == 1 or p1["margin"] == 1:  # a tie of medians: no best
                 continue
             at0 = table[(table[KEY[:6]] == pd.Series(key, index=KEY[:6])).all(axis=1)]
@@ -124,7 +124,7 @@ def _y_crossings(ax: plt.Axes, pts: pd.DataFrame, xs: np.ndarray, ys: np.ndarray
     for _, g in pts.groupby("x", sort=True):
         g = g.sort_values("_my")
         for (_, p0), (_, p1) in zip(g.iloc[:-1].iterrows(), g.iloc[1:].iterrows(), strict=True):
-            if p0["winner"] == p1["winner"] or 1 in (p0["margin"], p1["margin"]):
+            if p0["best"] == p1["best"] or 1 in (p0["margin"], p1["margin"]):
                 continue
             y = math.sqrt(p0["_my"] * p1["_my"])
             x0, x1 = sorted((p0["_mx"], p1["_mx"]))
@@ -139,8 +139,8 @@ def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colour
     ys = pts[yname].to_numpy(float)
     measured = (pts["runner_up"] != "").to_numpy()
     for i, (_, p) in enumerate(pts.iterrows()):
-        if measured[i] and p["winner"]:
-            colour, alpha = colours[p["winner"]], 1.0 if p["reading"] == WINNER else LIGHT
+        if measured[i] and p["best"]:
+            colour, alpha = colours[p["best"]], 1.0 if p["reading"] == WINNER else LIGHT
         else:
             colour, alpha = "lightgrey", 0.6
         ax.scatter([xs[i]], [ys[i]], s=420, marker="s", color=colour, alpha=alpha, lw=0)
@@ -183,7 +183,7 @@ def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
     for (view, metric, problem, instance), pts in pts_all.groupby(KEY[:4], sort=True):
         cx = cx_all[(cx_all["view"] == view) & (cx_all["metric"] == metric)
                     & (cx_all["problem"] == problem) & (cx_all["instance"] == instance)]
-        algs = sorted({a for a in pts["winner"] if a} | set(
+        algs = sorted({a for a in pts["best"] if a} | set(
             table[(table["view"] == view) & (table["metric"] == metric)
                   & (table["problem"] == problem)]["algorithm"]))
         cmap = plt.get_cmap("tab10")

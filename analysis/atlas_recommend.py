@@ -258,7 +258,7 @@ def recommend(table: pd.DataFrame, at: dict[str, float], target: float | None = 
         hit = hit[hit["runner_up"] != ""]
         if len(hit):
             h = hit.iloc[0]
-            rec.reading, rec.winner, rec.runner_up = h["reading"], h["winner"], h["runner_up"]
+            rec.reading, rec.winner, rec.runner_up = h["reading"], h["best"], h["runner_up"]
             rec.margin, rec.margin_low, rec.margin_high = h["margin"], h["margin_low"], h["margin_high"]
             rec.pairing = h["pairing"]
             if len(hit) > 1:

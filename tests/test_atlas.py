@@ -84,7 +84,7 @@ def _point(points: pd.DataFrame, eps: float, x: float) -> pd.Series:
 def test_a_planted_winner_reads_winner_with_the_paired_ratio_3(table):
     """n*_B = 3 n*_A seed by seed: every paired draw is 3, so the interval is [3, 3]."""
     p = _point(points_table(table), 0.5, 0.05)
-    assert p["reading"] == WINNER and p["winner"] == A and p["runner_up"] == B
+    assert p["reading"] == WINNER and p["best"] == A and p["runner_up"] == B
     assert p["margin"] == pytest.approx(3.0)
     assert (p["margin_low"], p["margin_high"]) == (pytest.approx(3.0), pytest.approx(3.0))
     assert p["pairing"] == "paired (5 seeds)" and p["view"] == SAMPLES
@@ -96,7 +96,7 @@ def test_a_planted_tie_reads_no_significant_winner(table):
     p = _point(points_table(table), 1.0, 0.1)
     assert p["reading"] == NO_WINNER
     assert p["margin"] == pytest.approx(1.0) and p["margin_low"] < 1 < p["margin_high"]
-    assert p["winner"] in (A, B)
+    assert p["best"] in (A, B)
     assert set(table[np.isclose(table["eps"], 1.0) & np.isclose(table["x"], 0.1)]["winner"]) == {""}
     from analysis.atlas_map import crossovers
 
@@ -106,7 +106,7 @@ def test_a_planted_tie_reads_no_significant_winner(table):
 def test_points_one_algorithm_or_no_store_covers_read_not_measured(table):
     points = points_table(table)
     only = _point(points, 0.5, 0.01)
-    assert only["reading"] == f"not measured (only {A})" and only["winner"] == ""
+    assert only["reading"] == f"not measured (only {A})" and only["best"] == ""
     assert only["runner_up"] == "" and math.isnan(only["margin"])
     empty = _point(points, 1.0, 0.05)
     assert empty["reading"] == "not measured (no store covers it)"
@@ -122,8 +122,8 @@ def test_never_across_metrics_or_instances():
     t = atlas_table(pd.DataFrame(rows + other), n_boot=200)
     p = points_table(t)
     wide = p[p["instance"] == '{"width": 2}']
-    assert len(wide) == 1 and wide.iloc[0]["winner"] == B and wide.iloc[0]["margin"] == pytest.approx(10)
-    assert _point(p[p["instance"] == ""], 0.5, 0.1)["winner"] == A
+    assert len(wide) == 1 and wide.iloc[0]["best"] == B and wide.iloc[0]["margin"] == pytest.approx(10)
+    assert _point(p[p["instance"] == ""], 0.5, 0.1)["best"] == A
 
 
 def test_error_view_lowest_error_at_n_and_its_x():
@@ -136,11 +136,11 @@ def test_error_view_lowest_error_at_n_and_its_x():
     t = atlas_table(pd.DataFrame(rows), n_boot=200)
     p = points_table(t)
     assert set(p["view"]) == {ERROR} and set(p["metric"]) == {"emp_grad_norm"}
-    assert (p["winner"] == GD).all() and (p["reading"] == WINNER).all()
+    assert (p["best"] == GD).all() and (p["reading"] == WINNER).all()
     assert p["margin"].to_numpy() == pytest.approx(2.0)
     assert sorted(p["x"]) == ns
     asked = points_table(atlas_table(pd.DataFrame(rows), n_boot=200, metrics=["grad_norm"]))
-    assert set(asked["metric"]) == {"grad_norm"} and (asked["winner"] == GD).all()
+    assert set(asked["metric"]) == {"grad_norm"} and (asked["best"] == GD).all()
 
 
 def test_csv_round_trip_gives_the_same_table(table, tmp_path):
