@@ -85,15 +85,17 @@ def test_readme_folder_map_names_every_package_and_only_real_paths():
 
 
 def test_every_module_path_the_docs_name_resolves():
-    """`algorithms.x.y`-style names in README.md and reports/README.md resolve to a module or
-    an attribute of one (a move or split that leaves the docs behind fails here)."""
+    """`algorithms.x.y`-style names in README.md and its guides (bench/, analysis/,
+    algorithms/, problems/, reports/README.md) resolve to a module or an attribute of one (a
+    move or split that leaves the docs behind fails here)."""
     import importlib
 
     bad = []
-    for doc in (ROOT / "README.md", ROOT / "reports" / "README.md"):
+    for doc in (ROOT / "README.md", *(ROOT / d / "README.md" for d in
+                                      ("bench", "analysis", "algorithms", "problems", "reports"))):
         text = doc.read_text()
-        for name in sorted(set(re.findall(r"`((?:algorithms|analysis|bench|problems)(?:\.[A-Za-z_]+)+)",
-                                          text))):
+        for name in sorted(set(re.findall(
+                r"`((?:algorithms|analysis|bench|problems)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)", text))):
             parts = name.split(".")
             for i in range(len(parts), 0, -1):
                 try:
@@ -104,8 +106,8 @@ def test_every_module_path_the_docs_name_resolves():
                     for attr in parts[i:]:
                         obj = getattr(obj, attr)
                 except AttributeError:
-                    bad.append(f"{doc.name}: {name}")
+                    bad.append(f"{doc.relative_to(ROOT)}: {name}")
                 break
             else:
-                bad.append(f"{doc.name}: {name}")
+                bad.append(f"{doc.relative_to(ROOT)}: {name}")
     assert not bad, bad

@@ -14,13 +14,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: The guide that holds the plugin example ("Add your own algorithm or problem").
+PLUGIN_GUIDE = ROOT / "bench" / "README.md"
+
+
 def readme_block(first_line: str) -> str:
-    """The fenced code block of README.md whose first line is `first_line`."""
-    text = (ROOT / "README.md").read_text()
+    """The fenced code block of the plugin guide (bench/README.md) whose first line is
+    `first_line`."""
+    text = PLUGIN_GUIDE.read_text()
     for block in re.findall(r"```(?:python|toml)\n(.*?)```", text, flags=re.S):
         if block.splitlines()[0].strip() == first_line:
             return block
-    raise AssertionError(f"no README block starts with {first_line!r}")
+    raise AssertionError(f"no {PLUGIN_GUIDE.relative_to(ROOT)} block starts with {first_line!r}")
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
