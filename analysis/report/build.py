@@ -4,7 +4,8 @@ writes the claims CSV beside it (`CSV_COLUMNS`).
 Pages, in order, each drawn by its own module of `analysis.report`: the claims summary
 (`summary_page`) and the headline figure (`headline_page`); title (spec, date, provenance, counts
 by status; `title_pages`); claims table, forest plots, every declared claim (`claims_pages`); the
-local slopes of each fit still "than claimed" (`local_slopes_page`); path length
+local slopes of each fit still "than claimed" (`local_slopes_page`); budget use against the
+rules (`budget_use_page`); path length
 (`claims_pages`); privacy (`privacy_page`); per store: its section divider (`title_pages`), one
 scaling page per declared fit and mode (`scaling_pages`), paired differences (`claims_pages`),
 seed 002's loss curves (`loss_curve_pages`) and private moments (`moment_pages`), trajectories of
@@ -28,6 +29,7 @@ from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
 from analysis.path_length import path_table
 from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
+from analysis.report.budget_use_page import budget_use_page
 from analysis.report.cell_pages import failures_page, trajectory_pages
 from analysis.report.claims_pages import (
     claims_page,
@@ -60,7 +62,8 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "log_power", "log_power_low", "log_power_high", "log_missing", "bound_constant",
                "bound_at", "local_slopes", "approaching", "rules_source", "rules_ratio",
                "rules_ratio_trend", "private_share", "private_share_min", "claim_verdict",
-               "claim_fits", "claim_ratio", "claim_ratio_low", "claim_ratio_high", "rules_binding_n"]
+               "claim_fits", "claim_ratio", "claim_ratio_low", "claim_ratio_high", "rules_binding_n",
+               "steps_per_horizon"]
 
 
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
@@ -102,6 +105,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             forest_page(pdf, claims, figdir)
         declared_claims_page(pdf, claims)
         local_slopes_pages(pdf, claims, figdir)
+        budget_use_page(pdf, claims)
         path_page(pdf, [path_table(d) for d in datas])
         privacy_page(pdf, datas)
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):

@@ -63,6 +63,9 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
                    rules_ratio_trend=trend,
                    private_share=float(np.nanmedian(share)) if np.isfinite(share).any() else math.nan,
                    private_share_min=float(np.nanmin(share)) if np.isfinite(share).any() else math.nan)
+        # budget use (issue 43, item 2): the steps run against the rules' horizon T, per point
+        steps = design.context["n_steps"].to_numpy(float) / rules.horizon
+        out["steps_per_horizon"] = " ".join(_fmt(v) for v in steps) if np.isfinite(steps).any() else ""
     spread = window.drop_end_spread(design.x, ly, window.ols_slope) if len(design) else math.nan
     est = row["exponent"]
     lo, hi = window.widen(est, row["ci_low"], row["ci_high"], spread) if math.isfinite(est) else \
