@@ -189,7 +189,7 @@ def _readme_examples() -> dict[str, list[str]]:
     """The README's `dprates run ... --n 1e12 --data counts --json` lines, per algorithm."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "algorithms" / "README.md").read_text()
     common = next(ln for ln in text.splitlines() if ln.startswith('R=".venv/bin/dprates run"'))
     args = common.split('A="')[1].rstrip('"').split()
     out = {}

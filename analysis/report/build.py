@@ -5,12 +5,12 @@ Pages, in order, each drawn by its own module of `analysis.report`: the claims s
 (`summary_page`) and the headline figure (`headline_page`); title (spec, date, provenance, counts
 by status; `title_pages`); claims table, forest plots, every declared claim (`claims_pages`); the
 local slopes of each fit still "than claimed" (`local_slopes_page`); budget use against the
-rules (`budget_use_page`); path length
-(`claims_pages`); privacy (`privacy_page`); per store: its section divider (`title_pages`), one
-scaling page per declared fit and mode (`scaling_pages`), paired differences (`claims_pages`),
-seed 002's loss curves (`loss_curve_pages`) and private moments (`moment_pages`), trajectories of
-a median cell per algorithm and problem (`cell_pages`); methods (`methods_text`); failures (only
-when a cell failed; `cell_pages`). The page primitives and the layout check are in `layout`.
+rules (`budget_use_page`); path length (`claims_pages`); privacy (`privacy_page`); the atlas
+(`atlas_page`); per store: its section divider (`title_pages`), one scaling page per declared
+fit and mode (`scaling_pages`), paired differences (`claims_pages`), seed 002's loss curves
+(`loss_curve_pages`) and private moments (`moment_pages`), trajectories of a median cell per
+algorithm and problem (`cell_pages`); methods (`methods_text`); failures (only when a cell
+failed; `cell_pages`). The page primitives and the layout check are in `layout`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
 from analysis.path_length import path_table
 from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
+from analysis.report.atlas_page import atlas_page
 from analysis.report.budget_use_page import budget_use_page
 from analysis.report.cell_pages import failures_page, trajectory_pages
 from analysis.report.claims_pages import (
@@ -108,6 +109,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         budget_use_page(pdf, claims)
         path_page(pdf, [path_table(d) for d in datas])
         privacy_page(pdf, datas)
+        atlas_page(pdf, datas, n_boot=n_boot)
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):
             if len(datas) > 1:
                 section_page(pdf, data)

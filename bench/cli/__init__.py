@@ -22,6 +22,7 @@ from bench.cli.run import RUN_EPILOG, cmd_run
 from bench.cli.stores import cmd_export, cmd_status
 from bench.cli.sweep import cmd_sweep
 from bench.cli.values import _positive_float
+from bench.cli.verdict_changes import add_parser as add_verdict_changes_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
     add_atlas_parser(sub)
+    add_verdict_changes_parser(sub)
     return parser
 
 
