@@ -353,7 +353,29 @@ def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
                     metric = fit_metric(fit, a)
                     pa_, pb_ = (predicted_slope(get_algorithm(c), fit, metric) for c in (a, b))
                     pred = pa_ - pb_ if pa_ is not None and pb_ is not None else math.nan
+                    group = dict(zip(by, key, strict=True))
                     out.append({"fit": fit.name, "view": fit.view, "x": fit.x, "a": a, "b": b,
-                                "group": dict(zip(by, key, strict=True)), "result": res,
-                                "predicted_slope": pred})
+                                "group": group, "result": res, "predicted_slope": pred,
+                                "rules_paired_slope": _rules_paired_slope(
+                                    pa, pb, group, fit.view, data.spec.calibration)})
     return out
+
+
+def _rules_paired_slope(pa: pd.DataFrame, pb: pd.DataFrame, group: dict[str, Any], view: str,
+                        calibration: str) -> float:
+    """The paired slope the two algorithms' own rules predict over the group's design points:
+    slope of log(rules A / rules B) (issue 43: the claims' difference is not the reference a
+    paired slope should be read against when the rules' own paired slope differs). NaN where a
+    family states no rules bound."""
+    slopes = []
+    for pts in (pa, pb):
+        sub = pts
+        for k, v in group.items():
+            if k in sub:
+                sub = sub[(sub[k] == v) | (sub[k].isna() & pd.isna(v))] if not isinstance(v, float) \
+                    else sub[np.isclose(sub[k].astype(float), v, equal_nan=True)]
+        design = design_from_points(sub)
+        if len(design) < 2:
+            return math.nan
+        slopes.append(rules_curve(design, view, calibration).slope(design.x))
+    return slopes[0] - slopes[1]

@@ -71,6 +71,11 @@ def _crossover_line(p: dict) -> str:
     where = ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{v}"
                       for k, v in p["group"].items() if k in ("problem", "eps", "d"))
     head = f"Crossover {p['a']} / {p['b']} ({where}; paired, theory mode): "
+    rules = p.get("rules_paired_slope", math.nan)
+    if isinstance(rules, float) and math.isfinite(rules):
+        head = (f"Paired slope {res.slope:.3g} [{res.slope_ci_low:.3g}, {res.slope_ci_high:.3g}]"
+                f" against the claims' {p['predicted_slope']:.3g} and the rules' own {rules:.3g} "
+                "(the rest is the two algorithms' drift against their own budgets). " + head)
     if not math.isfinite(res.crossover):
         return head + (f"none located (the paired difference's slope CI [{res.slope_ci_low:.2f}, "
                        f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")

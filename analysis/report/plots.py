@@ -217,6 +217,10 @@ def paired_plot(ax: Axes, paired: dict[str, Any], x: str) -> Axes:
             pred = paired["predicted_slope"]
             ax.plot(xs, m.mean() + pred * (lx - lx.mean()), color="0.4", linestyle="--",
                     label=f"predicted slope {pred:.2f}")
+            rules = paired.get("rules_paired_slope", math.nan)
+            if isinstance(rules, float) and math.isfinite(rules):
+                ax.plot(xs, m.mean() + rules * (lx - lx.mean()), color="C2", linestyle=":",
+                        label=f"the rules' own paired slope {rules:.2f}")
             if math.isfinite(res.crossover):
                 where = ("" if res.crossover_where == "inside"
                          else f", extrapolated ({res.crossover_where} the window)")
