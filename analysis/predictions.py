@@ -1,50 +1,15 @@
-"""What a fit is held against: the metric it measures (`fit_metric`, `claim_metric`, `Y_METRIC`),
-the exponent the algorithm's claim on that metric predicts (`predicted_slope`, from
-`matching_claim`) and the slope its implemented rules predict over the same design points, log
-factors included (`rules_prediction`).
+"""What a fit is held against: the metric it measures (`fit_metric`, `claim_metric`, `Y_METRIC`)
+and the exponent the algorithm's claim on that metric predicts (`predicted_slope`, from
+`matching_claim`). The slope the implemented rules predict over the same design points is
+`analysis.verdict_engine.rules_curve`'s.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from algorithms import get_algorithm
-from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis.declarations import FitSpec
-
-
-def rules_prediction(sub: pd.DataFrame, fit: FitSpec, calibration: str) -> float:
-    """The slope the algorithm's own implemented rules predict over the fit's design points:
-    log theory_budget (the rules' sample budget, with the log factors they contain: the tree
-    depth log T, log 1/delta, log 1/alpha in the escape window) against log x, computed from
-    `theory_params` at each design point with the knobs at 1 (not fitted to measurements).
-    Sample-complexity view only (NaN otherwise, or with fewer than two design points)."""
-    from algorithms import Privacy
-    from problems import get_problem
-
-    if fit.view != "sample_complexity" or sub["x"].nunique() < 2:
-        return math.nan
-    cls = get_algorithm(sub["algorithm"].iloc[0])
-    if getattr(cls, "family", "") != "sosp_spider":  # only the Spiders' rules state a budget
-        return math.nan
-    xs, budgets = [], []
-    for xv, g in sub.groupby("x"):
-        r = g.iloc[0]
-        constants = get_problem(r["problem"], d=int(r["d"]), **json.loads(r["instance_params"])).constants
-        privacy = Privacy(float(r["eps"]), float(r["delta"]), calibration)
-        try:
-            p = cls.theory_params(constants, None, int(r["d"]), privacy,
-                                  target_alpha=float(r["alpha"]), **KNOB_DEFAULTS)
-        except ValueError:
-            return math.nan
-        xs.append(float(xv))
-        budgets.append(float(p["theory_budget"]))
-    return float(np.polyfit(np.log(xs), np.log(budgets), 1)[0])
 
 
 def matching_claim(cls: Any, metric: str) -> Any:

@@ -1,5 +1,6 @@
-"""The rules' own prediction (polylog-aware comparison): the slope of the implemented rules'
-sample budget over a fit's design points, against the closed-form leading term."""
+"""The rules' own prediction (analysis.verdict_engine.rules_curve): the slope of the implemented
+rules' sample budget over a fit's design points, against the closed-form leading term and the
+budgets theory_params gives at each point."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from algorithms import Privacy, get_algorithm
 from algorithms.sosp.noise_rules import effective_eps
 from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis.declarations import FitSpec
-from analysis.predictions import rules_prediction
+from analysis.verdict_engine.design import design_from_points
+from analysis.verdict_engine.rules_curve import rules_curve
 from problems import get_problem
 
 ALPHAS = [0.009, 0.015, 0.025, 0.04, 0.06, 0.09]
@@ -27,6 +29,12 @@ def _sub(alg: str, eps: float = 0.1) -> pd.DataFrame:
 
 
 FIT = FitSpec(name="sc", view="sample_complexity", x="alpha", y="n_star", window=(0.009, 0.09))
+
+
+def rules_prediction(sub: pd.DataFrame, fit: FitSpec, calibration: str) -> float:
+    """The rules' slope over the points of `sub` (one seed each, y = 1: only the design counts)."""
+    design = design_from_points(sub.assign(y=1.0, rep=0, combo="c"))
+    return rules_curve(design, fit.view, calibration).slope(design.x)
 
 
 def test_adaptive_rules_slope_is_the_leading_term_with_its_tree_depth():
@@ -48,8 +56,6 @@ def test_adaptive_rules_slope_is_the_leading_term_with_its_tree_depth():
 def test_gaussian_rules_slope_and_the_non_fits():
     got = rules_prediction(_sub("gaussian_spider"), FIT, "theory")
     assert -2.6 < got < -2.0
-    err = FitSpec(name="e", view="error", x="privacy", y="alpha_best", window=(1e-6, 1))
-    assert math.isnan(rules_prediction(_sub("gaussian_spider"), err, "theory"))
     assert math.isnan(rules_prediction(_sub("gaussian_spider").iloc[:1], FIT, "theory"))
     # The budget is what theory_params says at each point (not a fit to measurements).
     c = get_problem("hard_valley", d=10).constants
@@ -106,3 +112,24 @@ def test_a_fit_of_a_metric_the_algorithm_makes_no_claim_on_has_no_claimed_slope(
     assert matching_claim(dp_gd, "grad_norm") is None
     assert predicted_slope(dp_gd, pop, "grad_norm") is None
     assert predicted_slope(dp_gd, emp, "emp_grad_norm") == 0.5
+
+
+def test_rules_paired_slope_is_the_difference_of_the_two_rules_budget_slopes():
+    """The paired comparison's rules reference (issue 43): slope of log(budget A / budget B)
+    with both budgets from theory_params at each target (computed here directly)."""
+    from analysis.claims import _rules_paired_slope
+
+    c = get_problem("hard_valley", d=10).constants
+    budgets = {}
+    for alg in ("adaptive_tree_spider", "gaussian_spider"):
+        rules = get_algorithm(alg).theory_params
+        budgets[alg] = [rules(c, None, 10, Privacy(0.1, 1e-6, "theory"), target_alpha=a,
+                              **KNOB_DEFAULTS)["theory_budget"] for a in ALPHAS]
+    want = np.polyfit(np.log(ALPHAS), np.log(np.array(budgets["adaptive_tree_spider"])
+                                             / np.array(budgets["gaussian_spider"])), 1)[0]
+    pa = _sub("adaptive_tree_spider").assign(y=1.0, rep=0, combo="c")
+    pb = _sub("gaussian_spider").assign(y=1.0, rep=0, combo="c")
+    got = _rules_paired_slope(pa, pb, {"problem": "hard_valley", "d": 10, "eps": 0.1},
+                              "sample_complexity", "theory")
+    assert got == pytest.approx(want, rel=1e-9)
+    assert 0.1 < got < 0.3  # the valley window's 0.20-0.21, not the claims' 1/3
