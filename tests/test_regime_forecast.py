@@ -246,3 +246,19 @@ def test_every_committed_spec_has_a_forecast_for_every_fit():
             rows = rf.forecast_fit(fit, cells, fit_metric)
             assert rows, (path.name, fit.name)
             assert all(isinstance(r["forecast"], str) and r["forecast"] for r in rows)
+
+
+def test_out_of_reach_for_this_algorithm_when_its_own_rules_never_bind_within_budget():
+    """The claim binds from n = 6.1e4, but the algorithm's own rules (an output stalling at
+    ~1/log n) reach a tenth of the start only past the 1e12 budget, or never: out of reach
+    for this algorithm, with both sizes said."""
+    from analysis.report.tables import reach_verdict
+    from analysis.verdicts import NOT_IN_REGIME, OUT_OF_REACH
+
+    v, regime = reach_verdict(NOT_IN_REGIME, "ceiling: x", 6.1e4, 2e20)
+    assert v == OUT_OF_REACH and "for this algorithm" in regime
+    assert "claim binds from n = 6.1e+04" in regime and "at n = 2e+20" in regime
+    v, regime = reach_verdict(NOT_IN_REGIME, "ceiling: x", 6.1e4, math.inf)
+    assert v == OUT_OF_REACH and "no n up to 1e40" in regime
+    v, regime = reach_verdict(NOT_IN_REGIME, "ceiling: x", 6.1e4, 1e8)  # within the budget
+    assert v == NOT_IN_REGIME and "binds from" in regime

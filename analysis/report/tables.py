@@ -243,7 +243,14 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
                    + (f", {where}" if where else ""))
         note = privacy.get((c.algorithm, str(best.get("spec", ""))), note)
         verdict, regime = reach_verdict(best["verdict"], str(best.get("regime", "in regime")),
-                                        best.get("binding_n"))
+                                        best.get("binding_n"), best.get("rules_binding_n"))
+        joint = best.get("claim_verdict")
+        if isinstance(joint, str) and joint and str(best.get("regime", "")) == "in regime":
+            # one model per claim (issue 42, item 5): the verdict of all its in-regime fits
+            verdict = joint
+            fits_note = best.get("claim_fits")
+            if isinstance(fits_note, str) and fits_note.count(":") > 1:
+                decided += f"; joint with its other fits ({fits_note})"
         rows.append({**base, "claimed": _num(best.get("predicted")), "measured": measured,
                      "rules": _num(best.get("rules_predicted")),
                      "regime": regime, "verdict": verdict,
@@ -271,12 +278,16 @@ def _privacy_failures_first(rows: list[dict], privacy: Mapping[tuple[str, str], 
     return pd.DataFrame([rows[i] for i in order])
 
 
-def reach_verdict(verdict: str, regime: str, binding_n: Any) -> tuple[str, str]:
+def reach_verdict(verdict: str, regime: str, binding_n: Any,
+                  rules_binding_n: Any = None) -> tuple[str, str]:
     """A claim's verdict and regime text with where it binds (`analysis.regime_forecast`):
     a claim no fit measures in regime is "out of reach" when its own bound, constants at 1,
-    stays above a tenth of the start's metric up to n = 1e12 (the counts streams' budget), and
-    stays "not in regime" with the size it binds from otherwise (the window then saturates for
-    the algorithm's constants, not the claim's)."""
+    stays above a tenth of the start's metric up to n = 1e12 (the counts streams' budget), or
+    when the claim binds earlier but the algorithm's own rules' bound (`rules_binding_n`,
+    `analysis.verdict_engine.rules_curve.rules_binding_n`) does not before that budget ("out of
+    reach for this algorithm", e.g. an output that stalls at ~1/log n); it stays "not in
+    regime" with the size it binds from otherwise (the window then saturates for the
+    algorithm's constants, not the claim's)."""
     from analysis.regime_forecast import N_BUDGET, describe_n
 
     if verdict != NOT_IN_REGIME or not isinstance(binding_n, (int, float)) or math.isnan(binding_n):
@@ -284,6 +295,13 @@ def reach_verdict(verdict: str, regime: str, binding_n: Any) -> tuple[str, str]:
     if binding_n > N_BUDGET:
         return OUT_OF_REACH, (f"out of reach: the claim's bound (constants at 1) first falls below "
                               f"a tenth of the start's metric at n = {describe_n(binding_n)}")
+    if isinstance(rules_binding_n, (int, float)) and not math.isnan(rules_binding_n) \
+            and rules_binding_n > N_BUDGET:
+        at = (f"n = {describe_n(rules_binding_n)}" if math.isfinite(rules_binding_n)
+              else "no n up to 1e40")
+        return OUT_OF_REACH, (f"out of reach for this algorithm: the claim binds from n = "
+                              f"{describe_n(binding_n)}, but the algorithm's own rules' bound "
+                              f"first falls below a tenth of the start's metric at {at}")
     return verdict, f"{regime}; the claim binds from n = {describe_n(binding_n)}"
 
 
