@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.compare import METRIC_COLUMN, Row, _label, build_rows, interval, ratio
-from analysis.rates import N_BOOT
+from analysis.verdict_engine.rates import N_BOOT
 
 SAMPLES, ERROR = "samples to target", "error at n"
 VIEWS = (SAMPLES, ERROR)
@@ -137,7 +137,7 @@ def _claimed(algorithm: str) -> set[str]:
     nothing); every metric of the atlas for an algorithm not registered here (a plugin not
     loaded)."""
     from algorithms import get_algorithm
-    from analysis.predictions import claim_metric
+    from analysis.verdict_engine.predictions import claim_metric
 
     try:
         return {c.metric for c in get_algorithm(algorithm).claims} or {claim_metric(algorithm)}

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.atlas import ERROR, NOT_MEASURED, SAMPLES, WINNER, _num, pairing_text, points_table
-from analysis.rates import LEVEL, N_BOOT
+from analysis.verdict_engine.rates import LEVEL, N_BOOT
 
 AT_KEYS = ("n", "d", "eps")
 EXAMPLE = {"n": "1e8", "d": "10", "eps": "0.1"}

@@ -3,9 +3,10 @@ CIs, the predictions from the algorithms' own metadata, verdicts and contaminati
 (`run_fit` per declared fit and mode, `claims_table` for all of them), the paired comparisons
 (`paired_table`) and every declared claim with its measurements (`declared_claims`).
 
-The parts: the points of a fit and theory mode in `analysis.points`, the predictions in
-`analysis.predictions`, the flags' measurements in `analysis.flags`, the verdicts and the regime
-gate in `analysis.verdicts`; the path-length table in `analysis.path_length`.
+The parts: the points of a fit and theory mode in `analysis.points`; the verdict engine in
+`analysis.verdict_engine` (the predictions in `predictions`, the flags' measurements in `flags`,
+the verdicts and the regime gate in `verdicts`, the fourth edition's model comparison in
+`decide`); the path-length table in `analysis.path_length`.
 
 Sample-complexity fits run on medians (Harrell-Davis, or the sample median where runs are
 censored, counting a censored run as n* = inf), in both modes: censoring is intrinsic to that
@@ -25,23 +26,24 @@ import pandas as pd
 
 from algorithms import get_algorithm
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis import envelope, paired, rates, regime_forecast, two_term, verdicts
+from analysis import regime_forecast
 from analysis.declarations import FitSpec, StoreData
 from analysis.empirical_route import reading_for_fit
-from analysis.flags import _excess_at_x0, _floor_check, start_point
 from analysis.points import fit_points_table, group_columns, theory_mask
-from analysis.predictions import (
+from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
+from analysis.verdict_engine import envelope, paired, rates, two_term, verdicts
+from analysis.verdict_engine.decide import decide
+from analysis.verdict_engine.design import design_from_points
+from analysis.verdict_engine.flags import _excess_at_x0, _floor_check, start_point
+from analysis.verdict_engine.one_model import claim_verdicts
+from analysis.verdict_engine.predictions import (
     claim_metric,
     fit_metric,
     matching_claim,
     predicted_slope,
 )
-from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
-from analysis.verdict_engine.decide import decide
-from analysis.verdict_engine.design import design_from_points
-from analysis.verdict_engine.one_model import claim_verdicts
 from analysis.verdict_engine.rules_curve import rules_curve
-from analysis.verdicts import NO_CLAIM, NOT_MEASURED, apply_gate
+from analysis.verdict_engine.verdicts import NO_CLAIM, NOT_MEASURED, apply_gate
 from problems import character as problem_character
 
 

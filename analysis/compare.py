@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.empirical_n_star import _crossing
-from analysis.rates import LEVEL, N_BOOT
+from analysis.verdict_engine.rates import LEVEL, N_BOOT
 
 #: The error column each claim metric is read from in the records view (best stored iterate).
 METRIC_COLUMN = {"alpha_sosp": "alpha_best", "grad_norm": "pop_grad_best",
@@ -60,8 +60,8 @@ def selection_rule(column: str, metric: str = "") -> str:
 
 
 def metric_of_column(column: str) -> str:
-    """The claim metric an error column measures (`analysis.predictions.Y_METRIC`)."""
-    from analysis.predictions import Y_METRIC
+    """The claim metric an error column measures (`analysis.verdict_engine.predictions.Y_METRIC`)."""
+    from analysis.verdict_engine.predictions import Y_METRIC
 
     return Y_METRIC.get(column, column)
 
@@ -183,7 +183,7 @@ def build_rows(cells: pd.DataFrame, target: float, column: str | None = None,
     `knobs`: "theory" (knobs at their theory defaults, where an algorithm has such cells) or
     "all" (one row per knob setting)."""
     from analysis.points import theory_mask
-    from analysis.predictions import claim_metric
+    from analysis.verdict_engine.predictions import claim_metric
 
     cells = cells[cells["status"] == "ok"].copy()
     cells["instance"] = [json.dumps(p or {}, sort_keys=True) for p in cells["problem_params"]]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.rates import LEVEL, N_BOOT
+from analysis.verdict_engine.rates import LEVEL, N_BOOT
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import pandas as pd
 
 from algorithms import get_algorithm
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis import rates
 from analysis.declarations import StoreData
 from analysis.points import theory_mask
+from analysis.verdict_engine import rates
 
 
 def path_table(data: StoreData) -> pd.DataFrame:

@@ -20,8 +20,8 @@ import pandas as pd
 
 from algorithms import get_algorithm
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis import rates
 from analysis.declarations import FitSpec, StoreData
+from analysis.verdict_engine import rates
 
 #: Which dimensions are folded into each x scale (the others split the fit into groups).
 FOLDED = {"privacy": {"n", "eps", "d"}, "n": {"n"}, "eps": {"eps"}, "d": {"d"},

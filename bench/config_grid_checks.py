@@ -50,7 +50,7 @@ def _check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
     """Refuse a target at or above the start's value of the metric it targets: such a cell
     is "reached" at step 0 (samples_to_target 0) and measures nothing (issue 28, point 1)."""
     import problems
-    from analysis.predictions import claim_metric
+    from analysis.verdict_engine.predictions import claim_metric
 
     metrics = sorted({claim_metric(a["name"]) for a in alg_list})
     cache: dict[tuple, tuple[float, str]] = {}

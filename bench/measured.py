@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.verdicts import apply_gate
+from analysis.verdict_engine.verdicts import apply_gate
 
 
 def read_fits(sources: Sequence[str | Path], n_boot: int = 2000) -> pd.DataFrame:
@@ -100,6 +100,6 @@ def declared_from_specs(table: pd.DataFrame) -> list[Any]:
 def _csv_metric(algorithm: str, _y: Any) -> str:
     """The claim metric of a CSV row written before the CSV carried one: the algorithm's first
     claim's (every committed fit measures that metric)."""
-    from analysis.predictions import claim_metric
+    from analysis.verdict_engine.predictions import claim_metric
 
     return claim_metric(algorithm)

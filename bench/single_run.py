@@ -12,7 +12,7 @@ import numpy as np
 
 from algorithms import Privacy, check_calibration, get_algorithm
 from analysis.metrics import evaluate, target_monitor
-from analysis.predictions import claim_metric
+from analysis.verdict_engine.predictions import claim_metric
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
 from problems.counts.dataset import counts_exact

@@ -318,7 +318,7 @@ def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
 def test_two_term_fit_with_a_half_power_floor_recovers_both_terms():
     """Synthetic y = 0.5 x^1 + 0.8 n^-1/2 with 5% noise: the fit with floor exponent 1/2 finds
     p = 1 (the convex privacy term); the SOSP floor n^-1/3 would not fit the floor."""
-    from analysis import two_term
+    from analysis.verdict_engine import two_term
 
     rng = np.random.default_rng(0)
     xs, ns, ys = [], [], []

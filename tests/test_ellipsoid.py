@@ -465,7 +465,7 @@ def test_a_theory_fit_says_when_an_algorithm_has_no_theory_cell(tmp_path):
     the theory defaults: a theory fit gives it a "not measured" row naming the fixed parameters
     (issue 32, point 5: said, not dropped), while Pagan at its defaults is fitted."""
     from analysis.claims import claims_table
-    from analysis.verdicts import NOT_MEASURED
+    from analysis.verdict_engine.verdicts import NOT_MEASURED
     from bench.config import parse_spec
     from bench.runner import run_sweep
     from bench.store import open_store_data

@@ -106,7 +106,7 @@ def test_a_two_term_p_lies_inside_its_own_interval():
     construction; the full-data fit (kept as p_full) is the one that fell outside."""
     from scipy.optimize import least_squares
 
-    from analysis.two_term import two_term_fit
+    from analysis.verdict_engine.two_term import two_term_fit
 
     x, n, y = _weak_privacy_term()
     f = two_term_fit(x, n, y, n_boot=200, rng=np.random.default_rng(140))

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import envelope, verdicts
-from analysis.envelope import envelope_fit
-from analysis.paired import paired_difference
-from analysis.rates import fit_exponent, fit_points
-from analysis.two_term import two_term_fit
-from analysis.verdicts import verdict
+from analysis.verdict_engine import envelope, verdicts
+from analysis.verdict_engine.envelope import envelope_fit
+from analysis.verdict_engine.paired import paired_difference
+from analysis.verdict_engine.rates import fit_exponent, fit_points
+from analysis.verdict_engine.two_term import two_term_fit
+from analysis.verdict_engine.verdicts import verdict
 
 SIMS = 200  # simulated datasets per coverage check (fixed seeds)
 
@@ -288,7 +288,7 @@ def test_censored_median_fit_coverage():
 def test_two_term_batch_solver_matches_scipy_replicate_by_replicate():
     """The bootstrap's vectorized solver reaches scipy least_squares' solution (same objective,
     starts and bounds) on resampled data sets, replicate by replicate."""
-    from analysis.two_term import _two_term_solve, _two_term_solve_batch
+    from analysis.verdict_engine.two_term import _two_term_solve, _two_term_solve_batch
 
     rng = np.random.default_rng(11)
     rows = []

@@ -123,7 +123,7 @@ def test_forecast_fit_over_spec_cells():
     fit moved to targets near the start saddle is forecast "ceiling"; an algorithm without a
     claim on the metric says so; the folded x gives one row per curve."""
     from analysis.declarations import FitSpec
-    from analysis.predictions import fit_metric
+    from analysis.verdict_engine.predictions import fit_metric
     from bench.cells import Cell
 
     def cells(targets, algs=("adaptive_tree_spider", "gaussian_spider", "tree_spider")):
@@ -148,7 +148,7 @@ def test_forecast_fit_over_spec_cells():
 
 
 def test_rules_forecast_gates_a_verdict_and_a_claim_forecast_does_not():
-    from analysis.verdicts import NOT_IN_REGIME, apply_gate
+    from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate
 
     fails = {"forecast": "floor: the rules' non-private sample budget outweighs their privacy part "
                          "at 2 of 5 design points",
@@ -172,7 +172,7 @@ def test_claims_summary_says_out_of_reach_with_the_computed_size():
     """A claim decided only by not-in-regime fits: "out of reach" when its bound binds past
     n = 1e12 (the size printed is the one computed), "not in regime" with the size otherwise."""
     from analysis.report.tables import claims_summary, reach_verdict
-    from analysis.verdicts import NOT_IN_REGIME, OUT_OF_REACH
+    from analysis.verdict_engine.verdicts import NOT_IN_REGIME, OUT_OF_REACH
 
     v, regime = reach_verdict(NOT_IN_REGIME, "ceiling: x", 3.3e13)
     assert v == OUT_OF_REACH and "3.3e+13" in regime
@@ -210,7 +210,7 @@ def test_error_view_balance_from_the_spiders_accuracy_rules():
     from algorithms import Privacy
     from algorithms.sosp.spider import KNOB_DEFAULTS
     from analysis.declarations import FitSpec
-    from analysis.predictions import fit_metric
+    from analysis.verdict_engine.predictions import fit_metric
     from bench.cells import Cell
 
     prob = get_problem("hard_valley", d=10)
@@ -234,7 +234,7 @@ def test_every_committed_spec_has_a_forecast_for_every_fit():
     forecast would stop `dprates sweep --dry-run` and `dprates fit`)."""
     from pathlib import Path
 
-    from analysis.predictions import fit_metric
+    from analysis.verdict_engine.predictions import fit_metric
     from bench.config import load_spec
 
     specs = sorted((Path(__file__).resolve().parents[1] / "bench" / "configs").glob("*.toml"))
@@ -253,7 +253,7 @@ def test_out_of_reach_for_this_algorithm_when_its_own_rules_never_bind_within_bu
     ~1/log n) reach a tenth of the start only past the 1e12 budget, or never: out of reach
     for this algorithm, with both sizes said."""
     from analysis.report.tables import reach_verdict
-    from analysis.verdicts import NOT_IN_REGIME, OUT_OF_REACH
+    from analysis.verdict_engine.verdicts import NOT_IN_REGIME, OUT_OF_REACH
 
     v, regime = reach_verdict(NOT_IN_REGIME, "ceiling: x", 6.1e4, 2e20)
     assert v == OUT_OF_REACH and "for this algorithm" in regime

@@ -104,7 +104,7 @@ def test_a_fit_of_a_metric_the_algorithm_makes_no_claim_on_has_no_claimed_slope(
     claimed slope (so no verdict), not the empirical claim's 1/2 taken by default."""
     from algorithms import get_algorithm
     from analysis.declarations import FitSpec
-    from analysis.predictions import matching_claim, predicted_slope
+    from analysis.verdict_engine.predictions import matching_claim, predicted_slope
 
     dp_gd = get_algorithm("dp_gd")
     pop = FitSpec("pop", "error", "privacy", "pop_grad_best", (1e-6, 1e-3), "theory")

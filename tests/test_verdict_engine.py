@@ -11,12 +11,11 @@ import pandas as pd
 import pytest
 
 from algorithms.claims import Claim, LogFactor, term
-from analysis import rates
-from analysis.verdict_engine import bound_level, log_factors, window
+from analysis.verdict_engine import bound_level, log_factors, rates, window
 from analysis.verdict_engine.decide import APPROACHES, UP_TO_LOGS, decide
 from analysis.verdict_engine.design import design_from_points
 from analysis.verdict_engine.rules_curve import PRIVATE_SHARE_MIN, RulesCurve
-from analysis.verdicts import NOT_IN_REGIME, apply_gate
+from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate
 
 PAPER = "synthetic"
 
@@ -234,10 +233,19 @@ def test_edition_diff_says_which_verdicts_moved_and_why():
     new = pd.DataFrame([{**base, "fit": "f1", "algorithm": "a", "verdict": UP_TO_LOGS,
                          "verdict_reason": "t = 0.5"},
                         {**base, "fit": "f2", "algorithm": "b", "verdict": "consistent"},
-                        {**base, "fit": "f3", "algorithm": "c", "verdict": "faster than claimed even with logs"}])
+                        {**base, "fit": "f3", "algorithm": "c",
+                         "verdict": "faster than claimed even with logs"}])
     ch = verdict_changes(old, new).set_index("algorithm")
     assert ch.loc["a", "moved"] and "declared log factors" in ch.loc["a", "why"]
     assert not ch.loc["b", "moved"] and ch.loc["b", "why"] == ""
     assert ch.loc["c", "old verdict"] == "-" and "allowance" in ch.loc["c", "why"]
     md = changes_markdown(verdict_changes(old, new))
     assert md.startswith("2 of 3 declared fit rows changed verdict.")
+
+
+def test_the_regime_gate_leaves_a_claimless_row_as_no_claim():
+    from analysis.verdict_engine.verdicts import NO_CLAIM
+
+    t = pd.DataFrame([{"verdict": NO_CLAIM, "flags": "ceiling: the window ...", "rules_verdict": ""},
+                      {"verdict": "consistent", "flags": "floor: ...", "rules_verdict": ""}])
+    assert list(apply_gate(t)["verdict"]) == [NO_CLAIM, NOT_IN_REGIME]

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from analysis.verdicts import NOT_IN_REGIME, apply_gate, regime_reason
+from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate, regime_reason
 
 
 def _row(**kw):
@@ -249,7 +249,7 @@ def test_floor_flag_compares_each_instance_with_its_own_eps_inf_runs():
     the instances by problem name (the old grouping) would flag them, per instance they pass,
     and a rank-10 point within 3x of its own floor is flagged."""
     from analysis.declarations import FitSpec, StoreData
-    from analysis.flags import _floor_flag
+    from analysis.verdict_engine.flags import _floor_flag
 
     def cells(rank: int, eps: float, y: float) -> list[dict]:
         return [{"status": "ok", "algorithm": "dp_gd", "problem": "glm", "problem_params": {"rank": rank},
@@ -272,8 +272,8 @@ def test_a_private_error_fit_without_eps_inf_controls_says_its_floor_is_unchecke
     """A design point with no eps = inf run of its own (algorithm, instance, n, d) cannot be
     checked against the floor: counted (no silent pass), and advisory (not a gate flag)."""
     from analysis.declarations import FitSpec, StoreData
-    from analysis.flags import _floor_check
-    from analysis.verdicts import regime_reason
+    from analysis.verdict_engine.flags import _floor_check
+    from analysis.verdict_engine.verdicts import regime_reason
 
     def cells(n: int, eps: float, y: float) -> list[dict]:
         return [{"status": "ok", "algorithm": "dp_gd", "problem": "glm", "problem_params": {},

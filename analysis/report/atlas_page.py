@@ -17,8 +17,8 @@ from matplotlib.backends.backend_pdf import PdfPages
 from analysis.atlas import READING_NOTE, atlas_table, points_table, text_lines
 from analysis.atlas_map import atlas_figures, crossover_lines, crossovers
 from analysis.declarations import StoreData
-from analysis.rates import N_BOOT
 from analysis.report.layout import _text_page, _wrap
+from analysis.verdict_engine.rates import N_BOOT
 
 TITLE = "Atlas: which algorithm wins where"
 

@@ -24,7 +24,6 @@ matplotlib.use("Agg")
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from analysis import rates
 from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
 from analysis.path_length import path_table
@@ -50,6 +49,7 @@ from analysis.report.scaling_pages import scaling_pages
 from analysis.report.summary_page import summary_table_pages
 from analysis.report.tables import claims_summary
 from analysis.report.title_pages import section_page, title_page
+from analysis.verdict_engine import rates
 
 CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x", "predicted", "exponent",
                "ci_low", "ci_high", "verdict", "regime", "declared", "rules_predicted",

@@ -22,8 +22,8 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.declarations import StoreData
 from analysis.points import FOLDED, fit_points_table
-from analysis.predictions import Y_METRIC
 from analysis.report import plots
+from analysis.verdict_engine.predictions import Y_METRIC
 from problems import character as problem_character
 
 

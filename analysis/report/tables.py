@@ -4,7 +4,7 @@ a report's page 1), fit tables as displayed, and their exports (markdown, bookta
 No plotting here (so `dprates fit` and `dprates claims` do not import matplotlib).
 
 The claims summary decides each claim from one fit row, ranked so that a row that says
-something wins: in regime before not in regime (the gate, `analysis.verdicts.apply_gate`), the
+something wins: in regime before not in regime (the gate, `analysis.verdict_engine.verdicts.apply_gate`), the
 fit's declared mode before the other (theory mode where a CSV does not say), a hard instance
 before a benign one (the claims are worst-case bounds that bind on hard instances), a
 decisive verdict before "inconclusive", then the table's order (the stores' or the CSV's:
@@ -23,11 +23,11 @@ import pandas as pd
 
 from analysis.privacy_checks.ledger import FAILED_MARK, bracket
 from analysis.report.latex import to_latex
-from analysis.verdicts import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
+from analysis.verdict_engine.verdicts import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
 #: that a weak eps dependence reading "slower" against privacy and "faster" against eps is read
-#: as the one fact it is (issue 32, point 4). See analysis.verdicts.FAVOURABLE for the signs.
+#: as the one fact it is (issue 32, point 4). See analysis.verdict_engine.verdicts.FAVOURABLE for the signs.
 DIRECTION = {
     ("error", "privacy"): "x = sqrt(d)/(n eps) -> 0 (large n): faster = exponent above the "
                           "claim's, the error falls faster as x shrinks",

@@ -20,5 +20,12 @@ privacy term dominates. Before a verdict says "slower" or "faster" it allows for
   points: their slope, measured / rules per point, and the private share of the bound that
   gates the window (`PRIVATE_SHARE_MIN`);
 - `decide`: the row's verdict from all of the above, in a fixed order;
-- `one_model`: one verdict per claim when several fits (x, d, eps, rank, alpha) measure it.
+- `one_model`: one verdict per claim when several fits (x, d, eps, rank, alpha) measure it;
+- `edition_diff`: old -> new verdict per fit row between two editions of the claims CSV.
+
+The fitting core the engine reads lives here too: `rates` (OLS slopes and the stratified
+bootstrap), `envelope` (the tuned envelope, Harrell-Davis medians), `two_term` (power law plus
+the non-private floor), `paired` (paired differences and crossovers), `flags` (the saturation
+checks), `predictions` (the claim's predicted slope per fit) and `verdicts` (the CI against a
+prediction, the verdict names, the regime gate).
 """

@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.claims import Claim
-from analysis import verdicts
-from analysis.verdict_engine import bound_level, log_aware, log_factors, window
+from analysis.verdict_engine import bound_level, log_aware, log_factors, verdicts, window
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.rules_curve import (
     PRIVATE_SHARE_MIN,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.envelope import hd_median
+from analysis.verdict_engine.envelope import hd_median
 
 #: Context columns carried per design point (first row of the point, or the median of n_steps).
 CONTEXT = ("algorithm", "problem", "instance_params", "n", "d", "eps", "delta", "alpha")

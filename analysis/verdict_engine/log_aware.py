@@ -4,7 +4,7 @@ Model: log median(y)(x) = c + p log x + t z(x), p the claimed slope, z the compo
 regressor (`analysis.verdict_engine.log_factors`), t in [0, 1] the share of the declared log
 powers the curve needs. t is the OLS coefficient of log median - p log x on z over the design
 points; its CI comes from a stratified bootstrap (seeds resampled within each design point,
-Harrell-Davis medians, as in `analysis.envelope`), drawn together with the plain slope's so the
+Harrell-Davis medians, as in `analysis.verdict_engine.envelope`), drawn together with the plain slope's so the
 two CIs are about the same resamples. A polylog claim (p = 0, a log factor on x itself, e.g.
 Pagan in d) is read through t: the curve is fitted against log x, not as a power of x.
 """
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.envelope import hd_median
-from analysis.rates import LEVEL, _percentile_ci
 from analysis.verdict_engine.design import Design
+from analysis.verdict_engine.envelope import hd_median
+from analysis.verdict_engine.rates import LEVEL, _percentile_ci
 
-#: Bootstrap size of the log-power fit (the slope's own CI keeps analysis.rates.N_BOOT).
+#: Bootstrap size of the log-power fit (the slope's own CI keeps analysis.verdict_engine.rates.N_BOOT).
 N_BOOT_LOGS = 1000
 
 

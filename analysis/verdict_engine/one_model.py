@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.verdict_engine.decide import APPROACHES, UP_TO_LOGS
-from analysis.verdicts import UP_TO_LOGS as FOLLOWS_RULES
+from analysis.verdict_engine.verdicts import UP_TO_LOGS as FOLLOWS_RULES
 
 #: Verdicts that say the data agree with the claim, strongest first (a claim reads the weakest
 #: of its fits').

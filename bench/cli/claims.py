@@ -112,12 +112,12 @@ def _measured_claims(args: argparse.Namespace) -> int:
 
 
 def cmd_regate(args: argparse.Namespace) -> int:
-    """A claims CSV with its verdicts re-derived by `analysis.verdicts.apply_gate` from its own
+    """A claims CSV with its verdicts re-derived by `analysis.verdict_engine.verdicts.apply_gate` from its own
     flags (and `declared` from the committed specs), the rest of every row unchanged."""
     import pandas as pd
 
     from analysis.report.build import CSV_COLUMNS
-    from analysis.verdicts import apply_gate
+    from analysis.verdict_engine.verdicts import apply_gate
     from bench.measured import declared_from_specs
 
     path = Path(args.csv)

@@ -126,8 +126,8 @@ def exploratory_groups(df, x: str, by: str | None) -> list[str]:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """The declared fits (claims table), or one exploratory fit with --x and --metric."""
-    from analysis import rates
     from analysis.claims import claims_table
+    from analysis.verdict_engine import rates
     from bench.store import load, open_store_data
 
     if args.boot < 100:

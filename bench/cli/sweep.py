@@ -100,8 +100,8 @@ def print_forecast(spec: Any, cells: list) -> None:
     the n where the claim first binds and where its two terms cross."""
     import math
 
-    from analysis.predictions import fit_metric
     from analysis.regime_forecast import ADVISORY, RULES_GATE, describe_n, forecast_fit
+    from analysis.verdict_engine.predictions import fit_metric
 
     for fit in spec.fits:
         rows = forecast_fit(fit, cells, fit_metric)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.rates import LEVEL, _percentile_ci
+from analysis.verdict_engine.rates import LEVEL, _percentile_ci
 
 
 @dataclass(frozen=True)

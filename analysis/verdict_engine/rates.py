@@ -11,13 +11,13 @@ scipy.stats.bootstrap because it cannot express that shared, paired resampling.
 - `fit_exponent`: slope of log y on log x over all repetitions (not medians: with 5-20 seeds the
   median is discrete and its bootstrap lumpy), percentile CI, OLS standard error alongside
   (`fit_points`: the same on the arrays of one group).
-- `analysis.envelope.envelope_fit`: the tuned envelope: at each design point the best median
+- `analysis.verdict_engine.envelope.envelope_fit`: the tuned envelope: at each design point the best median
   over a knob grid (Harrell-Davis medians: smooth, so the bootstrap of the envelope is not lumpy).
-- `analysis.two_term.two_term_fit`: y = a x^p + b n^{-1/3} in log space (robust loss, several
+- `analysis.verdict_engine.two_term.two_term_fit`: y = a x^p + b n^{-1/3} in log space (robust loss, several
   starts).
-- `analysis.paired.paired_difference`: mean of log y_A - log y_B per design point and the slope
+- `analysis.verdict_engine.paired.paired_difference`: mean of log y_A - log y_B per design point and the slope
   of that difference (its prediction is the difference of the two exponents).
-- `analysis.verdicts.verdict`: consistent / faster than claimed / slower than claimed /
+- `analysis.verdict_engine.verdicts.verdict`: consistent / faster than claimed / slower than claimed /
   inconclusive.
 
 Censoring (sample complexity: a cell that never reached a threshold has n* = NaN): a design

@@ -13,7 +13,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from analysis.rates import ExponentFit
+from analysis.verdict_engine.rates import ExponentFit
 
 #: A CI wider than this makes a verdict "inconclusive": about twice the gap between the two
 #: headline predictions (0.071 in the error view, 0.33 in the sample-complexity view).
@@ -102,6 +102,8 @@ def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
     for col, mask in (("verdict", failed), ("rules_verdict", failed), ("two_term_verdict", ceiling)):
         if col in out:
             col_vals = out[col].astype(object)
-            has = (col_vals.notna() & (col_vals.astype(str) != "")).to_numpy()
+            # a claimless row stays "no claim": there is no claim whose regime could fail
+            has = (col_vals.notna() & (col_vals.astype(str) != "")
+                   & (col_vals.astype(str) != NO_CLAIM)).to_numpy()
             out[col] = np.where(mask & has, NOT_IN_REGIME, col_vals)
     return out

@@ -2,7 +2,7 @@
 point and a repetition, hence a data seed (`paired_difference`): the mean per design point with a
 CI, the slope of the difference (its prediction is the difference of the two exponents) and where
 its fitted line crosses 0, the two algorithms needing the same y (`_crossover`). One stratified
-bootstrap (`analysis.rates`) resamples pairs within each design point for all of them.
+bootstrap (`analysis.verdict_engine.rates`) resamples pairs within each design point for all of them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.rates import LEVEL, N_BOOT, _design_groups, _percentile_ci, _resample_indices, _slopes
+from analysis.verdict_engine.rates import (
+    LEVEL,
+    N_BOOT,
+    _design_groups,
+    _percentile_ci,
+    _resample_indices,
+    _slopes,
+)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 median of y over a knob grid, then the slope of log(envelope) on log x (`envelope_fit`).
 
 Medians are Harrell-Davis's (`hd_median`): smooth in the data, so the bootstrap of the envelope
-is not lumpy. The bootstrap is the stratified one of `analysis.rates`, with the same repetition
+is not lumpy. The bootstrap is the stratified one of `analysis.verdict_engine.rates`, with the same repetition
 ids for every knob setting at a design point (seeds are paired), taking the minimum again, so the
 CI includes the selection. A censored run counts as n* = inf (never reached is the worst
 outcome), so a knob setting that censors loses to one that does not.
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.rates import LEVEL, N_BOOT, ExponentFit, _ols, _percentile_ci, _slopes
+from analysis.verdict_engine.rates import LEVEL, N_BOOT, ExponentFit, _ols, _percentile_ci, _slopes
 
 
 def envelope_fit(xv: np.ndarray, combo: np.ndarray, rep: np.ndarray, yv: np.ndarray, *,

@@ -6,8 +6,8 @@ flagged; Scientific protocol items 6 and 7), which `analysis.claims.run_fit` rai
 - floor (error view): a design point whose median is within 3x of the eps = inf median of the
   same (algorithm, problem, n, d) (`_floor_check`); "floor unchecked" (advisory) counts the
   design points with no such eps = inf run to compare with;
-- censored: points that never reached their threshold (counted; see analysis.rates).
-The ceiling and floor flags fail the regime gate (`analysis.verdicts`).
+- censored: points that never reached their threshold (counted; see analysis.verdict_engine.rates).
+The ceiling and floor flags fail the regime gate (`analysis.verdict_engine.verdicts`).
 """
 
 from __future__ import annotations
