@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.adaptive_noise.ellipsoid import _ASI, _EllipsoidMethod
 from algorithms.base import Privacy
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from problems.base import Problem
 
 
@@ -26,7 +28,8 @@ class PrivateSGDIsotropic(_EllipsoidMethod):
     claims = (Claim("private_sgd_iso", "population", "excess_risk",
                     (term("sqrt(d)/sqrt(n)", n=-1 / 2, d=1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
                     _ASI, "Section 3 (isotropic baseline), stylized case",
-                    "baseline: diam_2 sqrt(d) G / (n eps), the isotropic value sqrt(d) sqrt(d) ||sigma||"),)
+                    "baseline: diam_2 sqrt(d) G / (n eps), the isotropic value sqrt(d) sqrt(d) ||sigma||",
+                    logs=LOGS["private_sgd_iso"]),)
 
 
 
@@ -43,7 +46,7 @@ class PrivateAdaGradIsotropic(_EllipsoidMethod):
                     (term("n^-1/2", n=-1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
                     _ASI, "Section 3 (isotropic baseline), stylized case",
                     "baseline: diam_inf sum_j noise_j, d isotropic coordinates; the seed: behaves "
-                    "like private SGD even at eps = 4"),)
+                    "like private SGD even at eps = 4", logs=LOGS["private_adagrad_iso"]),)
 
 
 
@@ -76,7 +79,13 @@ class PDPSGD(_EllipsoidMethod):
                     (term("n^-1/2", n=-1 / 2), term("sqrt(k)/(n eps)", n=-1.0, eps=-1.0)),
                     "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813)",
                     "their main theorem (rank-k gradient subspace), as the seed cites it",
-                    "baseline; its bound assumes gradients near a k-dimensional subspace"),)
+                    "baseline; its bound assumes gradients near a k-dimensional subspace",
+                    logs=LOGS["pdp_sgd"]),)
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.ellipsoid_bound`)."""
+        return rules_bounds.ellipsoid_bound(cls, problem, n, d, privacy, kept=20)
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         p = super().resolve_params(problem, n, privacy)

@@ -47,13 +47,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.adaptive_noise.projections import (
     optimal_diagonal,
     project_ellipsoid,
     project_ellipsoid_euclidean,
 )
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import mapped_grad_sum
 from algorithms.first_order.base import (
     FirstOrderAlgorithm,
@@ -118,6 +120,11 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         diam = diam_2 if cls.step_rule == "pasan" else diam_2 / math.sqrt(d)
         return {"b": b, "T": knobs["c_T"] * float(n) ** 2 / b**2,
                 "alpha": knobs["alpha_mult"] * diam, "eta": 0.0}
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.ellipsoid_bound`)."""
+        return rules_bounds.ellipsoid_bound(cls, problem, n, d, privacy)
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         if not hasattr(problem, "box"):
@@ -241,7 +248,7 @@ class Pasan(_EllipsoidMethod):
                     (term("sqrt(d)/sqrt(n)", n=-1 / 2, d=1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
                     _ASI,
                     "Theorem 1, stylized case (X = [-1, 1]^d, sigma_j = j^-3/2)",
-                    "privacy term's d-scaling for this scale profile"),)
+                    "privacy term's d-scaling for this scale profile", logs=LOGS["pasan"]),)
     step_rule = "pasan"
     shaped = True
 
@@ -256,7 +263,7 @@ class Pagan(_EllipsoidMethod):
     claims = (Claim("pagan", "population", "excess_risk",
                     (term("n^-1/2", n=-1 / 2), term("polylog(d)/(n eps)", n=-1.0, eps=-1.0)), _ASI,
                     "Theorem 2, stylized case (X = [-1, 1]^d, sigma_j = j^-3/2)",
-                    "privacy term poly(log d): exponent 0 in d up to logs"),)
+                    "privacy term poly(log d): exponent 0 in d up to logs", logs=LOGS["pagan"]),)
     step_rule = "pagan"
     shaped = True
 

@@ -13,6 +13,7 @@ from algorithms.adaptive_noise.ellipsoid import _ASI, Pagan
 from algorithms.adaptive_noise.private_moments import capped_squares, moment_noise_std, noisy_second_moments
 from algorithms.adaptive_noise.projections import pagan_diagonal_from_moments
 from algorithms.base import Privacy
+from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim
 from algorithms.counts_maps import mapped_rows_mean
 from problems.base import Problem
@@ -37,7 +38,8 @@ class PaganPrivateScales(Pagan):
                                                "moment_cap": 1.0, "moment_floor_mult": 1.0}
     claims = (Claim("pagan_private_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
                     "Theorem 2 with C from Algorithm 3's private moments, stylized case",
-                    "Pagan's rate up to the estimate's accuracy (the moments-ratio constant r)"),)
+                    "Pagan's rate up to the estimate's accuracy (the moments-ratio constant r)",
+                    logs=LOGS["pagan_private_scales"]),)
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         p = super().resolve_params(problem, n, privacy)
@@ -83,7 +85,8 @@ class PaganPublicScales(Pagan):
     knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "public_m": 1000}
     claims = (Claim("pagan_public_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
                     "Theorem 2 with C from public second moments, stylized case",
-                    "Pagan's rate up to the estimate's accuracy"),)
+                    "Pagan's rate up to the estimate's accuracy",
+                    logs=LOGS["pagan_public_scales"]),)
 
     def _estimate_scales(self, problem, held, sample, privacy, rng, rng_public, p):
         public = problem.sample(int(p["public_m"]), rng_public)

@@ -61,8 +61,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
 from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
@@ -136,7 +138,13 @@ class RecursiveRegularization(FirstOrderAlgorithm):
     claims = (Claim("recursive_regularization", "population", "grad_norm",
                     (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
                     _ARORA, "Theorem 5.1 (1), Table 1 (convex, population; optimal)",
-                    "convex losses only"),)
+                    "convex losses only", logs=LOGS["recursive_regularization"]),)
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.recursive_regularization_bound`)."""
+        return rules_bounds.recursive_regularization_bound(cls, problem, n, d, privacy,
+                                                           stage_schedule, _minimizer_distance)
 
     def _check_input(self, problem: Problem, n: int | None, why: str = "") -> None:
         if n is None:
@@ -289,7 +297,13 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
     claims = (Claim("recursive_regularization_linear", "population", "grad_norm",
                     (term("n^-1/2", n=-1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
                     _ARORA, "Theorem 5.1 (2), Table 1 (convex, population; linear time)",
-                    "plus M ||w*|| / sqrt(n), which has the statistical term's exponent"),)
+                    "plus M ||w*|| / sqrt(n), which has the statistical term's exponent",
+                    logs=LOGS["recursive_regularization_linear"]),)
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.recursive_regularization_linear_bound`)."""
+        return rules_bounds.recursive_regularization_linear_bound(cls, problem, n, d, privacy)
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         self._check_input(problem, n, ", and PhasedSGD's privacy (output perturbation by "

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim
+from algorithms.claims import Claim, RulesBound
 from algorithms.counts_maps import clipped_grad_sum
 from algorithms.privacy.accounting.gdp import require_calibration
 from algorithms.privacy.faults import check_faults
@@ -129,6 +129,13 @@ class FirstOrderAlgorithm:
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
                       **knobs: Any) -> dict[str, Any]:
         raise NotImplementedError
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """The bound the algorithm's own rules configure at (n, d, eps, delta), knobs at their
+        defaults (`algorithms.claims.RulesBound`; the formulas in `algorithms.rules_bounds`).
+        NotImplementedError here: the algorithm declares none."""
+        raise NotImplementedError(f"{cls.name} has no rules bound (no rules_bound classmethod)")
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         require_rule_constants(self.name, problem, self.rule_constants)

@@ -44,8 +44,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
 from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_pld
@@ -60,7 +62,7 @@ def _empirical_baseline_claim(name: str) -> Claim:
     """Table 1's previous empirical rate, which DP-GD and DP-SGD share."""
     return Claim(name, "empirical", "emp_grad_norm",
                  (term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2),), _WANG,
-                 "Arora et al. 2023 Table 1 (non-convex, empirical, previous)")
+                 "Arora et al. 2023 Table 1 (non-convex, empirical, previous)", logs=LOGS[name])
 
 
 def _budget_mu(privacy: Privacy) -> float:
@@ -182,6 +184,11 @@ class DPGD(_NoisyGradientMethod):
     claims = (_empirical_baseline_claim("dp_gd"),)
 
     @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.dp_gd_bound`)."""
+        return rules_bounds.dp_gd_bound(cls, problem, n, d, privacy)
+
+    @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
                       **knobs: Any) -> dict[str, Any]:
         return {"T": dp_gd_horizon(constants, int(n), d, privacy, knobs["c_T"]),
@@ -203,6 +210,11 @@ class DPSGD(_NoisyGradientMethod):
     data_modes = ("records", "counts")
     counts_rereads = "Poisson subsamples of one sample"
     claims = (_empirical_baseline_claim("dp_sgd"),)
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.dp_sgd_bound`)."""
+        return rules_bounds.dp_sgd_bound(cls, problem, n, d, privacy)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -244,7 +256,12 @@ class NoisySGD(_NoisyGradientMethod):
     claims = (Claim("noisy_sgd", "population", "grad_norm",
                     (term("n^-1/4", n=-1 / 4), term("(sqrt(d)/(n eps))^(1/3)", privacy=1 / 3)),
                     "derived here (descent lemma, one pass)", "module docstring",
-                    "baseline for tree_private_spider"),)
+                    "baseline for tree_private_spider", logs=LOGS["noisy_sgd"]),)
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.noisy_sgd_bound`)."""
+        return rules_bounds.noisy_sgd_bound(cls, problem, n, d, privacy)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -260,7 +277,9 @@ class NoisySGD(_NoisyGradientMethod):
             if math.isfinite(mu):
                 b = max(b, (2 * n * d * G**2 / (M * B0 * mu**2)) ** (1 / 3))
         b = min(float(n), max(1.0, knobs["c_b"] * b))
-        return {"b": b, "eta": knobs["eta_mult"] / M, "C": G}
+        # T: the steps one pass makes at the batch the run rounds b up to (resolve_params sets
+        # the same value, or an open horizon for a target)
+        return {"b": b, "eta": knobs["eta_mult"] / M, "C": G, "T": max(1, int(n) // math.ceil(b))}
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         target = self.overrides.get("target_alpha")

@@ -42,8 +42,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import (
     FirstOrderAlgorithm,
@@ -75,12 +77,18 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
     params_used = ("T", "eta", "b", "c_T", "c_b", "c_q", "eta_mult", "q")
     claims = (Claim("private_spiderboost", "empirical", "emp_grad_norm",
                     (term("(sqrt(d)/(n eps))^(2/3)", privacy=2 / 3),), _ARORA,
-                    "Theorem 4.2 / B.3 (Table 1, non-convex empirical)"),)
+                    "Theorem 4.2 / B.3 (Table 1, non-convex empirical)",
+                    logs=LOGS["private_spiderboost"]),)
     knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "c_b": 1.0, "c_q": 1.0, "eta_mult": 1.0}
     data_modes = ("records", "counts")
     rule_constants: ClassVar[dict[str, str]] = {
         "M": "eta = eta_mult / (2 M)", "G": "T = c_T ((M B0)^(1/4) / (sqrt(G) abar))^(4/3)"}
     counts_rereads = "full-batch anchors and Poisson subsamples of one sample"
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.spiderboost_bound`)."""
+        return rules_bounds.spiderboost_bound(cls, problem, n, d, privacy)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,

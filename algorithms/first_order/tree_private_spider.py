@@ -54,8 +54,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.privacy.accounting.gdp import calibrate
@@ -100,7 +102,8 @@ class TreePrivateSpider(FirstOrderAlgorithm):
     params_used = ("b", "T", "c_b", "alpha_mult", "c_stop", "p_fail", "stop_rule", "D")
     claims = (Claim("tree_private_spider", "population", "grad_norm",
                     (term("n^-1/3", n=-1 / 3), term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2)),
-                    _ARORA, "Theorem 3.2 (Table 1, non-convex population)"),)
+                    _ARORA, "Theorem 3.2 (Table 1, non-convex population)",
+                    logs=LOGS["tree_private_spider"]),)
     knob_defaults: ClassVar[dict[str, Any]] = {"alpha_mult": 1.0, "c_b": 1.0, "c_stop": 1.0,
                                                 "p_fail": 0.1, "stop_rule": "scaled"}
     _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"stop_rule": STOP_RULES}
@@ -169,6 +172,11 @@ class TreePrivateSpider(FirstOrderAlgorithm):
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
                       **knobs: Any) -> dict[str, Any]:
         raise NotImplementedError("tree_private_spider resolves its parameters in resolve_params")
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.tree_private_spider_bound`)."""
+        return rules_bounds.tree_private_spider_bound(cls, problem, n, d, privacy)
 
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,

@@ -38,8 +38,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from algorithms.convex.recursive_regularization import RecursiveRegularization
 from algorithms.first_order.base import FirstOrderAlgorithm
 from algorithms.first_order.noisy_gd import DPGD
@@ -98,6 +100,11 @@ class JLMethod(FirstOrderAlgorithm):
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         super().__init__(planted_faults=planted_faults, **overrides)
         self.projected_problem: Problem | None = None  # the last run's (tests, audits)
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.jl_bound`)."""
+        return rules_bounds.jl_bound(cls, problem, n, d, privacy, jl_matrix)
 
     def embedding(self, problem: Problem, n: int, privacy: Privacy) -> int:
         if "k" in self.overrides:
@@ -160,9 +167,10 @@ class JLMethod(FirstOrderAlgorithm):
 def _jl_claims(name: str, base_rate: str, p: float, paper: str, where: str,
                note: str) -> tuple[Claim, ...]:
     rank_term = term(f"(sqrt(rank)/(n eps))^{base_rate}", rank=p / 2, n=-p, eps=-p)
-    return (Claim(name, "empirical", "emp_grad_norm", (rank_term,), paper, where, note),
+    return (Claim(name, "empirical", "emp_grad_norm", (rank_term,), paper, where, note,
+                  logs=LOGS[name]),
             Claim(name, "population", "grad_norm", (term("n^-1/2", n=-1 / 2), rank_term), paper,
-                  where, note))
+                  where, note, logs=LOGS[name]))
 
 
 class JLPrivateSpiderBoost(JLMethod):
@@ -188,7 +196,8 @@ class JLRecursiveRegularization(JLMethod):
     claims = (Claim(name, "population", "grad_norm",
                     (term("n^-1/2", n=-1 / 2), term("sqrt(rank)/(n eps)", rank=1 / 2, n=-1.0, eps=-1.0)),
                     _ARORA, "Corollary 6.2 (2), Table 1 (GLM, convex)",
-                    "the min with (n eps)^(-1/2) binds when rank > n eps"),)
+                    "the min with (n eps)^(-1/2) binds when rank > n eps",
+                    logs=LOGS[name]),)
 
 
 class JLDPGD(JLMethod):

@@ -101,8 +101,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim, term
+from algorithms.claim_logs import LOGS
+from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.privacy.accounting import gdp_mu, ledger_gdp, ledger_none
@@ -205,15 +207,23 @@ class EmpiricalSospSpider(FirstOrderAlgorithm):
         Claim("empirical_sosp_spider", "population", "alpha_sosp",
               (term("sqrt(d)/n", n=-1.0, d=0.5), term("(sqrt(d)/(n eps))^(2/3)", privacy=2 / 3)),
               _SEED000, "Appendix A.2 (Theorem A.2 + Ganesh et al. Theorem 3.9)",
-              "printed statistical term; Theorem A.2 as stated gives sqrt(d/n)"),
+              "printed statistical term; Theorem A.2 as stated gives sqrt(d/n)",
+              logs=LOGS["empirical_sosp_spider"]),
         Claim("empirical_sosp_spider", "empirical", "emp_alpha_sosp",
               (term("(sqrt(d)/(n eps))^(2/3)", privacy=2 / 3),),
-              _GANESH, "Theorem 3.9 (via seed 000 Appendix A.2)", "rules reconstructed"),
+              _GANESH, "Theorem 3.9 (via seed 000 Appendix A.2)", "rules reconstructed",
+              logs=LOGS["empirical_sosp_spider"]),
     )
     #: The statistical exponents of n the population claim's two readings predict at eps = inf
     #: (`analysis.empirical_route`): as printed, and as Theorem A.2 states.
     statistical_readings: ClassVar[tuple[tuple[str, float], ...]] = (
         ("printed sqrt(d)/n", -1.0), ("Theorem A.2's sqrt(d/n)", -0.5))
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """Its rules' bound at (n, d, eps, delta) (`rules_bounds.empirical_sosp_bound`)."""
+        return rules_bounds.empirical_sosp_bound(cls, problem, n, d, privacy, KNOBS,
+                                                 gamma_statistical)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,

@@ -65,7 +65,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from algorithms.base import Privacy, Trajectory
-from algorithms.claims import Claim
+from algorithms.claims import Claim, RulesBound
 from algorithms.privacy.accounting.gdp import gdp_mu
 from algorithms.privacy.faults import check_faults
 from algorithms.rule_constants import require_rule_constants
@@ -191,6 +191,21 @@ class Spider:
                       **knobs: Any) -> dict[str, Any]:
         """Every parameter of a run from the paper's formulas (see subclasses)."""
         raise NotImplementedError
+
+    @classmethod
+    def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
+        """The accuracy the Spider's own rules configure at a budget n (seed 000 Theorem 3.11 /
+        Proposition 3.4 for the adaptive tree Spider; the fixed-batch rules of `spiders` for the
+        others): alpha = theory_params(...)["alpha"] at knobs KNOB_DEFAULTS, split as
+        private = max(alpha(n, eps) - alpha(n, inf), 0) and statistical = alpha(n, inf)."""
+        def alpha(eps: float) -> float:
+            pr = Privacy(eps, privacy.delta, privacy.calibration)
+            return float(cls.theory_params(problem.constants, n, d, pr, **KNOB_DEFAULTS)["alpha"])
+
+        stat = alpha(math.inf)
+        return RulesBound(max(alpha(privacy.eps) - stat, 0.0), stat,
+                          f"the Spider's rules: the alpha {cls.name}'s theory_params configure at "
+                          "n, knobs at 1")
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         """theory_params with knobs and direct overrides applied, plus derived quantities."""

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from scipy.optimize import brentq, minimize_scalar
 
 from algorithms.base import Privacy
+from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, term
 from algorithms.privacy.mechanisms import TreeMechanism
 from algorithms.sosp.noise_rules import effective_eps, escape_params, noise_calibration
@@ -168,7 +169,8 @@ class GaussianSpider(Spider):
     claims = (Claim("gaussian_spider", "population", "alpha_sosp",
                     (term("n^-1/3", n=-1 / 3), term("(sqrt(d)/(n eps))^(3/7)", privacy=3 / 7)),
                     "Ganesh et al. 2023, arXiv 2302.09699", "Theorem 3.12 (via seed 000 Sec. 1.2)",
-                    "rules reconstructed; the rate is disputed by Tao et al. 2025"),)
+                    "rules reconstructed; the rate is disputed by Tao et al. 2025",
+                    logs=LOGS["gaussian_spider"]),)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
@@ -242,7 +244,7 @@ class AdaptiveTreeSpider(Spider):
     claims = (Claim("adaptive_tree_spider", "population", "alpha_sosp",
                     (term("n^-1/3", n=-1 / 3), term("(sqrt(d)/(n eps))^(1/2)", privacy=1 / 2)),
                     "Adaptive Batch Size for Privately Finding SOSPs, arXiv 2410.07502",
-                    "Theorem 3.11"),)
+                    "Theorem 3.11", logs=LOGS["adaptive_tree_spider"]),)
 
     @classmethod
     def theory_params(cls, constants: Constants, n: int | None, d: int, privacy: Privacy,
