@@ -132,7 +132,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                    median_first_o1=float(sub["first_o1_batch"].median()), **forecast)
         # The verdict engine (issue 42): logs, rules, envelope, window spread, privacy share.
         design = design_from_points(sub, res.chosen if fit.view == "sample_complexity" or
-                                    mode == "tuned" else None)
+                                    mode == "tuned" else None, fit.x)
         rules = rules_curve(design, fit.view, data.spec.calibration) if len(design) else None
         row.update(decide(row, design, matching_claim(cls, metric), rules, rng,
                           data.spec.calibration))
@@ -359,12 +359,12 @@ def paired_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
                     out.append({"fit": fit.name, "view": fit.view, "x": fit.x, "a": a, "b": b,
                                 "group": group, "result": res, "predicted_slope": pred,
                                 "rules_paired_slope": _rules_paired_slope(
-                                    pa, pb, group, fit.view, data.spec.calibration)})
+                                    pa, pb, group, fit.view, data.spec.calibration, fit.x)})
     return out
 
 
 def _rules_paired_slope(pa: pd.DataFrame, pb: pd.DataFrame, group: dict[str, Any], view: str,
-                        calibration: str) -> float:
+                        calibration: str, x_name: str = "alpha") -> float:
     """The paired slope the two algorithms' own rules predict over the group's design points:
     slope of log(rules A / rules B) (issue 43: the claims' difference is not the reference a
     paired slope should be read against when the rules' own paired slope differs). NaN where a
@@ -376,7 +376,7 @@ def _rules_paired_slope(pa: pd.DataFrame, pb: pd.DataFrame, group: dict[str, Any
             if k in sub:
                 sub = sub[(sub[k] == v) | (sub[k].isna() & pd.isna(v))] if not isinstance(v, float) \
                     else sub[np.isclose(sub[k].astype(float), v, equal_nan=True)]
-        design = design_from_points(sub)
+        design = design_from_points(sub, x_name=x_name)
         if len(design) < 2:
             return math.nan
         slopes.append(rules_curve(design, view, calibration).slope(design.x))

@@ -33,7 +33,7 @@ FIT = FitSpec(name="sc", view="sample_complexity", x="alpha", y="n_star", window
 
 def rules_prediction(sub: pd.DataFrame, fit: FitSpec, calibration: str) -> float:
     """The rules' slope over the points of `sub` (one seed each, y = 1: only the design counts)."""
-    design = design_from_points(sub.assign(y=1.0, rep=0, combo="c"))
+    design = design_from_points(sub.assign(y=1.0, rep=0, combo="c"), x_name=fit.x)
     return rules_curve(design, fit.view, calibration).slope(design.x)
 
 
@@ -133,3 +133,20 @@ def test_rules_paired_slope_is_the_difference_of_the_two_rules_budget_slopes():
                               "sample_complexity", "theory")
     assert got == pytest.approx(want, rel=1e-9)
     assert 0.1 < got < 0.3  # the valley window's 0.20-0.21, not the claims' 1/3
+
+
+def test_rules_budget_against_eps_is_taken_at_the_cells_target():
+    """A samples-to-target fit against eps (fixed target alpha 0.02): the rules' budget at each
+    eps comes from theory_params at that target (computed here directly), not at alpha = x."""
+    eps = [0.03, 0.1, 0.3, 1.0]
+    sub = pd.DataFrame({"algorithm": "adaptive_tree_spider", "problem": "hard_valley",
+                        "problem_params": json.dumps({}), "instance_params": json.dumps({}),
+                        "d": 10, "eps": eps, "delta": 1e-6, "x": eps, "alpha": 0.02})
+    fit = FitSpec(name="e", view="sample_complexity", x="eps", y="n_star", window=(0.03, 1.0))
+    got = rules_prediction(sub, fit, "theory")
+    c = get_problem("hard_valley", d=10).constants
+    rules = get_algorithm("adaptive_tree_spider").theory_params
+    b = [rules(c, None, 10, Privacy(e, 1e-6, "theory"), target_alpha=0.02,
+               **KNOB_DEFAULTS)["theory_budget"] for e in eps]
+    assert got == pytest.approx(np.polyfit(np.log(eps), np.log(b), 1)[0], rel=1e-9)
+    assert -1.1 < got < -0.8  # the budget's privacy part goes as 1/eps

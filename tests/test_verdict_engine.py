@@ -49,7 +49,8 @@ def _judge(pts: pd.DataFrame, claim: Claim, predicted: float, view: str, x: str,
     res = rates.fit_points(pts["x"].to_numpy(), pts["y"].to_numpy(), x=x, y="y", n_boot=1000,
                            rng=np.random.default_rng(1))
     row = {**res.row(), "predicted": predicted, "view": view, "x": x, "verdict": "", "flags": ""}
-    row.update(decide(row, design_from_points(pts), claim, rules, np.random.default_rng(2)))
+    row.update(decide(row, design_from_points(pts, x_name=x), claim, rules,
+                      np.random.default_rng(2)))
     return apply_gate(pd.DataFrame([row])).iloc[0].to_dict()
 
 

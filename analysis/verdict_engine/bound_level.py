@@ -56,7 +56,7 @@ def claim_values(claim: Claim, design: Design, view: str) -> np.ndarray:
     for i, rank in enumerate(_ranks(claim, design)):
         d, eps = float(ctx["d"].iloc[i]), float(ctx["eps"].iloc[i])
         if view == "sample_complexity":
-            alpha = float(design.x[i])
+            alpha = float(design.x[i]) if design.x_name == "alpha" else float(ctx["alpha"].iloc[i])
             out.append(_decreasing_root(lambda n, d=d, eps=eps, a=alpha, rank=rank:
                                         claim_bound(claim, n, d, eps, rank) - a))
         else:

@@ -25,6 +25,7 @@ class Design:
     x: np.ndarray
     reps: tuple[np.ndarray, ...]
     context: pd.DataFrame
+    x_name: str = "x"  # the fit's x scale (alpha, privacy, n, d, eps, rank)
 
     @property
     def medians(self) -> np.ndarray:
@@ -34,7 +35,8 @@ class Design:
         return len(self.x)
 
 
-def design_from_points(sub: pd.DataFrame, chosen: dict[str, Any] | None = None) -> Design:
+def design_from_points(sub: pd.DataFrame, chosen: dict[str, Any] | None = None,
+                       x_name: str = "x") -> Design:
     """The design of a fit group from its points (`analysis.points.fit_points_table` rows): in a
     tuned fit only the knob setting the envelope chose at each x (`chosen`, keyed by f"{x:g}");
     NaN y counts as inf (never reached). Design points whose median is not finite and positive
@@ -62,4 +64,4 @@ def design_from_points(sub: pd.DataFrame, chosen: dict[str, Any] | None = None) 
         if "alpha" in g:  # error view: the achieved alpha varies by seed; its median
             row["alpha"] = float(np.nanmedian(g["alpha"].to_numpy(float)))
         ctx.append(row)
-    return Design(np.array(xs, float), tuple(reps), pd.DataFrame(ctx))
+    return Design(np.array(xs, float), tuple(reps), pd.DataFrame(ctx), x_name)

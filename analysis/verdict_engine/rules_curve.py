@@ -89,7 +89,9 @@ def rules_curve(design: Design, view: str, calibration: str) -> RulesCurve:
         problem = _problem(r)
         d, eps, delta = int(r["d"]), float(r["eps"]), float(r["delta"])
         privacy = Privacy(eps, delta, calibration)
-        target = float(design.x[i]) if view == "sample_complexity" else None
+        # samples-to-target: the target is x in a fit against alpha, the cell's target otherwise
+        target = (float(design.x[i]) if design.x_name == "alpha" else float(r["alpha"])) \
+            if view == "sample_complexity" else None
         n = None if view == "sample_complexity" else float(r["n"])
         try:
             if spider and view == "sample_complexity":
