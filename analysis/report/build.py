@@ -93,7 +93,9 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     if privacy is None:  # the algorithms whose privacy is not verified, marked on page 1
         privacy = {(a, ""): privacy_note(label) for d in datas
                    for a, label in unverified_algorithms(d.cells).items()}
-    summary = claims_summary(claims, privacy=privacy)
+    # page 1 from the numbers as the CSV stores them (4 significant digits), so page 1, the
+    # README's table (made from the CSV) and the CSV agree digit for digit
+    summary = claims_summary(_as_stored(claims), privacy=privacy)
     with PdfPages(out) as raw_pdf:
         pdf = raw_pdf if layout_problems is None else LayoutCheckedPdf(raw_pdf, layout_problems)
         summary_table_pages(pdf, summary, "Claims: measured against claimed rates, "
@@ -133,3 +135,14 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         table[[c for c in CSV_COLUMNS if c in table]].to_csv(csv, index=False, float_format="%.4g")
     return {"claims": claims, "paired": [p for part in paired for p in part], "pages": pages,
             "path": out, "summary": summary}
+
+
+def _as_stored(claims: pd.DataFrame) -> pd.DataFrame:
+    """The claims table with every float rounded as the CSV writes it (`%.4g`)."""
+    if claims.empty:
+        return claims
+    out = claims.copy()
+    for col in out.columns:
+        if out[col].dtype.kind == "f":
+            out[col] = [float(f"{v:.4g}") if v == v else v for v in out[col]]
+    return out
