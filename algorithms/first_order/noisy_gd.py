@@ -279,7 +279,7 @@ class NoisySGD(_NoisyGradientMethod):
         b = min(float(n), max(1.0, knobs["c_b"] * b))
         # T: the steps one pass makes at the batch the run rounds b up to (resolve_params sets
         # the same value, or an open horizon for a target)
-        return {"b": b, "eta": knobs["eta_mult"] / M, "C": G, "T": max(1, int(n) // math.ceil(b))}
+        return {"b": b, "eta": knobs["eta_mult"] / M, "C": G, "T": max(1, int(n) // max(1, math.ceil(b)))}
 
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         target = self.overrides.get("target_alpha")
