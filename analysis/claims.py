@@ -29,6 +29,7 @@ from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis import regime_forecast
 from analysis.declarations import FitSpec, StoreData
 from analysis.empirical_route import reading_for_fit
+from analysis.eps_spent import spent_fraction_column
 from analysis.points import fit_points_table, group_columns, theory_mask
 from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
 from analysis.verdict_engine import envelope, paired, rates, two_term, verdicts
@@ -130,6 +131,10 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                    flags="; ".join(flags), advisory=advisory, claimed_rate=cls.claimed_rate,
                    median_steps=float(sub["n_steps"].median()),
                    median_first_o1=float(sub["first_o1_batch"].median()), **forecast)
+        # the share of eps the run's noise really spends (exact replace-one accounting; issue 43)
+        spent = spent_fraction_column(data.cells.set_index("key").reindex(sub["key"].unique()))
+        row.update(spent_fraction=float(spent.median()), spent_fraction_min=float(spent.min()),
+                   spent_fraction_max=float(spent.max()))
         # The verdict engine (issue 42): logs, rules, envelope, window spread, privacy share.
         design = design_from_points(sub, res.chosen if fit.view == "sample_complexity" or
                                     mode == "tuned" else None, fit.x)

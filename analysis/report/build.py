@@ -5,7 +5,8 @@ Pages, in order, each drawn by its own module of `analysis.report`: the claims s
 (`summary_page`) and the headline figure (`headline_page`); title (spec, date, provenance, counts
 by status; `title_pages`); claims table, forest plots, every declared claim (`claims_pages`); the
 local slopes of each fit still "than claimed" (`local_slopes_page`); budget use against the
-rules (`budget_use_page`); path length (`claims_pages`); privacy (`privacy_page`); the atlas
+rules (`budget_use_page`); path length (`claims_pages`); privacy (`privacy_page`); the share of eps
+the noise spends (`eps_spent_page`); the atlas
 (`atlas_page`); per store: its section divider (`title_pages`), one scaling page per declared
 fit and mode (`scaling_pages`), paired differences (`claims_pages`), seed 002's loss curves
 (`loss_curve_pages`) and private moments (`moment_pages`), trajectories of a median cell per
@@ -38,6 +39,7 @@ from analysis.report.claims_pages import (
     paired_page,
     path_page,
 )
+from analysis.report.eps_spent_page import eps_spent_page
 from analysis.report.headline_page import headline_page
 from analysis.report.layout import LayoutCheckedPdf, _text_page, _wrap
 from analysis.report.local_slopes_page import local_slopes_pages
@@ -64,7 +66,7 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "bound_at", "local_slopes", "approaching", "rules_source", "rules_ratio",
                "rules_ratio_trend", "private_share", "private_share_min", "claim_verdict",
                "claim_fits", "claim_ratio", "claim_ratio_low", "claim_ratio_high", "rules_binding_n",
-               "steps_per_horizon"]
+               "steps_per_horizon", "spent_fraction", "spent_fraction_min", "spent_fraction_max"]
 
 
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
@@ -111,6 +113,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         budget_use_page(pdf, claims)
         path_page(pdf, [path_table(d) for d in datas])
         privacy_page(pdf, datas)
+        eps_spent_page(pdf, datas)
         atlas_page(pdf, datas, n_boot=n_boot)
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):
             if len(datas) > 1:
