@@ -262,7 +262,10 @@ def target_monitor(problem: Problem, target: float, metric: str = "alpha_sosp"):
     (alpha_SOSP, screened by the gradient norm, or ||grad F||): ends a sample-complexity run as
     soon as its n* is known."""
     if metric == "grad_norm":
-        return lambda x: bool(np.linalg.norm(problem.population_grad(x)) <= target)
+        def below(x: np.ndarray) -> bool:
+            return bool(np.linalg.norm(problem.population_grad(x)) <= target)
+        below.grad_screen = float(target)  # type: ignore[attr-defined]
+        return below
     if metric != "alpha_sosp":
         raise ValueError(f"stop_at_target is invalid for metric {metric!r}: it supports "
                          "alpha_sosp and grad_norm (population metrics)")
@@ -272,6 +275,9 @@ def target_monitor(problem: Problem, target: float, metric: str = "alpha_sosp"):
         if math.sqrt(g.dot(g)) > target:  # np.linalg.norm's formula, without its dispatch
             return False
         return bool(sosp_alpha(problem, x)["alpha"] <= target)
+    # False wherever ||grad F(x)|| > target: a compiled caller may skip the call there
+    # (algorithms.sosp.compiled_o2, with a margin for its own float of the norm)
+    reached.grad_screen = float(target)  # type: ignore[attr-defined]
     return reached
 
 

@@ -242,3 +242,16 @@ def test_a_profile_subclass_runs_the_python_loop(compiled_steps):
     get_algorithm("tree_spider")(b=10**4, B=10**4, T=50, **FIXED).run(
         pr, stream, Privacy(0.1), np.random.default_rng(1))
     assert compiled_steps == []
+
+
+def test_target_monitor_screen_keeps_compiled_calls_long_and_results_equal(compiled_steps):
+    """A target monitor states its grad screen (analysis.metrics.target_monitor): the kernel
+    skips it where ||grad F(x)|| is clearly above the target, so a monitored run to a target
+    covers many O2 steps a call (2 a call before, with keep_every 2), with the same run as the
+    Python loop alone."""
+    kw = {"target_alpha": 0.01}
+    on = _run("adaptive_tree_spider", kw, monitor_target=0.01, budget=10**12)
+    calls = [n for n in compiled_steps if n > 0]
+    assert calls and sum(calls) / len(calls) > 10
+    assert target_monitor(get_problem("hard_valley", d=10), 0.01).grad_screen == 0.01
+    _same(on, _run("adaptive_tree_spider", kw, monitor_target=0.01, budget=10**12, compiled=False))

@@ -8,6 +8,9 @@ than an O2 step: an O1 (drift >= kappa), a saddle escape, a take whose block roo
 the stream's two root rows, a clip the guard refuses, a non-finite step, the data budget or T;
 and after every step that stores an iterate (a new lowest norm, every keep_every-th step, a
 non-finite iterate), so that the store, the monitor and the divergence check stay Python's.
+A target monitor stating `grad_screen` (False wherever ||grad F(x)|| > it) is skipped where the
+kernel's ||grad F(x)|| (population_grad's formula) exceeds it by `SCREEN_MARGIN`: to alpha 1e-2
+at d 10, 31-340 steps a call instead of 2, 10-20 us a step instead of 60-65.
 
 Same floats, operation for operation (tests/test_compiled_o2.py holds whole runs equal,
 iterates, records and the generator's state after, with the compiled path on and off): the map
@@ -26,16 +29,9 @@ falls back to the Python loop if one differs. Where an exact match is not establ
 problem overriding the map or its bound, or whose profile is neither shipped nor a checked
 JitProfile; planted faults; a probe; record mode) `o2_kernel_for` returns None and the Python
 loop runs alone (a plugin problem says why, once per process:
-`compiled_profiles.report_fallback`). A deadline is checked between compiled calls, so a
-timeout stops at most `CHUNK` steps late. The privacy audit reads every release through a
-probe, which runs the Python loop; the tests' bit-for-bit equality is what carries its verdict
-to the compiled steps.
-
-Measured (`make bench`, 2-core machine): an O2 step of the fixed-batch Spiders on hard_valley
-3.6-10 us at d = 10 and 5.4-12 us at d = 100 for batches of 1e2 to 1e12 records (counts stream
-version 4), against 19-24 and 22-28 us in the Python loop; the walk of the two coordinates is
-most of it. On hard_ramp and strict_saddle 7.3-16.8 us at d = 10 and 10.1-18.6 us at d = 100
-(B = 1e4 .. 1e12), against 28-48 us in the Python loop.
+`compiled_profiles.report_fallback`). A timeout stops at most `CHUNK` steps late. The privacy
+audit's probe runs the Python loop; bit-for-bit equality carries its verdict here.
+Measured step costs (`make bench`): algorithms/README.md.
 """
 
 from __future__ import annotations
@@ -50,6 +46,7 @@ import numpy as np
 from algorithms.sosp.compiled_profiles import MODE_PYTHON, PY_PROFILE, o2_profile, profile_d1, report_fallback
 from problems.counts import kernels as _kernels
 from problems.counts.coordinates import CoordinateCountsStream
+from problems.separable import SeparableSaddle
 
 #: Off: the Python loop alone (the tests' reference for the compiled steps).
 ENABLED = True
@@ -61,7 +58,8 @@ DONE, POST, PYTHON = 0, 1, 2
 
 # Float state (one array, read and written by the kernel).
 F_DRIFT, F_PREV_NORM, F_BEST, F_KAPPA, F_ETA, F_D, F_D2, F_ALPHA2, F_ALPHA, F_EPS, F_SQRT_D, \
-    F_LEAF_SENS, F_MULT, F_TREE_SIGMA, F_THRESHOLD, F_M, F_C, F_MU, F_NOISE, F_W, F_BETA = range(21)
+    F_LEAF_SENS, F_MULT, F_TREE_SIGMA, F_THRESHOLD, F_M, F_C, F_MU, F_NOISE, F_W, F_BETA, \
+    F_SCREEN = range(22)
 # Int state.
 I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_TREE_T, \
     I_TREE_LEVELS, I_GRAD_EVALS, I_NODES_STREAM, I_NODES_TREE, I_ADAPTIVE, I_BOUNDED, \
@@ -69,6 +67,10 @@ I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_T
     I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE, I_D1_ADDR = range(29)
 
 _jit = numba.njit(cache=True, nogil=True)
+
+#: The screen's relative margin: far above the few ulps by which the kernel's ||grad F(x)|| can
+#: differ from population_grad's, so a skipped monitor would have said False, as Python's.
+SCREEN_MARGIN = 1e-9
 
 
 @_jit
@@ -122,6 +124,7 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
     mode, addr = ist[I_PY_PROFILE], ist[I_D1_ADDR]  # how d1 is computed (compiled_profiles)
     # the previous step's d1 at x is this step's at x_prev (same float in, same float out)
     last_u, last_d1 = math.nan, 0.0
+    screen_u, screen_d1 = math.nan, 0.0  # the monitor screen's d1 at the last stored x
     while n < max_steps:
         # the loop's own tests, in its order: T, data, O1, escape (each one Python's step)
         if t >= ist[I_T_MAX] or ist[I_BUDGET] - used <= ist[I_B] or drift >= kappa:
@@ -161,7 +164,11 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             if cap < g:  # min(g, cap) as Python's
                 clip = cap
         # the O2 map's two factors and its whole-support bound (before any draw)
-        d1x = profile_d1(x[0], w, beta, mode, addr, d1_params, d1_err)
+        ux = x[0]
+        if ux == screen_u and math.copysign(1.0, ux) == math.copysign(1.0, screen_u):
+            d1x = screen_d1
+        else:
+            d1x = profile_d1(ux, w, beta, mode, addr, d1_params, d1_err)
         uy = x_prev[0]
         if uy == last_u and math.copysign(1.0, uy) == math.copysign(1.0, last_u):
             d1y = last_d1
@@ -255,8 +262,18 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             break
         if est < best or t % ist[I_KEEP_EVERY] == 0:
             if ist[I_MONITOR]:
-                reason = POST  # the monitor is Python's
-                break
+                # the monitor is Python's; where ||grad F(x)|| is clearly above target: False
+                screen_u = x[0]
+                screen_d1 = profile_d1(screen_u, w, beta, mode, addr, d1_params, d1_err)
+                if d1_err[0] != 0:  # an outside d1 raised: Python's monitor raises it
+                    d1_err[0] = 0
+                    screen_u = math.nan
+                    reason = POST
+                    break
+                g0, g_rest = c * screen_d1, _unit(x) * mu
+                if not math.sqrt(g0 * g0 + np.dot(g_rest, g_rest)) > fs[F_SCREEN]:
+                    reason = POST
+                    break
             if est < best:  # min(best, est) as Python's
                 best = est
             s_x[n_stored] = x
@@ -391,7 +408,7 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     adaptive = alg.batch_rule == "adaptive"
     bounded = alg.bounded_step
     d, const = problem.d, problem.constants
-    fs = np.zeros(21)
+    fs = np.zeros(22)
     fs[F_KAPPA], fs[F_ETA] = p["kappa"], p["eta"]
     fs[F_D] = p["D"] if bounded else math.inf
     fs[F_D2] = p["D"] ** 2 if bounded else math.inf  # the engine's float power
@@ -419,6 +436,10 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     ist[I_PER_SUPER] = stream.per_super
     ist[I_PY_PROFILE], ist[I_D1_ADDR] = prof.mode, prof.addr
     ist[I_MONITOR] = monitor is not None
+    screen = getattr(monitor, "grad_screen", None)  # none for a target among subnormal squares
+    screened = (screen is not None and 1e-150 < screen < math.inf
+                and type(problem).population_grad is SeparableSaddle.population_grad)
+    fs[F_SCREEN] = float(screen) * (1 + SCREEN_MARGIN) if screened else math.inf
     buffers = (np.zeros(CHUNK, dtype=np.int64), *(np.zeros(CHUNK) for _ in range(3)),
                np.zeros(CHUNK, dtype=np.int64), np.zeros((CHUNK, d)), np.zeros(CHUNK, dtype=np.int64),
                np.zeros(CHUNK, dtype=np.int64))
