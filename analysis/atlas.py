@@ -132,6 +132,25 @@ def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) ->
     return out
 
 
+def _one_per_algorithm(rows: list[Row]) -> list[Row]:
+    """One row per algorithm at a point: the atlas asks which algorithm wins, so the same
+    algorithm from two stores (another base seed, data mode or knob setting at its defaults) is
+    not its own rival. Kept: the row whose seed pairs with the most other algorithms' rows, then
+    the one with the most repetitions; its label loses the seed suffix it no longer needs."""
+    by_alg: dict[str, list[Row]] = {}
+    for r in rows:
+        by_alg.setdefault(r.algorithm, []).append(r)
+    out = []
+    for alg, cands in by_alg.items():
+        if len(cands) > 1:
+            others = [r.seed for r in rows if r.algorithm != alg]
+            cands = sorted(cands, key=lambda r: (-sum(o == r.seed for o in others), -len(r.reps),
+                                                 r.label))
+            cands[0].label = alg
+        out.append(cands[0])
+    return out
+
+
 def _claimed(algorithm: str) -> set[str]:
     """The metrics an algorithm's claims are on (its default claim metric when it claims
     nothing); every metric of the atlas for an algorithm not registered here (a plugin not
@@ -167,6 +186,7 @@ def atlas_table(cells: pd.DataFrame, n_boot: int = N_BOOT, knobs: str = "theory"
                "x": float(x)}
         # a point's draws depend on the point only: the same intervals whatever else is loaded
         stream = zlib.crc32(json.dumps(key, sort_keys=True).encode())
+        rows = _one_per_algorithm(rows) if knobs == "theory" else rows
         recs.extend(_point(key, rows, n_boot, np.random.default_rng([seed, stream])))
 
     targeted = cells[cells["target_alpha"].notna()]

@@ -304,3 +304,15 @@ def test_a_points_intervals_do_not_depend_on_what_else_is_loaded(table):
     alone = atlas_table(cells[cells["eps"] == 0.5], n_boot=400)
     part = table[table["eps"] == 0.5].reset_index(drop=True)
     pd.testing.assert_frame_equal(alone, part, check_dtype=False)
+
+
+def test_the_same_algorithm_from_two_stores_is_not_its_own_rival():
+    """A from a second store (another base seed, 2x the samples) beside A and B paired on seed
+    1: the point keeps one A (the row that pairs with B) and reads A over B by 3x."""
+    cells = pd.DataFrame(one_pass(A, law(0.05), 0.05) + one_pass(B, law(0.05, 3.0), 0.05)
+                         + one_pass(A, law(0.05, 2.0), 0.05, seed=7))
+    t = atlas_table(cells, n_boot=400)
+    assert sorted(t["algorithm"]) == sorted([A, B])
+    p = _point(points_table(t), 0.5, 0.05)
+    assert p["reading"] == WINNER and p["best"] == A and p["runner_up"] == B
+    assert p["margin"] == pytest.approx(3.0) and p["pairing"] == "paired (5 seeds)"
