@@ -132,6 +132,21 @@ def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) ->
     return out
 
 
+def _shared_instance(problem: str, instance: str) -> str:
+    """The instance without a per-target parameter (hard_ramp is built per alpha: its instances
+    at the targets of one map are one family, as in `analysis.points`)."""
+    try:
+        from problems import get_problem_class
+
+        per_target = get_problem_class(problem).per_target_param
+    except ValueError:  # a plugin problem not loaded here
+        return instance
+    if not per_target:
+        return instance
+    params = {k: v for k, v in json.loads(instance or "{}").items() if k != per_target}
+    return json.dumps(params, sort_keys=True)
+
+
 def _one_per_algorithm(rows: list[Row]) -> list[Row]:
     """One row per algorithm at a point: the atlas asks which algorithm wins, so the same
     algorithm from two stores (another base seed, data mode or knob setting at its defaults) is
@@ -181,6 +196,7 @@ def atlas_table(cells: pd.DataFrame, n_boot: int = N_BOOT, knobs: str = "theory"
 
     def emit(view: str, metric: str, gkey: tuple, x: float, rows: list[Row]) -> None:
         problem, instance, d, eps = gkey
+        instance = _shared_instance(problem, instance)
         key = {"view": view, "metric": metric, "problem": problem,
                "instance": "" if instance == "{}" else instance, "d": float(d), "eps": float(eps),
                "x": float(x)}

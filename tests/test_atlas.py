@@ -316,3 +316,15 @@ def test_the_same_algorithm_from_two_stores_is_not_its_own_rival():
     p = _point(points_table(t), 0.5, 0.05)
     assert p["reading"] == WINNER and p["best"] == A and p["runner_up"] == B
     assert p["margin"] == pytest.approx(3.0) and p["pairing"] == "paired (5 seeds)"
+
+
+def test_a_per_target_instance_family_is_one_map():
+    """hard_ramp is built per alpha (problem parameter alpha = the target): its targets form one
+    map, not one single-point map per instance."""
+    rows = []
+    for t in (0.1, 0.05):
+        for r in one_pass(A, law(t), t) + one_pass(B, law(t, 3.0), t):
+            rows.append({**r, "problem": "hard_ramp", "problem_params": {"alpha": t}})
+    t = atlas_table(pd.DataFrame(rows), n_boot=200)
+    assert set(t["instance"]) == {"{}"} or set(t["instance"]) == {""}
+    assert sorted(set(t["x"])) == [0.05, 0.1]
