@@ -67,8 +67,9 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     reader = PdfReader(out)
     # claims table (page 1), headline plots, title, declared fits, forest, every declared
     # claim (2 pages), path table, privacy spent, scaling (tuned + theory), paired, 2
-    # trajectory pages, methods (2 pages), failures
-    assert len(reader.pages) == res["pages"] == 17
+    # trajectory pages, methods (2 pages), failures; budget use, eps spent, the atlas (its
+    # text and two maps)
+    assert len(reader.pages) == res["pages"] == 22
     # Nothing on any page runs off its edge or out of its table cell (drawn bounding boxes).
     assert layout == []
     text = [p.extract_text() for p in reader.pages]
@@ -99,9 +100,23 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     declared = text.pop(3) + text.pop(3)
     assert "Every declared claim" in declared and "not measured" in declared
     assert "private_spiderboost: emp_grad_norm (empirical)" in declared
+    # the verdict engine's pages (issue 42): local slopes of rows still "than claimed" (none
+    # here: both Spiders are outside their regime), budget use against the rules
+    engine = []
+    while "local slopes" in text[3] or "Budget use" in text[3]:
+        engine.append(text.pop(3))
+    assert len(engine) == 1 and "Budget use" in engine[0] and "measured / rules" in engine[0]
     assert "Path length" in text[3] and "first O1 b" in text[3]
     privacy = text.pop(4)
     assert "spent / declared eps" in privacy and "built-in" in privacy
+    spent = text.pop(4)  # the share of eps the noise spends (issue 43)
+    assert "really spends" in spent and "gaussian_spider" in spent
+    atlas = []  # the atlas (issue 45): its text page, then one map per problem
+    while "Atlas" in text[4]:
+        atlas.append(text.pop(4))
+    assert "Atlas: which algorithm wins where" in atlas[0] and len(atlas) == 3
+    assert "Atlas: alpha_sosp on hard_valley" in atlas[1] + atlas[2]
+    assert "Atlas: alpha_sosp on strict" in atlas[1] + atlas[2]
     assert "tuned" in text[4] and "theory" in text[5] and "sc (sample complexity view" in text[4]
     assert "Paired" in text[6]
     assert "Trajectories" in text[7] and "hard_valley" in text[7] and "strict_saddle" in text[8]
