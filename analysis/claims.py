@@ -35,7 +35,12 @@ from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
 from analysis.verdict_engine import envelope, paired, rates, two_term, verdicts
 from analysis.verdict_engine.decide import decide
 from analysis.verdict_engine.design import design_from_points
-from analysis.verdict_engine.flags import _excess_at_x0, _floor_check, start_point
+from analysis.verdict_engine.flags import (
+    _excess_at_x0,
+    _floor_check,
+    measured_private_share,
+    start_point,
+)
 from analysis.verdict_engine.one_model import claim_verdicts
 from analysis.verdict_engine.predictions import (
     claim_metric,
@@ -140,7 +145,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                                     mode == "tuned" else None, fit.x)
         rules = rules_curve(design, fit.view, data.spec.calibration) if len(design) else None
         row.update(decide(row, design, matching_claim(cls, metric), rules, rng,
-                          data.spec.calibration))
+                          data.spec.calibration, measured_private_share(data, sub, fit)))
         rules = row.get("rules_predicted", math.nan)
         row["rules_verdict"] = (verdicts.verdict({"ci_low": row["ci_low"], "ci_high": row["ci_high"],
                                                   "x": fit.x}, rules, fit.view, fit.x)

@@ -44,13 +44,13 @@ def _points(x: np.ndarray, log_y: np.ndarray, reps: int, sigma: float, seed: int
 
 
 def _judge(pts: pd.DataFrame, claim: Claim, predicted: float, view: str, x: str,
-           rules: RulesCurve | None = None) -> dict:
+           rules: RulesCurve | None = None, measured: np.ndarray | None = None) -> dict:
     """The path run_fit takes: the seeds' fit, then the engine, then the regime gate."""
     res = rates.fit_points(pts["x"].to_numpy(), pts["y"].to_numpy(), x=x, y="y", n_boot=1000,
                            rng=np.random.default_rng(1))
     row = {**res.row(), "predicted": predicted, "view": view, "x": x, "verdict": "", "flags": ""}
     row.update(decide(row, design_from_points(pts, x_name=x), claim, rules,
-                      np.random.default_rng(2)))
+                      np.random.default_rng(2), measured_share=measured))
     return apply_gate(pd.DataFrame([row])).iloc[0].to_dict()
 
 
@@ -119,6 +119,56 @@ def test_a_window_carried_by_the_statistical_term_reads_not_in_regime():
     # the same window with the share at 0.95 is judged
     rules_in = RulesCurve(rules.values, np.full(len(ALPHAS), 0.95), rules.horizon, "planted")
     assert _judge(pts, claim, -2.0, "sample_complexity", "alpha", rules_in)["verdict"] == "consistent"
+
+
+def test_a_measured_private_share_decides_the_gate_before_the_rules_split():
+    """An upper bound's split can put the weight on a statistical term the instance does not
+    pay (seed 002: rules' share 0.04-0.45, measured 0.96-0.998): where eps = inf controls give
+    the measured share, it gates; the rules' share is kept as rules_private_share."""
+    claim = _claim(SQRT_PRIVACY)
+    pts = _points(ALPHAS, -2.0 * np.log(ALPHAS), 10, 0.05, 5)
+    low_rules = RulesCurve(np.exp(-2.0 * np.log(ALPHAS)), np.full(len(ALPHAS), 0.3),
+                           np.full(len(ALPHAS), 1e4), "planted")
+    judged = _judge(pts, claim, -2.0, "sample_complexity", "alpha", low_rules,
+                    measured=np.full(len(ALPHAS), 0.97))
+    assert judged["verdict"] == "consistent"
+    assert judged["private_share"] == pytest.approx(0.97)
+    assert judged["rules_private_share"] == pytest.approx(0.3)
+    assert judged["private_share_source"].startswith("measured")
+    high_rules = RulesCurve(low_rules.values, np.full(len(ALPHAS), 0.95), low_rules.horizon, "planted")
+    gated = _judge(pts, claim, -2.0, "sample_complexity", "alpha", high_rules,
+                   measured=np.array([0.5, 0.6, 0.7, 0.7, 0.8, 0.8, 0.9]))
+    assert gated["verdict"] == NOT_IN_REGIME and "measured private share" in gated["regime"]
+    # fewer than half the points with a control: the rules' share decides
+    sparse = np.full(len(ALPHAS), np.nan)
+    sparse[:3] = 0.2
+    assert _judge(pts, claim, -2.0, "sample_complexity", "alpha", high_rules,
+                  measured=sparse)["verdict"] == "consistent"
+
+
+def test_a_non_private_fit_is_not_gated_on_a_private_share():
+    """The statistical term measured alone (eps = inf): its rules' private share is 0 by
+    construction, which says nothing about its regime."""
+    claim = _claim((term("1/sqrt(n)", n=-0.5),))
+    n = np.geomspace(1e3, 1e6, 6)
+    pts = _points(n, -0.5 * np.log(n), 10, 0.03, 8).assign(eps=math.inf)
+    rules = RulesCurve(n ** -0.5, np.zeros(len(n)), np.full(len(n), np.nan), "planted")
+    out = _judge(pts, claim, -0.5, "error", "n", rules)
+    assert out["verdict"] == "consistent", out.get("regime")
+
+
+@pytest.mark.parametrize(("power", "expected"), [(2.0, UP_TO_LOGS),
+                                                 (4.0, "slower than claimed even with logs")])
+def test_a_polylog_curve_over_a_wide_window_is_read_by_its_log_model(power, expected):
+    """(log d)^K over d = 10..1e5: the secant's CI is wide from the curvature a polylog has
+    (local slopes K / log d fall from ~K/2.3 to ~K/11.5), so the power alone is inconclusive;
+    the claim's log model (declared K = 2) decides: t ~ 1 fits, t ~ 2 is outside [0, 1]."""
+    claim = _claim((term("1/(n eps)", n=-1, eps=-1),), (LogFactor("d", 2.0, "planted"),))
+    d = np.geomspace(10, 1e5, 5)
+    out = _judge(_points(d, power * np.log(np.log(d)), 10, 0.03, 9), claim, 0.0, "error", "d")
+    assert out["ci_high"] - out["ci_low"] > 0.15  # the power's own CI is too wide to decide
+    assert out["verdict"] == expected, out["verdict_reason"]
+    assert out["log_power"] == pytest.approx(power / 2, abs=0.15)
 
 
 def test_the_rules_slope_and_ratio_come_from_the_rules_curve():

@@ -44,7 +44,12 @@ def budget_use_table(claims: pd.DataFrame) -> pd.DataFrame:
         "measured / rules": rows["rules_ratio"].map(_ends),
         "trend": rows["rules_ratio_trend"].map(lambda v: _num(v, "+.2f")),
         "steps / T": rows.get("steps_per_horizon", pd.Series("", index=rows.index)).map(_ends),
-        "private share": rows["private_share"].map(lambda v: _num(v, ".2f")),
+        # the share the gate read: measured (m) from eps = inf controls, else the rules' (r)
+        "private share": [_num(v, ".2f") + (" m" if str(src).startswith("measured") else
+                                             " r" if str(src).startswith("the rules") else "")
+                          for v, src in zip(rows["private_share"],
+                                            rows.get("private_share_source",
+                                                     pd.Series("", index=rows.index)), strict=True)],
         "C vs claim": rows["bound_constant"].map(_num),
     })
     keep = (out["measured / rules"] != "-") | (out["C vs claim"] != "-")
@@ -62,8 +67,9 @@ def budget_use_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
                  "the bound the algorithm's own parameter rules configure at that point (knobs at "
                  "1, logs and constants included), at the window's two ends; trend: slope of its "
                  "log on log x (0: the curve follows its rules).\nsteps / T: steps run over the "
-                 "rules' horizon. private share: median over the window of the rules' private "
-                 "part over the whole (the gate needs >= 0.9). C vs claim: max over the window of "
-                 "measured / claim at constants 1.", fontsize=7, va="top", wrap=True)
+                 "rules' horizon. private share: median over the window of the private part of "
+                 "the error, measured (m: 1 - eps = inf control / median) where controls exist, "
+                 "else the rules' bound's split (r); the gate needs >= 0.9. C vs claim: max over "
+                 "the window of measured / claim at constants 1.", fontsize=7, va="top", wrap=True)
         pdf.savefig(fig)
         plt.close(fig)

@@ -64,7 +64,8 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "seed_ci_low", "seed_ci_high", "window_spread", "verdict_reason", "log_factors",
                "log_power", "log_power_low", "log_power_high", "log_missing", "bound_constant",
                "bound_at", "local_slopes", "approaching", "rules_source", "rules_ratio",
-               "rules_ratio_trend", "private_share", "private_share_min", "claim_verdict",
+               "rules_ratio_trend", "private_share", "private_share_min", "private_share_source",
+               "rules_private_share", "claim_verdict",
                "claim_fits", "claim_ratio", "claim_ratio_low", "claim_ratio_high", "rules_binding_n",
                "steps_per_horizon", "spent_fraction", "spent_fraction_min", "spent_fraction_max"]
 

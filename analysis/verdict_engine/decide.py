@@ -3,8 +3,12 @@
 1. no prediction: the row keeps its verdict ("no claim" / "inconclusive");
 2. the CI (seeds' bootstrap widened by the window spread) wider than MAX_CI_WIDTH:
    "inconclusive";
-3. the privacy-share gate: the rules' median private share over the window below
-   PRIVATE_SHARE_MIN adds a floor flag, so the regime gate makes it "not in regime";
+3. the privacy-share gate: the median private share over the window below PRIVATE_SHARE_MIN
+   adds a floor flag, so the regime gate makes it "not in regime". The share is measured
+   (1 - eps = inf control / median, `flags.measured_private_share`) where at least half the
+   design points have a control; only where they do not is it the rules' bound's split, which
+   is an upper bound's and can put the weight on a statistical term the instance does not pay
+   (both are reported: private_share with its source, rules_private_share);
 4. the claim's slope inside the CI: "consistent";
 5. the claim times its declared logs with a power share t in [0, 1] fits (t's CI, widened by
    its own window spread, meets [0, 1]): "consistent up to logs";
@@ -34,6 +38,9 @@ from analysis.verdict_engine.rules_curve import (
 UP_TO_LOGS = "consistent up to logs"
 APPROACHES = "approaches its bound from below"
 EVEN_WITH_LOGS = " even with logs"
+#: The widest CI of the log power share t that decides a row whose power CI is too wide (the
+#: declared allowance [0, 1] has width 1: a wider t CI cannot tell inside from outside).
+T_CI_MAX = 1.0
 
 
 def _fmt(v: float) -> str:
@@ -41,12 +48,14 @@ def _fmt(v: float) -> str:
 
 
 def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: RulesCurve | None,
-           rng: np.random.Generator, calibration: str = "theory") -> dict[str, Any]:
+           rng: np.random.Generator, calibration: str = "theory",
+           measured_share: np.ndarray | None = None) -> dict[str, Any]:
     """The engine's columns for one fit row (`row`: a `run_fit` row with exponent, ci_low,
     ci_high, predicted, view, x, verdict, flags). Returns the updated columns: the verdict and
     its reason, the CI the verdict reads (ci_low / ci_high) beside the seeds' (seed_ci_*), the
     window spread, the log power share t, the bound's measured constant, the local slopes, the
-    rules' slope / ratio / private share (`rules`: `rules_curve` on the design, None for none)."""
+    rules' slope / ratio / private share (`rules`: `rules_curve` on the design, None for none);
+    `measured_share`: the measured private share per design point (None: no eps = inf control)."""
     view, x = row["view"], row["x"]
     out: dict[str, Any] = {"seed_ci_low": row["ci_low"], "seed_ci_high": row["ci_high"]}
     med = design.medians if len(design) else np.array([])
@@ -59,12 +68,19 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
         share = rules.share
         out.update(rules_predicted=rules.slope(design.x), rules_source=rules.source,
                    rules_ratio=" ".join(_fmt(v) for v in ratio) if rules.available else "",
-                   rules_ratio_trend=trend,
-                   private_share=float(np.nanmedian(share)) if np.isfinite(share).any() else math.nan,
-                   private_share_min=float(np.nanmin(share)) if np.isfinite(share).any() else math.nan)
+                   rules_ratio_trend=trend)
+        if np.isfinite(share).any():
+            out.update(private_share=float(np.nanmedian(share)),
+                       private_share_min=float(np.nanmin(share)),
+                       private_share_source="the rules' bound",
+                       rules_private_share=float(np.nanmedian(share)))
         # budget use (issue 43, item 2): the steps run against the rules' horizon T, per point
         steps = design.context["n_steps"].to_numpy(float) / rules.horizon
         out["steps_per_horizon"] = " ".join(_fmt(v) for v in steps) if np.isfinite(steps).any() else ""
+    if measured_share is not None and 2 * int(np.isfinite(measured_share).sum()) >= len(measured_share):
+        out.update(private_share=float(np.nanmedian(measured_share)),
+                   private_share_min=float(np.nanmin(measured_share)),
+                   private_share_source="measured: 1 - eps = inf control / median")
     spread = window.drop_end_spread(design.x, ly, window.ols_slope) if len(design) else math.nan
     est = row["exponent"]
     lo, hi = window.widen(est, row["ci_low"], row["ci_high"], spread) if math.isfinite(est) else \
@@ -88,15 +104,30 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
                local_slopes=" ".join(_fmt(v) for v in local), approaching=approaching)
     # The privacy-share gate: a floor flag, so the one regime gate (verdicts.apply_gate) acts.
     share_med = out.get("private_share", math.nan)
-    if math.isfinite(share_med) and share_med < PRIVATE_SHARE_MIN:
-        flag = (f"floor: the rules' private share over the window (median {share_med:.2f}) is "
+    if math.isfinite(share_med) and share_med < PRIVATE_SHARE_MIN and design.private:
+        whose = "measured" if out.get("private_share_source", "").startswith("measured") \
+            else "the rules'"
+        flag = (f"floor: {whose} private share over the window (median {share_med:.2f}) is "
                 f"below {PRIVATE_SHARE_MIN:g}: the statistical term carries part of the slope")
         out["flags"] = "; ".join(f for f in (row.get("flags", ""), flag) if f)
     width = verdicts.MAX_CI_WIDTH.get(view, math.inf)
     seed_ci = (f"{_fmt(est)} [{_fmt(lo)}, {_fmt(hi)}] (seeds [{_fmt(row['ci_low'])}, "
                f"{_fmt(row['ci_high'])}], window spread {_fmt(spread)})")
+    t_ok = reg.varying and math.isfinite(t_lo) and math.isfinite(t_hi) and t_hi - t_lo <= T_CI_MAX
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > width:
-        out.update(verdict="inconclusive", verdict_reason=f"CI {seed_ci} wider than {width:g}")
+        if not t_ok:
+            out.update(verdict="inconclusive", verdict_reason=f"CI {seed_ci} wider than {width:g}")
+            return out
+        # The power's CI is wide from curvature the claim's own logs predict (a polylog's local
+        # slopes fall like K / log x): the log model is the claim's model, and its t is narrow.
+        fits = t_lo <= 1 and t_hi >= 0
+        # t multiplies the bound's own logs: above 1 the curve needs more than the claim allows
+        # (slower), below 0 less than the claim without logs (faster), in every view.
+        worse = "slower than claimed" if t_lo > 1 else "faster than claimed"
+        out.update(verdict=UP_TO_LOGS if fits else worse + EVEN_WITH_LOGS, verdict_reason=(
+            f"secant CI {seed_ci} wider than {width:g} (curvature), but {_fmt(p)} times "
+            f"{reg.text} fits with t = {_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}] of the declared "
+            f"powers{'' if fits else ', outside [0, 1]'}"))
         return out
     if lo <= p <= hi:
         out.update(verdict="consistent", verdict_reason=f"{seed_ci} covers {_fmt(p)}")

@@ -34,6 +34,14 @@ class Design:
     def __len__(self) -> int:
         return len(self.x)
 
+    @property
+    def private(self) -> bool:
+        """Whether any design point is private (finite eps): a non-private fit (eps = inf, e.g.
+        the statistical term alone) has no privacy share to gate on."""
+        if "eps" not in self.context or not len(self.context):
+            return True  # no context: treat as private (the gate then acts on the rules' share)
+        return bool(np.isfinite(self.context["eps"].to_numpy(float)).any())
+
 
 def design_from_points(sub: pd.DataFrame, chosen: dict[str, Any] | None = None,
                        x_name: str = "x") -> Design:

@@ -5,7 +5,8 @@ flagged; Scientific protocol items 6 and 7), which `analysis.claims.run_fit` rai
   excess-risk metric the start's value is `_excess_at_x0`);
 - floor (error view): a design point whose median is within 3x of the eps = inf median of the
   same (algorithm, problem, n, d) (`_floor_check`); "floor unchecked" (advisory) counts the
-  design points with no such eps = inf run to compare with;
+  design points with no such eps = inf run to compare with; the same controls give the
+  measured private share (`measured_private_share`) the privacy-share gate reads first;
 - censored: points that never reached their threshold (counted; see analysis.verdict_engine.rates).
 The ceiling and floor flags fail the regime gate (`analysis.verdict_engine.verdicts`).
 """
@@ -13,6 +14,7 @@ The ceiling and floor flags fail the regime gate (`analysis.verdict_engine.verdi
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -45,28 +47,48 @@ def _floor_check(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> tuple[bool
     error-view fit: a point is checked against the eps = inf median of its own (algorithm,
     problem instance, n, d); one with no such control cannot be checked, which the fit says
     (an advisory flag: the regime forecast still gates), rather than passing in silence."""
-    if fit.view != "error":
+    pairs = _controls(data, sub, fit)
+    if pairs is None:
         return False, 0, 0
+    floors = pairs["floor"].to_numpy(float)
+    known = np.isfinite(floors)
+    hit = bool((pairs["median"].to_numpy(float)[known] <= 3 * floors[known]).any())
+    return hit, int((~known).sum()), len(pairs)
+
+
+def measured_private_share(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> np.ndarray | None:
+    """The private share of each design point's error, measured (issue 42, item 4): 1 - the
+    eps = inf median of the same (algorithm, instance, n, d) / the point's median, clipped to
+    [0, 1], one value per distinct x in increasing order (the median over the groups at one x);
+    NaN where a point has no control. None for a fit with no private point or no control at
+    all. The control is what the same rules reach without noise at the same n and d: the
+    statistical and optimization error the private run pays too, so the share is the part of
+    the measured error that privacy adds, not the split of an upper bound."""
+    pairs = _controls(data, sub, fit)
+    if pairs is None or not np.isfinite(pairs["floor"].to_numpy(float)).any():
+        return None
+    share = (1 - pairs["floor"] / pairs["median"]).clip(0.0, 1.0)
+    return share.groupby(pairs["x"]).median().sort_index().to_numpy(float)
+
+
+def _controls(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> pd.DataFrame | None:
+    """Per (algorithm, instance, n, d, x) of an error-view private fit: the median and its
+    eps = inf control's median (NaN where none); None where the check does not apply."""
+    if fit.view != "error":
+        return None
     if not np.isfinite(sub["eps"].to_numpy(float)).any():  # a non-private fit IS the floor:
-        return False, 0, 0  # comparing its points with themselves flagged every one (issue 29)
+        return None  # comparing its points with themselves flagged every one (issue 29)
     keys = ["algorithm", "problem", "instance_params", "n", "d"]
-    med = sub.groupby([*keys, "x"])["y"].median()
+    med = sub.groupby([*keys, "x"])["y"].median().rename("median").reset_index()
     cells = data.cells
     inf = cells[(cells["status"] == "ok") & ~np.isfinite(cells["eps"])]
     if inf.empty:
-        return False, len(med), len(med)
+        return med.assign(floor=math.nan)
     # Per instance (problem parameters included), not per problem name: two instances of one
     # problem in a store (e.g. a GLM at rank 5 and rank 10) have floors of their own.
     inf = inf.assign(instance_params=[json.dumps(p or {}, sort_keys=True) for p in inf["problem_params"]])
-    ref = inf.groupby(keys)[fit.y].median()
-    hit, missing = False, 0
-    for (alg, prob, params, n, d, _x), value in med.items():
-        floor = ref.get((alg, prob, params, n, d))
-        if floor is None or not np.isfinite(floor):
-            missing += 1
-        elif value <= 3 * floor:
-            hit = True
-    return hit, missing, len(med)
+    ref = inf.groupby(keys)[fit.y].median().rename("floor").reset_index()
+    return med.merge(ref, on=keys, how="left")
 
 
 def start_point(sub: pd.DataFrame) -> str:
