@@ -7,6 +7,7 @@ from problems.glm import GLM
 from problems.logistic import BreastCancerLogistic, SyntheticLogistic
 from problems.mean_estimation import MeanEstimation
 from problems.phase_retrieval import PhaseRetrieval
+from problems.rotated import RotatedValley
 from problems.scaled_linear import ScaledLinear
 from problems.scaled_regression import ScaledRegression
 from problems.separable import HardRamp, HardValley, StrictSaddle
@@ -14,7 +15,7 @@ from problems.streams import CHUNK, ArrayStream, DataStream, StreamExhausted, re
 
 _REGISTRY: dict[str, type[Problem]] = {
     cls.name: cls
-    for cls in (StrictSaddle, HardValley, HardRamp, PhaseRetrieval, SyntheticLogistic,
+    for cls in (StrictSaddle, HardValley, HardRamp, RotatedValley, PhaseRetrieval, SyntheticLogistic,
                 BreastCancerLogistic, MeanEstimation, ScaledLinear, ScaledRegression, GLM)
 }
 
