@@ -249,3 +249,19 @@ def test_a_private_spider_reaches_the_target_through_the_single_run_path():
     assert abs(x @ rot.Q[:, 0]) / np.linalg.norm(x) > 0.9  # walked the rotated valley
     ref = run_cell("gaussian_spider", "hard_valley", 10**12, 10, 0.1, seed=3, **kw)["metrics"]
     assert 0.25 < m["samples_to_target"] / ref["samples_to_target"] < 4
+
+
+# ------------------------------------------------------------------ privacy: layer 1
+@pytest.mark.slow
+@pytest.mark.parametrize("alg", ["gaussian_spider", "adaptive_tree_spider"])
+def test_every_release_stays_within_its_told_sensitivity(alg):
+    """The valley's clipping analysis carries over: the problem's own extreme records (and the
+    base adversaries) replacing one record of any release move it by at most the sensitivity
+    the accountant was told, with teeth (some release moves > 50% of its bound)."""
+    from analysis.privacy_checks.layers import record_run, sensitivity_check
+
+    run = record_run(alg, problem=NAME, d=4, n=60_000, eps=1.0, seed=3, params={})
+    rep = sensitivity_check(alg, run=run, max_releases=1000)
+    assert rep.ok, rep.violations
+    assert rep.reused == 0
+    assert 0.5 < rep.max_ratio <= 1 + 1e-9
