@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
@@ -173,13 +174,13 @@ def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colour
 
 
 def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
-                  ) -> list[tuple[str, plt.Figure]]:
-    """(name, figure) per (view, metric, problem, instance) of the long table; `ranges`: the
-    sensitivity hook of the module docstring (None: nothing hatched)."""
+                  ) -> Iterator[tuple[str, plt.Figure]]:
+    """(name, figure) per (view, metric, problem, instance) of the long table, one at a time
+    (the caller saves and closes each: the reference has dozens); `ranges`: the sensitivity
+    hook of the module docstring (None: nothing hatched)."""
     from matplotlib.patches import Patch
 
     pts_all, cx_all = points_table(table), crossovers(table)
-    out = []
     for (view, metric, problem, instance), pts in pts_all.groupby(KEY[:4], sort=True):
         cx = cx_all[(cx_all["view"] == view) & (cx_all["metric"] == metric)
                     & (cx_all["problem"] == problem) & (cx_all["instance"] == instance)]
@@ -217,8 +218,7 @@ def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
         fig.subplots_adjust(bottom=0.2, top=0.86)
         name = f"atlas_{metric}_{problem}" + ("_error" if view != SAMPLES else "") + \
             (f"_{hashlib.sha1(instance.encode()).hexdigest()[:6]}" if instance else "")
-        out.append((name, fig))
-    return out
+        yield name, fig
 
 
 def save_maps(table: pd.DataFrame, directory: str | Path, ranges: pd.DataFrame | None = None

@@ -14,6 +14,7 @@ from bench.cli.atlas import add_parser as add_atlas_parser
 from bench.cli.audit import cmd_audit
 from bench.cli.claims import cmd_claims, cmd_regate
 from bench.cli.compare import cmd_compare
+from bench.cli.crossover_law import add_parser as add_crossover_law_parser
 from bench.cli.fit import cmd_fit
 from bench.cli.listing import cmd_list
 from bench.cli.pipelines import cmd_demo, cmd_reference_quick
@@ -215,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
     add_atlas_parser(sub)
+    add_crossover_law_parser(sub)
     add_verdict_changes_parser(sub)
     return parser
 

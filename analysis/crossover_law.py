@@ -1,0 +1,252 @@
+"""The SOSP crossover as a law in eps and d (issue 43, item 4).
+
+At each (eps, d) the two Spiders run on the same targets and data seeds; the paired difference
+log n*_A - log n*_B (A: the adaptive tree Spider, B: the Gaussian one) is fitted by a line in
+log alpha through the design points' means, and alpha*, where it crosses 0, is where A starts to
+need fewer samples (`Condition.crossover`, the same line as `analysis.verdict_engine.paired`).
+The law is the least-squares plane
+
+    log alpha* = c + a log eps + b log d
+
+through the conditions' crossovers (a column enters only where it varies), with percentile CIs
+from one bootstrap that resamples the seeds' pairs within every design point of every condition
+and refits everything (`law_fit`).
+
+Beside it, the law the rules predict once scaled by what each Spider measurably uses of its
+rules' sample budget: u_X = the median over the bracket of n*_X / budget_X(alpha), and alpha*
+the root of u_A budget_A(alpha) = u_B budget_B(alpha) (`predicted_crossover`); the same plane
+through those roots gives the exponents the rules predict (derived by the code, not typed). With
+u = 1 (the rules alone) the budgets of the two Spiders on hard_valley do not cross above 1e-6 at
+all; the measured crossover is made by the budget use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from analysis.verdict_engine.rates import LEVEL, N_BOOT, _resample_indices
+
+ADAPTIVE, GAUSSIAN = "adaptive_tree_spider", "gaussian_spider"
+#: Where the predicted crossover is searched: alpha in [ALPHA_MIN, ALPHA_MAX].
+ALPHA_MIN, ALPHA_MAX = 1e-7, 0.5
+
+Budget = Callable[[float], float]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One (eps, d): design targets x (ascending), per x the paired log differences (one per
+    shared seed) and the medians of n* of each side; the rules' budgets of each side."""
+
+    eps: float
+    d: int
+    x: np.ndarray
+    diffs: tuple[np.ndarray, ...]
+    n_star_a: np.ndarray
+    n_star_b: np.ndarray
+    budget_a: Budget | None = None
+    budget_b: Budget | None = None
+
+    def means(self) -> np.ndarray:
+        return np.array([g.mean() for g in self.diffs])
+
+    def crossover(self, means: np.ndarray | None = None) -> float:
+        """alpha where the OLS line of the mean differences on log x is 0 (NaN: flat line)."""
+        m = self.means() if means is None else means
+        lx = np.log(self.x)
+        s = float(np.polyfit(lx, m, 1)[0])
+        if s == 0 or not math.isfinite(s):
+            return math.nan
+        return float(math.exp(lx.mean() - m.mean() / s))
+
+    def budget_use(self) -> tuple[float, float]:
+        """(u_A, u_B): the median over the bracket of measured n* / the rules' budget."""
+        if self.budget_a is None or self.budget_b is None:
+            return math.nan, math.nan
+        ua = np.median(self.n_star_a / np.array([self.budget_a(a) for a in self.x]))
+        ub = np.median(self.n_star_b / np.array([self.budget_b(a) for a in self.x]))
+        return float(ua), float(ub)
+
+
+def predicted_crossover(cond: Condition, use: tuple[float, float] | None = None) -> float:
+    """The alpha where u_A budget_A = u_B budget_B (u: `Condition.budget_use`, or `use`; (1, 1)
+    for the rules alone): the sign change of their log ratio nearest the measured bracket on a
+    geometric grid, refined by brentq. NaN where they do not cross in [ALPHA_MIN, ALPHA_MAX]."""
+    if cond.budget_a is None or cond.budget_b is None:
+        return math.nan
+    ua, ub = cond.budget_use() if use is None else use
+    if not (ua > 0 and ub > 0):
+        return math.nan
+
+    def g(la: float) -> float:
+        a = math.exp(la)
+        return math.log(ua * cond.budget_a(a)) - math.log(ub * cond.budget_b(a))
+
+    grid = np.linspace(math.log(ALPHA_MIN), math.log(ALPHA_MAX), 121)
+    vals = np.array([g(v) for v in grid])
+    roots = [brentq(g, grid[i], grid[i + 1]) for i in range(len(grid) - 1)
+             if np.isfinite(vals[i]) and np.isfinite(vals[i + 1]) and vals[i] * vals[i + 1] < 0]
+    if not roots:
+        return math.nan
+    center = float(np.log(cond.x).mean())
+    return float(math.exp(min(roots, key=lambda r: abs(r - center))))
+
+
+@dataclass(frozen=True)
+class Law:
+    """log alpha* = c + a log eps + b log d: a and b with CIs (NaN where the column does not
+    vary), the per-condition crossovers with CIs, and the same plane through the predicted
+    crossovers."""
+
+    table: pd.DataFrame
+    eps_exp: float
+    eps_ci: tuple[float, float]
+    d_exp: float
+    d_ci: tuple[float, float]
+    pred_eps_exp: float
+    pred_d_exp: float
+
+
+def _plane(eps: np.ndarray, d: np.ndarray, la: np.ndarray) -> tuple[float, float]:
+    """(a, b) of the least-squares plane log alpha* = c + a log eps + b log d; a column that
+    does not vary is left out (NaN). NaN rows are dropped."""
+    ok = np.isfinite(la)
+    if not ok.any():
+        return math.nan, math.nan
+    cols, names = [np.ones(int(ok.sum()))], []
+    for name, v in (("eps", eps), ("d", d)):
+        lv = np.log(v[ok])
+        if np.ptp(lv) > 0:
+            cols.append(lv)
+            names.append(name)
+    out = {"eps": math.nan, "d": math.nan}
+    if ok.sum() < len(cols) or len(cols) == 1:
+        return out["eps"], out["d"]
+    coef = np.linalg.lstsq(np.stack(cols, axis=1), la[ok], rcond=None)[0]
+    out.update(dict(zip(names, coef[1:].tolist(), strict=True)))
+    return out["eps"], out["d"]
+
+
+def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
+            rng: np.random.Generator | None = None) -> Law:
+    """The plane through the measured crossovers with one joint bootstrap, and the plane through
+    the predicted ones (module docstring)."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    eps = np.array([c.eps for c in conds], float)
+    d = np.array([c.d for c in conds], float)
+    cross = np.array([c.crossover() for c in conds])
+    boot = np.empty((n_boot, len(conds)))
+    for j, c in enumerate(conds):
+        idx = _resample_indices([len(g) for g in c.diffs], n_boot, rng)
+        means = np.stack([g[i].mean(axis=1) for g, i in zip(c.diffs, idx, strict=True)], axis=1)
+        boot[:, j] = [c.crossover(m) for m in means]
+    a_q = (1 - level) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lb = np.log(boot)
+    lo, hi = np.nanquantile(boot, [a_q, 1 - a_q], axis=0)
+    planes = np.array([_plane(eps, d, lb[i]) for i in range(n_boot)])
+    a_est, b_est = _plane(eps, d, np.log(cross))
+    ci = [tuple(np.nanquantile(planes[:, k], [a_q, 1 - a_q]).tolist())
+          if np.isfinite(planes[:, k]).any() else (math.nan, math.nan) for k in range(2)]
+    uses = [c.budget_use() for c in conds]
+    pred = np.array([predicted_crossover(c) for c in conds])
+    rules_alone = np.array([predicted_crossover(c, (1.0, 1.0)) for c in conds])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pa, pb = _plane(eps, d, np.log(pred))
+    where = ["inside" if c.x.min() <= v <= c.x.max() else "below" if v < c.x.min() else "above"
+             if math.isfinite(v) else "none" for c, v in zip(conds, cross, strict=True)]
+    table = pd.DataFrame({
+        "eps": eps, "d": d.astype(int), "alpha_star": cross, "ci_low": lo, "ci_high": hi,
+        "where": where, "pairs": [sum(len(g) for g in c.diffs) for c in conds],
+        "use_adaptive": [u[0] for u in uses], "use_gaussian": [u[1] for u in uses],
+        "predicted": pred, "rules_alone": rules_alone})
+    return Law(table, a_est, ci[0], b_est, ci[1], pa, pb)
+
+
+def conditions_from_points(pts: pd.DataFrame, budgets: Callable[[str, float, int], Budget] | None = None,
+                           a: str = ADAPTIVE, b: str = GAUSSIAN) -> list[Condition]:
+    """Conditions from sample-complexity fit points (`analysis.points.fit_points_table` rows:
+    algorithm, eps, d, x, rep, y = n*; censored runs as NaN / inf are left out of the pairs).
+    `budgets(algorithm, eps, d)` gives the rules' budget as a function of alpha."""
+    out = []
+    for (eps, d), g in pts.groupby(["eps", "d"], sort=True):
+        pa, pb = g[g["algorithm"] == a], g[g["algorithm"] == b]
+        m = pa.merge(pb, on=["x", "rep"], suffixes=("_a", "_b"))
+        ya, yb = m["y_a"].to_numpy(float), m["y_b"].to_numpy(float)
+        m = m[np.isfinite(ya) & np.isfinite(yb) & (ya > 0) & (yb > 0)]
+        xs = np.array(sorted(m["x"].unique()), float)
+        if len(xs) < 2:
+            continue
+        groups = tuple(np.log(m.loc[m["x"] == x, "y_a"].to_numpy(float))
+                       - np.log(m.loc[m["x"] == x, "y_b"].to_numpy(float)) for x in xs)
+        med_a = np.array([pa.loc[pa["x"] == x, "y"].median() for x in xs], float)
+        med_b = np.array([pb.loc[pb["x"] == x, "y"].median() for x in xs], float)
+        out.append(Condition(float(eps), int(d), xs, groups, med_a, med_b,
+                             budgets(a, float(eps), int(d)) if budgets else None,
+                             budgets(b, float(eps), int(d)) if budgets else None))
+    return out
+
+
+def _fmt(v: float, f: str = ".3g") -> str:
+    return format(v, f) if isinstance(v, (int, float)) and math.isfinite(v) else "-"
+
+
+def law_markdown(law: Law) -> str:
+    """The per-condition table and the law, in markdown."""
+    t = law.table
+    lines = ["| eps | d | alpha* [95% CI] | where | pairs | n*/budget adaptive | n*/budget Gaussian "
+             "| predicted alpha* (budget use) | rules alone |", "|" + "---|" * 9]
+    for r in t.itertuples():
+        alone = _fmt(r.rules_alone) if math.isfinite(r.rules_alone) else "no crossing"
+        lines.append(f"| {r.eps:g} | {r.d} | {_fmt(r.alpha_star)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] "
+                     f"| {r.where} | {r.pairs} | {_fmt(r.use_adaptive)} | {_fmt(r.use_gaussian)} "
+                     f"| {_fmt(r.predicted)} | {alone} |")
+    lines.append("")
+    lines.append(f"Law: log alpha* = c + a log eps + b log d with a = {_fmt(law.eps_exp)} "
+                 f"[{_fmt(law.eps_ci[0])}, {_fmt(law.eps_ci[1])}], b = {_fmt(law.d_exp)} "
+                 f"[{_fmt(law.d_ci[0])}, {_fmt(law.d_ci[1])}] (measured); the rules scaled by the "
+                 f"measured budget use predict a = {_fmt(law.pred_eps_exp)}, b = {_fmt(law.pred_d_exp)}.")
+    return "\n".join(lines) + "\n"
+
+
+def conditions_from_stores(stores: list) -> list[Condition]:
+    """Conditions from stores (`analysis.declarations.StoreData`): the theory-mode points of
+    every declared samples-to-target fit in its window, the rules' budgets from each Spider's
+    `theory_params` (knobs at 1) under the store's calibration on the store's instance."""
+    from algorithms import get_algorithm
+    from analysis.points import fit_points_table
+    from analysis.regime_forecast import _spider_split
+    from problems import get_problem
+
+    frames, cals, probs = [], {}, {}
+    for data in stores:
+        for fit in data.spec.fits:
+            if fit.view != "sample_complexity" or fit.x != "alpha":
+                continue
+            pts = fit_points_table(data, fit, "theory")
+            if pts.empty:
+                continue
+            pts = pts[(pts["x"] >= fit.window[0] * (1 - 1e-9)) & (pts["x"] <= fit.window[1] * (1 + 1e-9))]
+            frames.append(pts)
+            for (eps, d), g in pts.groupby(["eps", "d"]):
+                cals[(float(eps), int(d))] = (data.spec.calibration, float(g["delta"].iloc[0]))
+                probs[(float(eps), int(d))] = (str(g["problem"].iloc[0]), str(g["instance_params"].iloc[0]))
+    if not frames:
+        return []
+
+    def budgets(alg: str, eps: float, d: int) -> Budget:
+        import json
+
+        cls = get_algorithm(alg)
+        cal, delta = cals[(eps, d)]
+        name, params = probs[(eps, d)]
+        problem = get_problem(name, d=d, **json.loads(params))
+        return lambda alpha: sum(_spider_split(cls, problem, d, eps, delta, cal, alpha))
+
+    return conditions_from_points(pd.concat(frames, ignore_index=True), budgets)

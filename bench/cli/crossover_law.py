@@ -1,0 +1,50 @@
+"""`dprates crossover-law STORES... [-o FILE]`: the SOSP crossover alpha* of the two Spiders at
+every (eps, d) of the stores' samples-to-target fits, the law log alpha* = c + a log eps + b log d
+with CIs, and the law the rules predict once scaled by each Spider's measured budget use
+(`analysis.crossover_law`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def cmd_crossover_law(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from analysis.crossover_law import conditions_from_stores, law_fit, law_markdown
+    from bench.store import open_store_data
+
+    for path in args.stores:
+        if not Path(path).is_file():
+            raise ValueError(f"STORE={path!r} is invalid: no such file (a store of `dprates sweep`)")
+    if args.boot < 100:
+        raise ValueError(f"--boot={args.boot} is invalid: at least 100 resamples are needed")
+    conds = conditions_from_stores([open_store_data(p) for p in args.stores])
+    if len(conds) < 2:
+        raise ValueError(f"STORES={args.stores!r} are invalid: they pair the two Spiders at "
+                         f"{len(conds)} (eps, d) (a law needs at least 2)")
+    law = law_fit(conds, n_boot=args.boot, rng=np.random.default_rng(args.seed))
+    text = ("# The SOSP crossover as a law in eps and d\n\nadaptive tree Spider against Gaussian "
+            "Spider, samples to target alpha; alpha*: where the paired line of log n*_adaptive - "
+            "log n*_Gaussian crosses 0 (below it the adaptive Spider needs fewer samples); "
+            "n*/budget: measured samples over the rules' own budget (knobs at 1), median over the "
+            "bracket.\n\n" + law_markdown(law))
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("crossover-law", help="the SOSP crossover alpha*(eps, d) of the two Spiders "
+                       "and its law, beside the rules scaled by the measured budget use")
+    p.add_argument("stores", metavar="STORE", nargs="+", help="stores with both Spiders on "
+                   "paired targets (e.g. results/headline4_law_eps.sqlite)")
+    p.add_argument("-o", "--output", default=None, help="write markdown here (default: stdout)")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_crossover_law)
