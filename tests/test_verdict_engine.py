@@ -300,3 +300,14 @@ def test_the_regime_gate_leaves_a_claimless_row_as_no_claim():
     t = pd.DataFrame([{"verdict": NO_CLAIM, "flags": "ceiling: the window ...", "rules_verdict": ""},
                       {"verdict": "consistent", "flags": "floor: ...", "rules_verdict": ""}])
     assert list(apply_gate(t)["verdict"]) == [NO_CLAIM, NOT_IN_REGIME]
+
+
+def test_a_wide_power_ci_of_a_claim_with_a_power_of_x_stays_inconclusive():
+    """The log model decides a wide window only for a pure polylog claim: with a power of d
+    claimed (0.5 here), a wide secant CI is noise or curvature the claim does not predict."""
+    claim = _claim((term("sqrt(d)/(n eps)", privacy=1.0),), (LogFactor("d", 2.0, "planted"),))
+    d = np.geomspace(10, 1e5, 5)
+    out = _judge(_points(d, 0.5 * np.log(d) + 2.0 * np.log(np.log(d)), 10, 0.03, 9), claim, 0.5,
+                 "error", "d")
+    assert out["ci_high"] - out["ci_low"] > 0.15
+    assert out["verdict"] == "inconclusive", out["verdict_reason"]

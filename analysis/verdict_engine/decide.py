@@ -2,7 +2,9 @@
 
 1. no prediction: the row keeps its verdict ("no claim" / "inconclusive");
 2. the CI (seeds' bootstrap widened by the window spread) wider than MAX_CI_WIDTH:
-   "inconclusive";
+   "inconclusive", except for a pure polylog claim (exponent 0 in x, declared logs in x), whose
+   secant is wide from the curvature a polylog has: its log model's t decides (t's CI at most
+   T_CI_MAX wide: inside [0, 1] "consistent up to logs", else "... even with logs");
 3. the privacy-share gate: the median private share over the window below PRIVATE_SHARE_MIN
    adds a floor flag, so the regime gate makes it "not in regime". The share is measured
    (1 - eps = inf control / median, `flags.measured_private_share`) where at least half the
@@ -38,8 +40,9 @@ from analysis.verdict_engine.rules_curve import (
 UP_TO_LOGS = "consistent up to logs"
 APPROACHES = "approaches its bound from below"
 EVEN_WITH_LOGS = " even with logs"
-#: The widest CI of the log power share t that decides a row whose power CI is too wide (the
-#: declared allowance [0, 1] has width 1: a wider t CI cannot tell inside from outside).
+#: The widest CI of the log power share t that decides a pure polylog claim (exponent 0 in x)
+#: whose power CI is too wide (the declared allowance [0, 1] has width 1: a wider t CI cannot
+#: tell inside from outside).
 T_CI_MAX = 1.0
 
 
@@ -113,7 +116,9 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     width = verdicts.MAX_CI_WIDTH.get(view, math.inf)
     seed_ci = (f"{_fmt(est)} [{_fmt(lo)}, {_fmt(hi)}] (seeds [{_fmt(row['ci_low'])}, "
                f"{_fmt(row['ci_high'])}], window spread {_fmt(spread)})")
-    t_ok = reg.varying and math.isfinite(t_lo) and math.isfinite(t_hi) and t_hi - t_lo <= T_CI_MAX
+    # A pure polylog claim in x (no power of x: Pagan in d) is read by its log model alone.
+    t_ok = p == 0 and reg.varying and math.isfinite(t_lo) and math.isfinite(t_hi) \
+        and t_hi - t_lo <= T_CI_MAX
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > width:
         if not t_ok:
             out.update(verdict="inconclusive", verdict_reason=f"CI {seed_ci} wider than {width:g}")
