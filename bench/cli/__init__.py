@@ -20,6 +20,7 @@ from bench.cli.listing import cmd_list
 from bench.cli.pipelines import cmd_demo, cmd_reference_quick
 from bench.cli.report import cmd_plot, cmd_report
 from bench.cli.run import RUN_EPILOG, cmd_run
+from bench.cli.sensitivity import add_parser as add_sensitivity_parser
 from bench.cli.stores import cmd_export, cmd_status
 from bench.cli.sweep import cmd_sweep
 from bench.cli.values import _positive_float
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     add_atlas_parser(sub)
     add_crossover_law_parser(sub)
+    add_sensitivity_parser(sub)
     add_verdict_changes_parser(sub)
     return parser
 

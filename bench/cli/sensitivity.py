@@ -1,0 +1,38 @@
+"""`dprates sensitivity STORE [-o FILE]`: how far the SOSP crossover and the paired slope move
+when each Spider's knobs move, one at a time and jointly (`analysis.sensitivity`; the store of
+bench/configs/headline4_sensitivity.toml)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from analysis.sensitivity import knob_summary, sensitivity_markdown, sensitivity_table
+    from bench.store import load
+
+    if not Path(args.store).is_file():
+        raise ValueError(f"STORE={args.store!r} is invalid: no such file (a store of `dprates sweep`)")
+    if args.boot < 100:
+        raise ValueError(f"--boot={args.boot} is invalid: at least 100 resamples are needed")
+    table = sensitivity_table(load(args.store), n_boot=args.boot, seed=args.seed)
+    text = ("# The SOSP crossover under the Spiders' constants\n\n"
+            + sensitivity_markdown(table, knob_summary(table)))
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sensitivity", help="the SOSP crossover and paired slope as each Spider's "
+                       "knobs move (one at a time and a Latin hypercube)")
+    p.add_argument("store", metavar="STORE", help="e.g. results/headline4_sensitivity.sqlite")
+    p.add_argument("-o", "--output", default=None, help="write markdown here (default: stdout)")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=cmd_sensitivity)

@@ -1,0 +1,89 @@
+"""The constant-sensitivity analysis (analysis.sensitivity) on planted cells: each setting's n*
+curve is a known power law, so each comparison's crossover is known in closed form."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.sensitivity import (
+    ADAPTIVE,
+    GAUSSIAN,
+    KNOBS,
+    MOVE_FACTOR,
+    knob_summary,
+    sensitivity_markdown,
+    sensitivity_table,
+)
+
+TARGETS = [0.0056, 0.004, 0.0028, 0.002]
+
+
+def _cells(settings: list[tuple[str, dict, float]], reps: int = 4, seed: int = 0) -> pd.DataFrame:
+    """(algorithm, knob params, level c): n*_A = c alpha^-2, n*_G = c alpha^(-7/3); each (target,
+    seed) shares a data effect across algorithms and settings (the pairing), plus 2% noise."""
+    rng = np.random.default_rng(seed)
+    shared = {(t, r): 0.3 * rng.standard_normal() for t in TARGETS for r in range(reps)}
+    rows = []
+    for alg, params, c in settings:
+        p = -2.0 if alg == ADAPTIVE else -7 / 3
+        for t in TARGETS:
+            for r in range(reps):
+                rows.append({"status": "ok", "algorithm": alg, "params": params, "target_alpha": t,
+                             "rep": r, "d": 10, "eps": 0.1,
+                             "samples_to_target": c * t ** p * math.exp(shared[(t, r)] + 0.02 *
+                                                                         rng.standard_normal())})
+    return pd.DataFrame(rows)
+
+
+def _star(ca: float, cg: float) -> float:
+    """Where ca alpha^-2 = cg alpha^(-7/3): alpha = (cg / ca)^3."""
+    return (cg / ca) ** 3
+
+
+BASE_A, BASE_G = 1.0, 0.15  # central crossover (0.15)^3 = 3.4e-3, inside the targets
+
+
+def test_each_comparison_crosses_where_its_levels_put_it():
+    cells = _cells([(ADAPTIVE, {}, BASE_A), (GAUSSIAN, {}, BASE_G),
+                    (ADAPTIVE, {"c_zeta": 4.0}, BASE_A * 1.02),  # barely moves
+                    (GAUSSIAN, {"alpha_mult": 0.25}, BASE_G * 0.8)])  # moves 0.8^3 = 0.51x
+    t = sensitivity_table(cells, n_boot=300).set_index("setting")
+    assert t.loc["defaults", "alpha_star"] == pytest.approx(_star(BASE_A, BASE_G), rel=0.05)
+    assert t.loc["c_zeta=4", "alpha_ratio"] == pytest.approx(1 / 1.02 ** 3, rel=0.05)
+    assert t.loc["alpha_mult=0.25", "alpha_ratio"] == pytest.approx(0.8 ** 3, rel=0.05)
+    assert t.loc["alpha_mult=0.25", "spider"] == GAUSSIAN
+    assert t.loc["defaults", "slope"] == pytest.approx(1 / 3, abs=0.03)
+    s = knob_summary(sensitivity_table(cells, n_boot=300)).set_index("knob")
+    assert s.loc["c_zeta", "answer"] == "robust" and s.loc["alpha_mult", "answer"] == "moves"
+
+
+def test_joint_points_pair_every_adaptive_point_with_every_gaussian_point():
+    joint = dict.fromkeys(KNOBS, 2.0)
+    cells = _cells([(ADAPTIVE, {}, BASE_A), (GAUSSIAN, {}, BASE_G),
+                    (ADAPTIVE, joint, 1.1), (ADAPTIVE, {**joint, "c_Gamma": 0.5}, 0.9),
+                    (GAUSSIAN, joint, 0.16), (GAUSSIAN, {**joint, "c_zeta": 3.0}, 0.14)])
+    t = sensitivity_table(cells, n_boot=300)
+    j = t[t["kind"] == "joint"]
+    assert len(j) == 4  # 2 adaptive points x 2 Gaussian points
+    want = sorted(_star(a, g) for a in (1.1, 0.9) for g in (0.16, 0.14))
+    assert sorted(j["alpha_star"]) == pytest.approx(want, rel=0.06)
+    s = knob_summary(t).set_index("knob")
+    worst = max(want) / _star(BASE_A, BASE_G)  # (0.16 / 0.9)^3 / 0.15^3 = 1.66 > MOVE_FACTOR
+    assert worst > MOVE_FACTOR and s.loc["joint", "answer"] == "moves"
+    assert s.loc["joint", "alpha_ratio_max"] == pytest.approx(worst, rel=0.08)
+    md = sensitivity_markdown(t, knob_summary(t))
+    assert md.startswith("Central (both Spiders at their defaults): alpha* = ")
+
+
+def test_a_setting_that_never_reaches_its_targets_counts_as_moving():
+    cells = _cells([(ADAPTIVE, {}, BASE_A), (GAUSSIAN, {}, BASE_G),
+                    (ADAPTIVE, {"horizon_mult": 0.25}, BASE_A)])
+    cells.loc[(cells["params"].map(bool)) & (cells["target_alpha"] < 0.005), "samples_to_target"] = np.nan
+    t = sensitivity_table(cells, n_boot=200)
+    row = t[t["setting"] == "horizon_mult=0.25"].iloc[0]
+    assert row["censored"] == 12 and not math.isfinite(row["alpha_star"])
+    assert knob_summary(t).set_index("knob").loc["horizon_mult", "answer"] == "moves"
