@@ -150,8 +150,11 @@ def _shared_instance(problem: str, instance: str) -> str:
 def _one_per_algorithm(rows: list[Row]) -> list[Row]:
     """One row per algorithm at a point: the atlas asks which algorithm wins, so the same
     algorithm from two stores (another base seed, data mode or knob setting at its defaults) is
-    not its own rival. Kept: the row whose seed pairs with the most other algorithms' rows, then
-    the one with the most repetitions; its label loses the seed suffix it no longer needs."""
+    not its own rival. Kept: a row measured at the target (a one-pass run's consumed samples)
+    before a row read off fixed budgets (the smallest n whose error reaches the target, a
+    crossing interpolated on a coarse grid of n, an upper bound for a one-pass method), then the
+    row whose seed pairs with the most other algorithms' rows, then the one with the most
+    repetitions; its label loses the seed suffix it no longer needs."""
     by_alg: dict[str, list[Row]] = {}
     for r in rows:
         by_alg.setdefault(r.algorithm, []).append(r)
@@ -159,7 +162,8 @@ def _one_per_algorithm(rows: list[Row]) -> list[Row]:
     for alg, cands in by_alg.items():
         if len(cands) > 1:
             others = [r.seed for r in rows if r.algorithm != alg]
-            cands = sorted(cands, key=lambda r: (-sum(o == r.seed for o in others), -len(r.reps),
+            cands = sorted(cands, key=lambda r: (r.view != "one pass",
+                                                 -sum(o == r.seed for o in others), -len(r.reps),
                                                  r.label))
             cands[0].label = alg
         out.append(cands[0])

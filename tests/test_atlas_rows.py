@@ -1,0 +1,51 @@
+"""The atlas keeps, per algorithm and point, the row measured at the target: a one-pass method's
+consumed samples from targeted runs, not the smallest budget n of another store's fixed-budget
+runs whose error reached the target (a coarse upper bound read off a grid of n). The reference
+stores hold both for the Spiders (headline2: targeted; headline3_error: budgets 1e7-4.6e9), and
+a budget row whose seed paired with a rival's had displaced the measured one."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.atlas import SAMPLES, atlas_table
+
+A, B = "gaussian_spider", "adaptive_tree_spider"
+T = 0.01
+
+
+def _targeted(alg: str, n_star: float, seed: int) -> list[dict]:
+    return [{"algorithm": alg, "problem": "hard_valley", "problem_params": {}, "params": {},
+             "knobs": (), "d": 10, "eps": 0.1, "delta": 1e-6, "rep": r, "base_seed": seed,
+             "data": "counts", "calibration": "theory", "status": "ok", "target_alpha": T,
+             "target_metric": "alpha_sosp", "n": None, "n_steps": 100, "params_used": {},
+             "samples_to_target": n_star * (1 + 0.01 * r), "censored": False,
+             "n_star": n_star * (1 + 0.01 * r), "alpha_best": math.nan, "pop_grad_best": math.nan}
+            for r in range(5)]
+
+
+def _budgets(alg: str, reach_at: float, seed: int) -> list[dict]:
+    """Fixed budgets n = 1e7, 1e8, 1e9: alpha_best falls through T at n = reach_at."""
+    return [{"algorithm": alg, "problem": "hard_valley", "problem_params": {}, "params": {},
+             "knobs": (), "d": 10, "eps": 0.1, "delta": 1e-6, "rep": r, "base_seed": seed,
+             "data": "counts", "calibration": "theory", "status": "ok", "target_alpha": math.nan,
+             "target_metric": None, "n": n, "n_steps": 100, "params_used": {},
+             "samples_to_target": math.nan, "censored": False, "n_star": math.nan,
+             "alpha_best": T * (reach_at / n) ** 0.5, "pop_grad_best": math.nan}
+            for n in (1e7, 1e8, 1e9) for r in range(5)]
+
+
+def test_a_one_pass_method_is_read_at_its_target_not_off_another_stores_budgets():
+    # A: targeted n* 2e6 (store seed 1) and budget runs reaching T at ~3e8 (store seed 2);
+    # B: budget runs only (seed 2), so A's budget row pairs with B and its targeted row does not.
+    cells = pd.DataFrame(_targeted(A, 2e6, 1) + _budgets(A, 3e8, 2) + _targeted(B, 5e6, 3)
+                         + _budgets(B, 1e8, 2))
+    t = atlas_table(cells, n_boot=200)
+    at = t[(t["view"] == SAMPLES) & np.isclose(t["x"], T)].set_index("algorithm")
+    assert set(at.index) == {A, B}
+    assert at.loc[A, "value"] == np.median([2e6 * (1 + 0.01 * r) for r in range(5)])
+    assert at.loc[B, "value"] == np.median([5e6 * (1 + 0.01 * r) for r in range(5)])
+    assert at.loc[A, "winner"] == A
