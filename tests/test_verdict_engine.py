@@ -177,10 +177,33 @@ def test_the_rules_slope_and_ratio_come_from_the_rules_curve():
     rules = RulesCurve(3 * ALPHAS ** -2.2, np.full(len(ALPHAS), 0.99), np.full(len(ALPHAS), 1e4), "p")
     out = _judge(pts, claim, -2.0, "sample_complexity", "alpha", rules)
     assert out["rules_predicted"] == pytest.approx(-2.2)
-    assert out["verdict"] == "consistent up to the rules' log factors", out["verdict_reason"]
+    # the rules' alpha^-2.2 is another power, not the claim's alpha^-2 times a declared log:
+    # following it is said, and is not "consistent up to the rules' log factors"
+    assert out["verdict"] == "slower than claimed", out["verdict_reason"]
+    assert "it follows the rules' own slope -2.2, whose bound is not the claim times its " \
+        "declared logs" in out["verdict_reason"]
     ratios = [float(v) for v in out["rules_ratio"].split()]
     assert ratios == pytest.approx([1 / 3] * len(ALPHAS), rel=0.05)
     assert abs(out["rules_ratio_trend"]) < 0.02
+
+
+def test_a_rules_curve_counts_as_the_claim_times_logs_only_with_the_declared_logs():
+    """The guard of step 6: rules = alpha^-2 (log 1/alpha)^K against a claim alpha^-2 that
+    declares (log 1/alpha)^2 reads as the claim times its logs for K in [0, 2]; K = 4 (t = 2),
+    or another power alpha^-2.5, does not."""
+    from types import SimpleNamespace
+
+    from analysis.verdict_engine.decide import _rules_are_claim_times_logs
+
+    z = 2 * np.log(np.log(1 / ALPHAS))  # the declared (log 1/alpha)^2 at t = 1
+    reg = SimpleNamespace(z=z, varying=("1/alpha",))
+    for k, want in ((0, True), (1, True), (2, True), (4, False)):
+        rules = 5 * ALPHAS ** -2.0 * np.log(1 / ALPHAS) ** k
+        assert _rules_are_claim_times_logs(ALPHAS, rules, -2.0, reg) is want, k
+    assert not _rules_are_claim_times_logs(ALPHAS, ALPHAS ** -2.5, -2.0, reg)
+    flat = SimpleNamespace(z=np.zeros(len(ALPHAS)), varying=())
+    assert _rules_are_claim_times_logs(ALPHAS, 7 * ALPHAS ** -2.01, -2.0, flat)
+    assert not _rules_are_claim_times_logs(ALPHAS, 7 * ALPHAS ** -2.2, -2.0, flat)
 
 
 def test_measured_constant_is_the_max_ratio_to_the_claim_at_constants_one():

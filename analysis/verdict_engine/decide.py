@@ -14,8 +14,10 @@
 4. the claim's slope inside the CI: "consistent";
 5. the claim times its declared logs with a power share t in [0, 1] fits (t's CI, widened by
    its own window spread, meets [0, 1]): "consistent up to logs";
-6. the rules' own slope inside the CI: "consistent up to the rules' log factors" (the curve
-   follows the bound the implementation optimizes, not the stylized exponent);
+6. the rules' own slope inside the CI, where the rules' curve is itself the claim times its
+   declared logs: "consistent up to the rules' log factors" (the curve follows the bound the
+   implementation optimizes, not the stylized exponent); a rules bound with another power of x
+   is not a log factor, and its row goes on to 7-8 with the rules' slope in its reason;
 7. the local slopes approach the claim's into the regime: "approaches its bound from below";
 8. otherwise "slower / faster than claimed", "... even with logs" where logs were allowed.
 """
@@ -143,7 +145,8 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
             f"{_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}] of the declared powers"))
         return out
     rules_slope = out.get("rules_predicted", math.nan)
-    if math.isfinite(rules_slope) and lo <= rules_slope <= hi:
+    follows = math.isfinite(rules_slope) and lo <= rules_slope <= hi
+    if follows and rules is not None and _rules_are_claim_times_logs(design.x, rules.values, p, reg):
         out.update(verdict=verdicts.UP_TO_LOGS, verdict_reason=(
             f"{seed_ci} against {_fmt(p)}: it follows the rules' own slope {_fmt(rules_slope)} "
             f"({out.get('rules_source', '')})"))
@@ -156,9 +159,35 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     base = verdicts.verdict({"ci_low": lo, "ci_high": hi, "x": x}, p, view, x, max_width=math.inf)
     logs = f"; {reg.text} allows t in [0, 1], measured t = {_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}]" \
         if reg.varying else "; no declared log factor moves over this window"
+    rules_note = (f"; it follows the rules' own slope {_fmt(rules_slope)}, whose bound is not the "
+                  f"claim times its declared logs ({out.get('rules_source', '')})" if follows else "")
     out.update(verdict=base + (EVEN_WITH_LOGS if reg.varying else ""),
-               verdict_reason=f"{seed_ci} against {_fmt(p)}{logs}")
+               verdict_reason=f"{seed_ci} against {_fmt(p)}{logs}{rules_note}")
     return out
+
+
+#: How far outside [0, 1] the rules' own log power share may sit (numerical slack), and how far
+#: the rules' slope may sit from the claim's where no declared log moves over the window.
+RULES_T_SLACK, RULES_SLOPE_SLACK = 0.1, 0.02
+
+
+def _rules_are_claim_times_logs(x: np.ndarray, values: np.ndarray, p: float, reg: Any) -> bool:
+    """Whether the rules' own curve is the claim's power times the claim's declared logs (its
+    log power share t in [0, 1], up to RULES_T_SLACK): only then is a curve that follows its rules
+    "consistent up to the rules' log factors". A rules bound with another power of x (e.g. the
+    statistical term sqrt(d/n) of a theorem against a printed sqrt(d)/n) is not a log factor."""
+    ok = np.isfinite(values) & (values > 0)
+    if ok.sum() < 2:
+        return False
+    lx, r = np.log(x[ok]), np.log(values[ok]) - p * np.log(x[ok])
+    if not reg.varying:
+        return abs(float(np.polyfit(lx, np.log(values[ok]), 1)[0]) - p) <= RULES_SLOPE_SLACK
+    z = np.asarray(reg.z, float)[ok]
+    zc = z - z.mean()
+    if float(zc @ zc) < 1e-12:
+        return False
+    t = float((r - r.mean()) @ zc / float(zc @ zc))
+    return -RULES_T_SLACK <= t <= 1 + RULES_T_SLACK
 
 
 def _t_of(xx: np.ndarray, yy: np.ndarray, p: float, z_all: np.ndarray, x_all: np.ndarray) -> float:
