@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench reference reference-crossover reference-fair reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean
+.PHONY: demo test lint bench reference reference-crossover reference-fair reference-law reference-sensitivity reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -102,6 +102,21 @@ reference-fair: $(STAMP_DEMO)
 	$(BIN)/dprates report results/headline4_tight.sqlite results/headline4_tight_ramp.sqlite \
 	    results/headline2.sqlite results/headline2_ramp.sqlite -o reports/headline4_tight.pdf \
 	    --csv reports/headline4_tight.csv --figures results/fair_figures --print
+
+# Issue 43, items 3-4 (the headline robust to constants, under tight calibration): the crossover
+# alpha*(eps, d) at eps 0.03 / 0.1 / 0.3 (d 10) and d 30 / 100 (eps 0.1), each bracketed by six
+# paired targets, and its law with CIs beside the rules scaled by each Spider's measured budget
+# use (`reference-law`); the crossover and paired slope with every knob of both Spiders at 1/4
+# and 4 and on a Latin hypercube (`reference-sensitivity`). Costs in the specs' headers.
+reference-law: $(STAMP_DEMO)
+	$(BIN)/dprates sweep bench/configs/headline4_law_eps.toml --quiet
+	$(BIN)/dprates sweep bench/configs/headline4_law_d.toml --quiet
+	$(BIN)/dprates crossover-law results/headline4_law_eps.sqlite results/headline4_law_d.sqlite \
+	    -o reports/crossover_law.md
+
+reference-sensitivity: $(STAMP_DEMO)
+	$(BIN)/dprates sweep bench/configs/headline4_sensitivity.toml --quiet
+	$(BIN)/dprates sensitivity results/headline4_sensitivity.sqlite -o reports/sensitivity.md
 
 # The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:
 # fewer seeds, the same windows), then per claim whether the verdict agrees with the committed
