@@ -191,8 +191,10 @@ def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
         colours = {a: cmap(i % 10) for i, a in enumerate(algs)}
         measured = pts[pts["runner_up"] != ""]
         count = measured if len(measured) else pts
-        d_ref = count["d"].value_counts().idxmax()
-        eps_ref = count["eps"].value_counts().idxmax()
+        # each panel's fixed value: where the other axis varies most (then the most points), so
+        # the eps panel is drawn at a d with several eps and the d panel at an eps with several d
+        d_ref = _richest(count, "d", "eps")
+        eps_ref = _richest(count, "eps", "d")
         two = pts["d"].nunique() > 1
         fig, axes = plt.subplots(1, 2 if two else 1, figsize=A4_LANDSCAPE, squeeze=False)
         inst = f" {instance}" if instance else ""
@@ -219,6 +221,15 @@ def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
         name = f"atlas_{metric}_{problem}" + ("_error" if view != SAMPLES else "") + \
             (f"_{hashlib.sha1(instance.encode()).hexdigest()[:6]}" if instance else "")
         yield name, fig
+
+
+def _richest(pts: pd.DataFrame, fixed: str, varying: str) -> float:
+    """The value of `fixed` with the most distinct values of `varying` among `pts` (ties: the
+    most points, then the smallest value)."""
+    g = pts.groupby(fixed)
+    score = pd.DataFrame({"n": g[varying].nunique(), "k": g.size()})
+    score = score.sort_values(["n", "k"], ascending=False, kind="stable")
+    return float(score.index[0])
 
 
 def save_maps(table: pd.DataFrame, directory: str | Path, ranges: pd.DataFrame | None = None

@@ -49,3 +49,16 @@ def test_a_one_pass_method_is_read_at_its_target_not_off_another_stores_budgets(
     assert at.loc[A, "value"] == np.median([2e6 * (1 + 0.01 * r) for r in range(5)])
     assert at.loc[B, "value"] == np.median([5e6 * (1 + 0.01 * r) for r in range(5)])
     assert at.loc[A, "winner"] == A
+
+
+def test_each_map_panel_is_drawn_where_its_axis_varies():
+    """The reference has eps 0.01 / 0.03 / 0.1 / 0.3 at d 10 and d 5 / 10 / 20 / 40 at eps 0.03:
+    the eps panel is drawn at d 10 and the d panel at eps 0.03 (not at the eps with the most
+    points, where d never varies)."""
+    from analysis.atlas_map import _richest
+
+    pts = pd.DataFrame([{"eps": e, "d": 10} for e in (0.01, 0.1) for _ in range(7)]
+                       + [{"eps": 0.3, "d": 10}]
+                       + [{"eps": 0.03, "d": d} for d in (5, 10, 20, 40)])
+    assert _richest(pts, "d", "eps") == 10
+    assert _richest(pts, "eps", "d") == 0.03
