@@ -22,3 +22,20 @@ def make(name: str, **extra) -> problems.Problem:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20261130)
+
+
+@pytest.fixture
+def compiled_steps(monkeypatch) -> list[int]:
+    """The O2 steps the compiled path ran, per kernel call (to show whether it ran)."""
+    from algorithms.sosp import compiled_o2
+
+    done: list[int] = []
+    real = compiled_o2.O2Kernel.run
+
+    def counting(self, *args):
+        out = real(self, *args)
+        done.append(out[0])
+        return out
+
+    monkeypatch.setattr(compiled_o2.O2Kernel, "run", counting)
+    return done

@@ -14,53 +14,14 @@ from algorithms.sosp import compiled_o2
 from analysis.metrics import target_monitor
 from problems import get_problem
 from problems.counts.stream import STREAM_VERSION
+from tests.compiled_runs import FIXED, run
+from tests.compiled_runs import same as _same
 
 
-def _run(name, kw, *, d=10, eps=0.1, budget=10**16, monitor_target=None, compiled=True,
-         problem="hard_valley", seed=5, counter=None, version=STREAM_VERSION):
-    compiled_o2.ENABLED = compiled
-    try:
-        pr = get_problem(problem, d=d)
-        stream = pr.stream(np.random.SeedSequence([seed, d]), budget=budget, data="counts",
-                           counts_version=version)
-        rng = np.random.default_rng(seed)
-        monitor = target_monitor(pr, monitor_target) if monitor_target else None
-        tr = get_algorithm(name)(**kw).run(pr, stream, Privacy(eps), rng, monitor=monitor)
-    finally:
-        compiled_o2.ENABLED = True
-    return tr, rng.bit_generator.state, stream
+def _run(name, kw, *, problem="hard_valley", version=STREAM_VERSION, **opts):
+    return run(problem, name, kw, version=version, **opts)
 
 
-def _same(a, b):
-    ta, sa, _ = a
-    tb, sb, _ = b
-    assert ta.stop_reason == tb.stop_reason and ta.n_steps == tb.n_steps
-    assert ta.samples_used == tb.samples_used and ta.grad_evals == tb.grad_evals
-    for u, v in [(ta.iterates, tb.iterates), (ta.steps, tb.steps), (ta.samples_at, tb.samples_at),
-                 (ta.est_norm_at, tb.est_norm_at)]:
-        assert u.dtype == v.dtype and u.shape == v.shape and u.tobytes() == v.tobytes()
-    assert ta.records.keys() == tb.records.keys()
-    for key in ta.records:
-        assert ta.records[key].tobytes() == tb.records[key].tobytes(), key
-    assert sa == sb  # the same draws, in the same order, from the run's generator
-
-
-@pytest.fixture
-def compiled_steps(monkeypatch):
-    """Counts the O2 steps the compiled path ran (to show it ran)."""
-    done = []
-    real = compiled_o2.O2Kernel.run
-
-    def counting(self, *args):
-        out = real(self, *args)
-        done.append(out[0])
-        return out
-
-    monkeypatch.setattr(compiled_o2.O2Kernel, "run", counting)
-    return done
-
-
-FIXED = {"kappa": 1e300, "D": 0.01}
 CASES = [
     # fixed batches inside one block, every iterate stored (keep_every = 1)
     ("tree_spider", {"b": 10**4, "B": 10**4, "T": 1500, **FIXED}, {}),

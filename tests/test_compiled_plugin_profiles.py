@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 
 from algorithms import Privacy, get_algorithm
-from algorithms.sosp import compiled_o2, compiled_profiles
-from analysis.metrics import target_monitor
+from algorithms.sosp import compiled_profiles
 from problems import get_problem
 from problems.jit_profile import JitProfile
+from tests.compiled_runs import FIXED
+from tests.compiled_runs import run as _run
+from tests.compiled_runs import same as _same
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXED = {"kappa": 1e300, "D": 0.01}
 
 
 def guide_block(first_line: str) -> str:
@@ -138,49 +139,6 @@ def plugins(tmp_path_factory):
             problems._REGISTRY.pop(name, None)
 
 
-@pytest.fixture
-def compiled_steps(monkeypatch):
-    """The O2 steps the compiled path ran, per kernel call (to show whether it ran)."""
-    done = []
-    real = compiled_o2.O2Kernel.run
-
-    def counting(self, *args):
-        out = real(self, *args)
-        done.append(out[0])
-        return out
-
-    monkeypatch.setattr(compiled_o2.O2Kernel, "run", counting)
-    return done
-
-
-def _run(problem, alg, kw, *, d=10, seed=5, compiled=True, data="counts", monitor_target=None,
-         budget=10**16):
-    """A whole run and the generator's state after (the test_compiled_o2 pattern)."""
-    compiled_o2.ENABLED = compiled
-    try:
-        pr = get_problem(problem, d=d)
-        stream = pr.stream(np.random.SeedSequence([seed, d]), budget=budget, data=data)
-        rng = np.random.default_rng(seed)
-        monitor = target_monitor(pr, monitor_target) if monitor_target else None
-        tr = get_algorithm(alg)(**kw).run(pr, stream, Privacy(0.1), rng, monitor=monitor)
-    finally:
-        compiled_o2.ENABLED = True
-    return tr, rng.bit_generator.state
-
-
-def _same(a, b):
-    (ta, sa), (tb, sb) = a, b
-    assert (ta.stop_reason, ta.n_steps, ta.samples_used, ta.grad_evals) == \
-        (tb.stop_reason, tb.n_steps, tb.samples_used, tb.grad_evals)
-    for u, v in [(ta.iterates, tb.iterates), (ta.steps, tb.steps), (ta.samples_at, tb.samples_at),
-                 (ta.est_norm_at, tb.est_norm_at)]:
-        assert u.dtype == v.dtype and u.shape == v.shape and u.tobytes() == v.tobytes()
-    assert ta.records.keys() == tb.records.keys()
-    for key in ta.records:
-        assert ta.records[key].tobytes() == tb.records[key].tobytes(), key
-    assert sa == sb  # the same draws, in the same order, from the run's generator
-
-
 CASES = [
     ("tree_spider", {"b": 10**4, "B": 10**4, "T": 1500, **FIXED}, {}),
     ("gaussian_spider", {"b": 10**4, "B": 10**4, "T": 1500, **FIXED}, {}),
@@ -256,7 +214,7 @@ def test_a_profile_that_cannot_be_shown_exact_runs_the_python_loop_and_says_why_
 def test_a_problem_from_the_mixins_alone_says_its_map_is_not_the_separable_one(
         plugins, compiled_steps, capsys):
     capsys.readouterr()
-    tr, _ = _run("mixin_valley", "tree_spider", {"b": 10**4, "B": 10**4, "T": 50, **FIXED})
+    tr = _run("mixin_valley", "tree_spider", {"b": 10**4, "B": 10**4, "T": 50, **FIXED})[0]
     assert tr.n_steps == 50 and compiled_steps == []
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'mixin_valley' (MixinValley)" in err[0]
