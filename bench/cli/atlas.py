@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.cli.output import write_output
+
 
 def _check_args(args: argparse.Namespace) -> None:
     """One line per bad value, before any source is read."""
@@ -72,12 +74,7 @@ def write_atlas_csv(stores: Sequence[str], path: str | Path, n_boot: int = 2000)
 
 
 def _output(text: str, args: argparse.Namespace, what: str) -> None:
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output} ({what})")
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.output, what)
 
 
 def cmd_atlas(args: argparse.Namespace) -> int:

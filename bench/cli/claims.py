@@ -8,6 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.cli.output import write_output
+
 
 def cmd_claims(args: argparse.Namespace) -> int:
     """Every claim of every registered algorithm (claims as data, `algorithms.claims`); with
@@ -103,11 +105,7 @@ def _measured_claims(args: argparse.Namespace) -> int:
                   caption="Measured convergence exponents against the claimed rates (dprates).",
                   label="tab:dprates-claims", wide=("claim", "source", "decided by"),
                   standalone=args.standalone)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output} ({len(shown)} of {len(summary)} claims, {fmt})")
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.output, f"{len(shown)} of {len(summary)} claims, {fmt}")
     return 0
 
 

@@ -6,8 +6,9 @@ with CIs, and the law the rules predict once scaled by each Spider's measured bu
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from bench.cli.output import write_output
 
 
 def cmd_crossover_law(args: argparse.Namespace) -> int:
@@ -31,11 +32,7 @@ def cmd_crossover_law(args: argparse.Namespace) -> int:
             "log n*_Gaussian crosses 0 (below it the adaptive Spider needs fewer samples); "
             "n*/budget: measured samples over the rules' own budget (knobs at 1), median over the "
             "bracket.\n\n" + law_markdown(law))
-    if args.output:
-        Path(args.output).write_text(text)
-        print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.output)
     return 0
 
 

@@ -5,8 +5,9 @@ bench/configs/headline4_sensitivity.toml)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from bench.cli.output import write_output
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
@@ -20,11 +21,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     table = sensitivity_table(load(args.store), n_boot=args.boot, seed=args.seed)
     text = ("# The SOSP crossover under the Spiders' constants\n\n"
             + sensitivity_markdown(table, knob_summary(table)))
-    if args.output:
-        Path(args.output).write_text(text)
-        print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.output)
     return 0
 
 

@@ -5,8 +5,9 @@ reference` writes reports/verdict_changes.md from the committed CSV before and a
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from bench.cli.output import write_output
 
 
 def cmd_verdict_changes(args: argparse.Namespace) -> int:
@@ -25,11 +26,7 @@ def cmd_verdict_changes(args: argparse.Namespace) -> int:
                              "of `dprates report --csv`)")
     text = "# Verdicts: previous edition -> this edition\n\n" + changes_markdown(
         verdict_changes(old, new))
-    if args.output:
-        Path(args.output).write_text(text)
-        print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.output)
     return 0
 
 
