@@ -25,6 +25,7 @@ from analysis.atlas import (
     read_csv,
     write_csv,
 )
+from tests.synthetic_cells import budgets, targeted, write_store
 
 A, B, SGD, GD = "gaussian_spider", "adaptive_tree_spider", "dp_sgd", "dp_gd"
 SPREAD = [0.9, 0.95, 1.0, 1.05, 1.1]  # per-seed factors: five seeds around the law
@@ -33,23 +34,13 @@ SPREAD = [0.9, 0.95, 1.0, 1.05, 1.1]  # per-seed factors: five seeds around the 
 def one_pass(alg: str, n_star: list[float], target: float, d: int = 10, eps: float = 0.5,
              seed: int = 1) -> list[dict]:
     """Targeted cells: repetition r read n_star[r] samples to reach `target`."""
-    return [{"algorithm": alg, "problem": "hard_valley", "problem_params": {}, "params": {},
-             "knobs": (), "d": d, "eps": eps, "delta": 1e-6, "rep": r, "base_seed": seed,
-             "data": "counts", "calibration": "tight", "status": "ok", "target_alpha": target,
-             "target_metric": "alpha_sosp", "n": None, "n_steps": 100, "params_used": {},
-             "samples_to_target": v, "censored": False, "n_star": v, "alpha_best": math.nan,
-             "pop_grad_best": math.nan} for r, v in enumerate(n_star)]
+    return targeted(alg, n_star, target, d=d, eps=eps, base_seed=seed, pop_grad_best=math.nan)
 
 
 def records(alg: str, ns: list[float], err, reps: int = 5, d: int = 10, eps: float = 0.5) -> list[dict]:
     """Untargeted cells of a method on n records: emp_grad_best = pop_grad_best = err(n, rep)."""
-    return [{"algorithm": alg, "problem": "glm", "problem_params": {}, "params": {},
-             "knobs": (), "d": d, "eps": eps, "delta": 1e-6, "rep": r, "base_seed": 1,
-             "data": "records", "calibration": "tight", "status": "ok", "target_alpha": math.nan,
-             "target_metric": None, "n": n, "n_steps": 100,
-             "params_used": {"sampling": "poisson", "b": 100}, "samples_to_target": math.nan,
-             "censored": False, "n_star": math.nan, "alpha_best": math.nan,
-             "pop_grad_best": err(n, r), "emp_grad_best": err(n, r)} for n in ns for r in range(reps)]
+    return budgets(alg, ns, err, reps, ("pop_grad_best", "emp_grad_best"), problem="glm",
+                   data="records", d=d, eps=eps, params_used={"sampling": "poisson", "b": 100})
 
 
 def law(target: float, k: float = 1.0) -> list[float]:
@@ -191,24 +182,12 @@ def test_recommendation_measured_and_extrapolated(table):
     assert "eps=0.3 requested" in rec.how
 
 
-def _store(path, rows: list[dict]) -> str:
-    from bench.store import Store
-
-    with Store(path) as st:
-        st.set_spec("synthetic", "", str(path), [f"k{i}" for i in range(len(rows))], "now")
-        for i, r in enumerate(rows):
-            rec = {**r, "key": f"k{i}"}
-            rec["target_alpha"] = None if math.isnan(r["target_alpha"]) else r["target_alpha"]
-            st.write(rec)
-    return str(path)
-
-
 def test_the_command_on_stores_and_its_csv(tmp_path, capsys):
     from bench.cli import main
 
     rows = planted()
-    a = _store(tmp_path / "a.sqlite", [r for r in rows if r["algorithm"] == A])
-    b = _store(tmp_path / "b.sqlite", [r for r in rows if r["algorithm"] == B])
+    a = write_store(tmp_path / "a.sqlite", [r for r in rows if r["algorithm"] == A])
+    b = write_store(tmp_path / "b.sqlite", [r for r in rows if r["algorithm"] == B])
     assert main(["atlas", a, b, "--boot", "200"]) == 0
     out = capsys.readouterr().out
     assert f"d=10 eps=0.5 target alpha_sosp=0.05: {A} wins, 3x [3, 3] fewer samples than {B} " \

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from analysis.compare import compare_table
+from tests.synthetic_cells import budgets, targeted, write_store
 
 SPIDER, OTHER, SGD = "gaussian_spider", "adaptive_tree_spider", "dp_sgd"
 
@@ -21,25 +22,14 @@ def one_pass(alg: str, n_star: list[float], target: float = 0.05, seed: int = 1,
              data: str = "counts") -> list[dict]:
     """Targeted cells of a one-pass algorithm: repetition r read n_star[r] samples (inf:
     censored)."""
-    return [{"algorithm": alg, "problem": "hard_valley", "problem_params": {}, "params": {},
-             "knobs": (), "d": 10, "eps": 0.5, "delta": 1e-6, "rep": r, "base_seed": seed,
-             "data": data, "calibration": "tight", "status": "ok", "target_alpha": target,
-             "target_metric": "alpha_sosp", "n": None, "n_steps": 100, "params_used": {},
-             "samples_to_target": v if math.isfinite(v) else math.nan,
-             "censored": not math.isfinite(v), "n_star": v, "alpha_best": math.nan}
-            for r, v in enumerate(n_star)]
+    return targeted(alg, n_star, target, base_seed=seed, data=data)
 
 
 def records(alg: str, ns: list[float], err, reps: int = 3, seed: int = 1, data: str = "records",
             params_used: dict | None = None, steps: int = 2000) -> list[dict]:
     """Cells of a method on n records: alpha_best = err(n, rep)."""
-    return [{"algorithm": alg, "problem": "hard_valley", "problem_params": {}, "params": {},
-             "knobs": (), "d": 10, "eps": 0.5, "delta": 1e-6, "rep": r, "base_seed": seed,
-             "data": data, "calibration": "tight", "status": "ok", "target_alpha": math.nan,
-             "target_metric": "emp_grad_norm", "n": n, "n_steps": steps,
-             "params_used": params_used or {"sampling": "poisson", "b": 500},
-             "samples_to_target": math.nan, "censored": False, "n_star": math.nan,
-             "alpha_best": err(n, r)} for n in ns for r in range(reps)]
+    return budgets(alg, ns, err, reps, base_seed=seed, data=data, target_metric="emp_grad_norm",
+                   params_used=params_used or {"sampling": "poisson", "b": 500}, n_steps=steps)
 
 
 def table(rows: list[dict], target: float = 0.05, **kw) -> pd.DataFrame:
@@ -131,24 +121,11 @@ def test_censored_one_pass_runs_count_as_more_than_any_budget():
     assert math.isinf(t.loc[SPIDER, "samples"]) and t.loc[SPIDER, "flags"] == "censored 2 of 3"
 
 
-def _store(path, rows: list[dict]) -> str:
-    """A synthetic store holding `rows` as cells of its current spec."""
-    from bench.store import Store
-
-    with Store(path) as st:
-        st.set_spec("synthetic", "", str(path), [f"k{i}" for i in range(len(rows))], "now")
-        for i, r in enumerate(rows):
-            rec = {**r, "key": f"k{i}"}
-            rec["target_alpha"] = None if math.isnan(r["target_alpha"]) else r["target_alpha"]
-            st.write(rec)
-    return str(path)
-
-
 def test_the_command_on_two_stores_and_its_one_line_refusals(tmp_path, capsys):
     from bench.cli import main
 
-    a = _store(tmp_path / "a.sqlite", one_pass(OTHER, [2e4, 5e4, 1e5], target=3e-4, data="records"))
-    b = _store(tmp_path / "b.sqlite", records(SGD, [1e3, 1e4, 1e5, 1e6], lambda n, r: 10 / n))
+    a = write_store(tmp_path / "a.sqlite", one_pass(OTHER, [2e4, 5e4, 1e5], target=3e-4, data="records"))
+    b = write_store(tmp_path / "b.sqlite", records(SGD, [1e3, 1e4, 1e5, 1e6], lambda n, r: 10 / n))
     assert main(["compare", a, b, "--target", "3e-4", "--boot", "200"]) == 0
     out = capsys.readouterr().out
     line = next(r for r in out.splitlines() if r.startswith(f"| hard_valley | {SGD} "))
