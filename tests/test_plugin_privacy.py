@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from tests.plugin_sources import TOY_DPGD
 from tests.test_plugins import ROOT, readme_block
 
 README_PLUGIN = readme_block("# my_plugin.py")
@@ -73,40 +74,20 @@ def plugins(tmp_path_factory):
 #: A DP-GD with heavy-ball momentum, as a user writes it from the README's recipe: DP-GD's
 #: rules, its releases, then a momentum step. `leaky`: the clip is skipped while the probe
 #: still reports DP-GD's clip and sensitivity; `quiet`: half the noise DP-GD's budget needs.
-MOMENTUM = textwrap.dedent('''
-    import math
-    import numpy as np
-    import algorithms
-    from algorithms import DPGD
-    from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
-    from algorithms.privacy.accounting.ledger import ledger_gdp
-    from algorithms.first_order.base import TrajectoryBuilder
-    from algorithms.privacy.mechanisms import clip_rows
-
-    class _Momentum(DPGD):
+MOMENTUM = TOY_DPGD + textwrap.dedent('''
+    class _Momentum(ToyDPGD):
         leaky = False
         quiet = False
-        claims = ()
 
-        def _run(self, problem, stream, n, privacy, rng, p, deadline, probe, monitor):
-            T, eta, C = int(p["T"]), float(p["eta"]), float(p["C"])
-            z = composed_gaussian_multiplier(privacy.eps, privacy.delta, T)
-            sample = stream.take(n)
-            x, v = problem.x0.copy(), np.zeros(problem.d)
-            traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
-            for t in range(T):
-                per = problem.per_sample_grads(x, sample)
-                leaf = (per if self.leaky else clip_rows(per, C)).sum(axis=0) / n
-                g = leaf + z * (1 if self.quiet else 2) * C / n * rng.standard_normal(problem.d)
-                if probe is not None:
-                    probe.release(t=t + 1, oracle=1, x=x.copy(), batch=sample, clip=C, leaf=leaf,
-                                  told=2 * C / n, denom=n, released=g.copy())
-                v = 0.9 * v + g
-                x = x - eta * v
-                traj.step(x, t + 1, n, n, z * C / n, float(np.linalg.norm(g)))
-            spent = ledger_gdp(gdp_mu(privacy.eps, privacy.delta), privacy.delta)
-            p["privacy_mu"] = spent["mu"]
-            return traj.build(x, T, n, T * n, "T_reached", spent, p, sample, [])
+        def _leaf(self, per, C, n, t):
+            return per.sum(axis=0) / n if self.leaky else super()._leaf(per, C, n, t)
+
+        def _std(self, z, C, n, t):
+            return z * C / n if self.quiet else super()._std(z, C, n, t)
+
+        def _move(self, x, g, eta, state):
+            state["v"] = 0.9 * state.get("v", np.zeros(len(x))) + g
+            return x - eta * state["v"]
 
     @algorithms.register
     class DPGDMomentum(_Momentum):

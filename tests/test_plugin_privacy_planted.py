@@ -13,15 +13,11 @@ import textwrap
 
 import pytest
 
-PLANTED = textwrap.dedent('''
-    import numpy as np
-    import algorithms
-    from algorithms import DPGD, DPSGD
-    from algorithms.first_order.base import TrajectoryBuilder
-    from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
-    from algorithms.privacy.accounting.ledger import ledger_gdp
+from tests.plugin_sources import TOY_DPGD
+
+PLANTED = TOY_DPGD + textwrap.dedent('''
+    from algorithms import DPSGD
     from algorithms.privacy.accounting.pld import poisson_gaussian_calibration
-    from algorithms.privacy.mechanisms import clip_rows
 
     @algorithms.register
     class ShortLedgerSGD(DPSGD):
@@ -48,40 +44,23 @@ PLANTED = textwrap.dedent('''
         name = "planted_honest_sgd"
         claims = ()
 
-    class _PlantedGD(DPGD):
-        """A compact DP-GD as a user writes it; `fault` plants one bug."""
-        claims = ()
+    class _PlantedGD(ToyDPGD):
+        """The compact DP-GD; `fault` plants one bug."""
         fault = ""
 
-        def _run(self, problem, stream, n, privacy, rng, p, deadline, probe, monitor):
-            T, eta, C = int(p["T"]), float(p["eta"]), float(p["C"])
-            z = composed_gaussian_multiplier(privacy.eps, privacy.delta, T)
-            sample = stream.take(n)
-            x = problem.x0.copy()
-            traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
-            for t in range(T):
-                per = problem.per_sample_grads(x, sample)
-                if self.fault == "clip_first_only" and t > 0:
-                    leaf = per.sum(axis=0) / n
-                elif self.fault == "clip_after_mean":
-                    m = per.mean(axis=0)
-                    leaf = m * min(1.0, C / max(np.linalg.norm(m), 1e-300))
-                else:
-                    leaf = clip_rows(per, C).sum(axis=0) / n
-                std = z * 2 * C / n
-                if self.fault == "noise_once" and t > 0:
-                    std = 0.0
-                if self.fault == "shrinking":
-                    std *= 0.9 ** t
-                g = leaf + std * rng.standard_normal(problem.d)
-                if probe is not None:
-                    probe.release(t=t + 1, oracle=1, x=x.copy(), batch=sample, clip=C, leaf=leaf,
-                                  told=2 * C / n, denom=n, released=g.copy())
-                x = x - eta * g
-                traj.step(x, t + 1, n, n, std, float(np.linalg.norm(g)))
-            spent = ledger_gdp(gdp_mu(privacy.eps, privacy.delta), privacy.delta)
-            p["privacy_mu"] = spent["mu"]
-            return traj.build(x, T, n, T * n, "T_reached", spent, p, sample, [])
+        def _leaf(self, per, C, n, t):
+            if self.fault == "clip_first_only" and t > 0:
+                return per.sum(axis=0) / n
+            if self.fault == "clip_after_mean":
+                m = per.mean(axis=0)
+                return m * min(1.0, C / max(np.linalg.norm(m), 1e-300))
+            return super()._leaf(per, C, n, t)
+
+        def _std(self, z, C, n, t):
+            std = super()._std(z, C, n, t)
+            if self.fault == "noise_once" and t > 0:
+                return 0.0
+            return std * 0.9 ** t if self.fault == "shrinking" else std
 
     @algorithms.register
     class HonestGD(_PlantedGD):
