@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from algorithms import Privacy, get_algorithm
 from algorithms.sosp import compiled_profiles
 from problems import get_problem
 from problems.jit_profile import JitProfile
+from tests.cli import run_clis
 from tests.compiled_runs import FIXED
 from tests.compiled_runs import run as _run
 from tests.compiled_runs import same as _same
@@ -290,21 +289,16 @@ def test_jit_profile_states_what_is_wrong():
     assert ok.d1(3) == 3.0 and ok.d1(np.arange(3)).tolist() == [0.0, 1.0, 2.0]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=cwd, text=True,
-                          capture_output=True, timeout=600,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-
-
 def test_the_cli_runs_the_plugin_as_hard_valley_and_a_broken_one_says_why(plugins):
     """`dprates run` in fresh processes: the guide's plugin prints no fallback line and gives
     hard_valley's metrics; a broken variant prints one line and the same metrics."""
     common = ["--n", "3e7", "--d", "10", "--eps", "0.1", "--json"]
+    runs = [("two_point_valley", "my_valley.py"), ("pv_python", "pv_python.py"), ("hard_valley", None)]
+    done = run_clis(*[["run", "tree_spider", "--problem", problem,
+                       *(["--plugin", plugin] if plugin else []), *common]
+                      for problem, plugin in runs], cwd=plugins)  # the three at once
     out = {}
-    for problem, plugin in [("two_point_valley", "my_valley.py"), ("pv_python", "pv_python.py"),
-                            ("hard_valley", None)]:
-        extra = ["--plugin", plugin] if plugin else []
-        res = _cli("run", "tree_spider", "--problem", problem, *extra, *common, cwd=plugins)
+    for (problem, _), res in zip(runs, done, strict=True):
         assert res.returncode == 0, res.stderr
         out[problem] = (json.loads(res.stdout), [ln for ln in res.stderr.splitlines()
                                                  if ln.startswith("dprates:")])

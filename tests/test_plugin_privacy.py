@@ -6,14 +6,13 @@ with momentum (the README's recipe) whose clip is skipped; each must be flagged.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from tests.cli import run_cli
 from tests.plugin_sources import TOY_DPGD
-from tests.test_plugins import ROOT, readme_block
+from tests.test_plugins import readme_block
 
 README_PLUGIN = readme_block("# my_plugin.py")
 
@@ -246,12 +245,8 @@ mode = "theory"
 @pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_dprates_audit_runs_on_a_plugin_from_the_command_line(plugins, jobs):
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.cli", "audit", "dpgd_momentum_leaky", "--plugin",
-         str(plugins / "momentum.py"), "--jobs", jobs, "--runs", "200", "--eps", "1",
-         "--param", "c_T=0.01", "--d", "3"],
-        cwd=ROOT, text=True, capture_output=True, timeout=600,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    out = run_cli("audit", "dpgd_momentum_leaky", "--plugin", str(plugins / "momentum.py"),
+                  "--jobs", jobs, "--runs", "200", "--eps", "1", "--param", "c_T=0.01", "--d", "3")
     assert out.returncode == 0, out.stderr
     assert re.search(r"dpgd_momentum_leaky\s+FAILED: replayed", out.stdout), out.stdout
     # the black-box audit runs DP-GD's instance (the plugin derives from DPGD) in the workers

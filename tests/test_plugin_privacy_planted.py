@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 
+from tests.cli import run_cli, run_clis
 from tests.plugin_sources import TOY_DPGD
 
 PLANTED = TOY_DPGD + textwrap.dedent('''
@@ -208,21 +209,10 @@ def test_a_failed_check_is_loud_from_sweep_to_every_export(planted, tmp_path):
     """Tried as a new user would: the sweep stops before any cell with one line (exit 2);
     with --allow-unverified it runs every cell and exits 3; the claims exports (markdown,
     LaTeX, CSV) carry a row for the plugin, which declares no claim, saying FAILED."""
-    import subprocess
-    import sys
-
-    from tests.test_plugins import ROOT
-
     spec = tmp_path / "planted.toml"
     spec.write_text(SPEC.format(plugin=planted))
     store = tmp_path / "planted.sqlite"
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-
-    def dprates(*args):
-        return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=ROOT, text=True,
-                              capture_output=True, timeout=600, env=env)
-
-    out = dprates("sweep", str(spec), "--out", str(store), "--quiet", "--jobs", "1")
+    out = run_cli("sweep", str(spec), "--out", str(store), "--quiet", "--jobs", "1")
     assert out.returncode == 2, out
     assert "Traceback" not in out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
@@ -230,17 +220,20 @@ def test_a_failed_check_is_loud_from_sweep_to_every_export(planted, tmp_path):
         "dprates: error: plugin planted_clip_first_only: privacy FAILED: replayed with one "
         "record replaced, its release "), lines
     assert "--allow-unverified" in lines[0]
-    out = dprates("sweep", str(spec), "--out", str(store), "--quiet", "--jobs", "1",
+    out = run_cli("sweep", str(spec), "--out", str(store), "--quiet", "--jobs", "1",
                   "--allow-unverified")
     assert out.returncode == 3, out
     assert "2 cells run (ok 2)" in out.stdout, out.stdout
     assert "privacy FAILED: planted_clip_first_only" in out.stderr
-    for fmt in ("markdown", "latex", "csv"):
-        text = dprates("claims", "--measured", str(store), "--format", fmt, "--boot", "50",
-                       "--plugin", str(planted))
+    # the three exports at once, each in its process; markdown is the default format (no
+    # --format), whose page-1 banner is checked too
+    formats = ("markdown", "latex", "csv")
+    exports = run_clis(*[["claims", "--measured", str(store), "--boot", "50", "--plugin",
+                          str(planted), *([] if fmt == "markdown" else ["--format", fmt])]
+                         for fmt in formats])
+    for fmt, text in zip(formats, exports, strict=True):
         assert text.returncode == 0, text.stderr
         name = "planted_clip_first_only" if fmt != "latex" else r"planted\_clip\_first\_only"
         first_row = [ln for ln in text.stdout.splitlines() if name in ln]
         assert first_row and "privacy FAILED" in first_row[0], (fmt, text.stdout[:2000])
-    md = dprates("claims", "--measured", str(store), "--boot", "50", "--plugin", str(planted))
-    assert "PRIVACY FAILED: planted_clip_first_only: replayed" in md.stdout
+    assert "PRIVACY FAILED: planted_clip_first_only: replayed" in exports[0].stdout

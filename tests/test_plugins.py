@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
+from tests.cli import ROOT, run_cli, run_clis
 
 #: The guide that holds the plugin example ("Add your own algorithm or problem").
 PLUGIN_GUIDE = ROOT / "bench" / "README.md"
@@ -26,13 +25,6 @@ def readme_block(first_line: str) -> str:
         if block.splitlines()[0].strip() == first_line:
             return block
     raise AssertionError(f"no {PLUGIN_GUIDE.relative_to(ROOT)} block starts with {first_line!r}")
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """A fresh process (the registries start empty of plugins, as for a user)."""
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], cwd=cwd, text=True,
-                          capture_output=True, timeout=600,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
 def test_the_readme_example_runs_through_sweep_fit_and_report(tmp_path: Path):
@@ -53,16 +45,17 @@ def test_the_readme_example_runs_through_sweep_fit_and_report(tmp_path: Path):
     assert prov[0]["algorithms"] == ["clipped_sgd"] and prov[0]["problems"] == ["box_quadratic"]
     assert prov[0]["version"].startswith("sha256:")
     # the outside algorithm's claim is fitted and reported beside the built-in baseline
-    fit = run_cli("fit", str(store), cwd=tmp_path)
+    # fit, report and claims only read the store: all three at once, each in its process
+    fit, report, claims = run_clis((["fit", str(store)], tmp_path),
+                                   ["report", str(store), "-o", str(tmp_path / "mine.pdf")],
+                                   ["claims", "--plugin", str(tmp_path / "my_plugin.py")])
     assert fit.returncode == 0, fit.stderr
     assert re.search(r"grad_vs_privacy\s+clipped_sgd\s+box_quadratic", fit.stdout), fit.stdout
-    report = run_cli("report", str(store), "-o", str(tmp_path / "mine.pdf"), cwd=ROOT)
     assert report.returncode == 0, report.stderr
     from pypdf import PdfReader
 
     text = " ".join(p.extract_text() for p in PdfReader(tmp_path / "mine.pdf").pages)
     assert "clipped_sgd: grad_norm (population)" in text  # its declared claim, with its fit
-    claims = run_cli("claims", "--plugin", str(tmp_path / "my_plugin.py"), cwd=ROOT)
     assert "clipped_sgd" in claims.stdout and "my notes, Claim 1" in claims.stdout
 
 
@@ -101,10 +94,9 @@ def test_a_bad_plugin_stops_every_command_with_one_line(tmp_path: Path, case: st
     spec.write_text('name = "s"\nseed = 1\nplugins = ["bad.py"]\n[grid]\nn = [100]\nd = [2]\n'
                     'eps = [1.0]\n[[problem]]\nname = "logistic"\n[[algorithm]]\nname = "dp_gd"\n')
     store = tmp_path / "out.sqlite"
-    for args in (["sweep", str(spec), "--out", str(store)], ["list", "--plugin", "bad.py"],
-                 ["run", "dp_gd", "--problem", "logistic", "--n", "100", "--d", "2", "--eps", "1",
-                  "--plugin", "bad.py"]):
-        res = run_cli(*args, cwd=tmp_path)
+    for res in run_clis(["sweep", str(spec), "--out", str(store)], ["list", "--plugin", "bad.py"],
+                        ["run", "dp_gd", "--problem", "logistic", "--n", "100", "--d", "2",
+                         "--eps", "1", "--plugin", "bad.py"], cwd=tmp_path):
         lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
         assert res.returncode == 2, res.stderr
         assert len(lines) == 1 and "plugin" in lines[0] and "bad.py" in lines[0], res.stderr
