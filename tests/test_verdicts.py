@@ -97,9 +97,14 @@ def test_committed_csv_verdicts_obey_the_gate():
     `dprates regate`, not by hand), and every unflagged row keeps a CI reading."""
     table = pd.read_csv(CSV)
     flagged = table["flags"].fillna("").map(lambda f: bool(regime_reason(f)))
-    # third edition (issue 28): 9 of the 64 rows carry a ceiling or floor flag (the second
-    # edition: 58 of 85); every claim is decided by another, unflagged row (test below)
-    assert (len(table), flagged.sum()) == (64, 9)
+    # fourth edition (issue 42): 15 of the 64 rows carry a ceiling or floor flag: the third
+    # edition's 9 (the second edition: 58 of 85) and 6 that only the privacy-share gate flags;
+    # the gate flags 12 rows in all, 3 on a measured share (eps = inf controls), 9 on the rules'
+    # split; a claim none of whose rows passes reads "not in regime" (test below)
+    assert (len(table), flagged.sum()) == (64, 15)
+    share_gated = table["flags"].fillna("").str.contains("private share over the window")
+    assert share_gated.sum() == 12
+    assert table.loc[share_gated, "private_share_source"].str.startswith("measured").sum() == 3
     assert (table.loc[flagged, "verdict"] == NOT_IN_REGIME).all()
     assert (table.loc[~flagged, "verdict"] != NOT_IN_REGIME).all()
     assert (table.loc[flagged, "regime"] == table.loc[flagged, "flags"].map(regime_reason)).all()
@@ -132,9 +137,10 @@ def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
             assert r.verdict == NOT_IN_REGIME and r.regime.startswith(("ceiling", "floor"))
             assert r.measured.startswith("(")
     gs = summary[summary["algorithm"] == "gaussian_spider"].iloc[0]
-    # The headline: hard_valley, theory mode (the declared one), the first spec.
+    # The headline: hard_valley, theory mode (the declared one), the first spec; the CI the
+    # verdict reads (the seeds' [-2.52, -2.47] widened by the window spread 0.032)
     assert gs["decided by"].startswith("headline2/valley_n_star_vs_alpha, theory, hard_valley")
-    assert gs["measured"] == "-2.5 [-2.52, -2.47]"
+    assert gs["measured"] == "-2.5 [-2.54, -2.46]" and gs["verdict"] == "consistent up to logs"
     note = claims_summary(fits, privacy={("dp_gd", ""): "privacy unverified"})
     assert note.loc[note["algorithm"] == "dp_gd", "privacy"].iloc[0] == "privacy unverified"
 
