@@ -165,7 +165,9 @@ def _one_per_algorithm(rows: list[Row]) -> list[Row]:
             cands = sorted(cands, key=lambda r: (r.view != "one pass",
                                                  -sum(o == r.seed for o in others), -len(r.reps),
                                                  r.label))
-            cands[0].label = alg
+        # one row per algorithm: its name is its label at every point (a suffix naming a knob
+        # setting or a store's seed would make one algorithm two colours on a map)
+        cands[0].label = alg
         out.append(cands[0])
     return out
 

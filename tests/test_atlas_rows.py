@@ -62,3 +62,13 @@ def test_each_map_panel_is_drawn_where_its_axis_varies():
                        + [{"eps": 0.03, "d": d} for d in (5, 10, 20, 40)])
     assert _richest(pts, "d", "eps") == 10
     assert _richest(pts, "eps", "d") == 0.03
+
+
+def test_one_algorithm_is_one_label_at_every_point():
+    """A from two stores (seeds 1 and 2) where only store 1 reaches target 2T: its row there
+    came labelled "... [seed 1]" and drew a second colour for the same algorithm on a map."""
+    cells = pd.DataFrame(_targeted(A, 2e6, 1) + _targeted(B, 5e6, 1) + _targeted(A, 2.1e6, 2)
+                         + [{**c, "target_alpha": 2 * T} for c in _targeted(A, 1e6, 1)
+                            + _targeted(B, 3e6, 1)])
+    t = atlas_table(cells, n_boot=200)
+    assert set(t["algorithm"]) == {A, B}
