@@ -150,3 +150,25 @@ def test_rules_budget_against_eps_is_taken_at_the_cells_target():
                **KNOB_DEFAULTS)["theory_budget"] for e in eps]
     assert got == pytest.approx(np.polyfit(np.log(eps), np.log(b), 1)[0], rel=1e-9)
     assert -1.1 < got < -0.8  # the budget's privacy part goes as 1/eps
+
+
+def test_the_rules_binding_size_of_a_staged_method_starts_where_its_rules_accept_n():
+    """Recursive regularization (linear time) refuses n = 2 (each of its stages needs records):
+    the binding size is still found, and agrees with a scan of its own rules' bound for the n
+    where it first falls below a tenth of the start's gradient norm."""
+    from analysis.verdict_engine.design import Design
+    from analysis.verdict_engine.rules_curve import rules_binding_n
+
+    ctx = pd.DataFrame([{"algorithm": "recursive_regularization_linear", "problem": "glm",
+                         "instance_params": json.dumps({"link": "logistic", "rank": 10}), "n": 1e5,
+                         "d": 10, "eps": 0.03, "delta": 1e-6, "alpha": 0.05, "x": 1e-3,
+                         "n_steps": 100.0}])
+    design = Design(np.array([1e-3]), (np.array([0.05]),), ctx, "privacy")
+    start = 0.214
+    got = rules_binding_n(design, "theory", start)
+    cls = get_algorithm("recursive_regularization_linear")
+    prob = get_problem("glm", d=10, link="logistic", rank=10)
+    ns = np.geomspace(1e3, 1e12, 400)
+    vals = [cls.rules_bound(prob, int(n), 10, Privacy(0.03, 1e-6, "theory")).total for n in ns]
+    first = ns[np.argmax(np.array(vals) <= 0.1 * start)]
+    assert math.isfinite(got) and got == pytest.approx(first, rel=0.06)

@@ -157,9 +157,19 @@ def rules_binding_n(design: Design, calibration: str, start: float, fraction: fl
         return math.nan  # the Spiders' binding size comes from their sample budget (forecast)
     problem = _problem(r)
     privacy = Privacy(float(r["eps"]), float(r["delta"]), calibration)
+
+    def bound(n: float) -> float:
+        return cls.rules_bound(problem, int(min(n, 1e18)), int(r["d"]), privacy).total
+
+    # the smallest n the rules accept (e.g. a staged method needs records in every stage)
+    lo = 2.0
+    while lo < 1e9:
+        try:
+            bound(lo)
+            break
+        except ValueError:
+            lo *= 2
     try:
-        return _decreasing_root(lambda n: cls.rules_bound(problem, int(min(n, 1e18)), int(r["d"]),
-                                                          privacy).total - fraction * start,
-                                lo=2.0, hi=1e40)
+        return _decreasing_root(lambda n: bound(n) - fraction * start, lo=lo, hi=1e40)
     except (NotImplementedError, AttributeError, ValueError, ZeroDivisionError, OverflowError):
         return math.nan
