@@ -66,7 +66,8 @@ reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	mkdir -p results && cp reports/reference_exponents.csv results/previous_exponents.csv
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
-	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print
+	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print \
+	    --crossovers reports/crossovers.csv
 	$(BIN)/dprates verdict-changes results/previous_exponents.csv reports/reference_exponents.csv \
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates atlas $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) --format csv \
@@ -112,7 +113,7 @@ reference-law: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline4_law_eps.toml --quiet
 	$(BIN)/dprates sweep bench/configs/headline4_law_d.toml --quiet
 	$(BIN)/dprates crossover-law results/headline4_law_eps.sqlite results/headline4_law_d.sqlite \
-	    -o reports/crossover_law.md
+	    -o reports/crossover_law.md --csv reports/crossovers.csv
 
 reference-sensitivity: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline4_sensitivity.toml --quiet

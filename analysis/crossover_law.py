@@ -52,6 +52,8 @@ class Condition:
     n_star_b: np.ndarray
     budget_a: Budget | None = None
     budget_b: Budget | None = None
+    problem: str = ""
+    source: str = ""  # the spec and its calibration, e.g. "headline4_law_eps (tight)"
 
     def means(self) -> np.ndarray:
         return np.array([g.mean() for g in self.diffs])
@@ -165,7 +167,10 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
         "eps": eps, "d": d.astype(int), "alpha_star": cross, "ci_low": lo, "ci_high": hi,
         "where": where, "pairs": [sum(len(g) for g in c.diffs) for c in conds],
         "use_adaptive": [u[0] for u in uses], "use_gaussian": [u[1] for u in uses],
-        "predicted": pred, "rules_alone": rules_alone})
+        "predicted": pred, "rules_alone": rules_alone,
+        "problem": [c.problem for c in conds], "source": [c.source for c in conds],
+        "bracket": [f"{len(c.x)} paired targets {c.x.min():.3g}..{c.x.max():.3g}, "
+                    f"{max(len(g) for g in c.diffs)} seeds" for c in conds]})
     return Law(table, a_est, ci[0], b_est, ci[1], pa, pb)
 
 
@@ -189,7 +194,9 @@ def conditions_from_points(pts: pd.DataFrame, budgets: Callable[[str, float, int
         med_b = np.array([pb.loc[pb["x"] == x, "y"].median() for x in xs], float)
         out.append(Condition(float(eps), int(d), xs, groups, med_a, med_b,
                              budgets(a, float(eps), int(d)) if budgets else None,
-                             budgets(b, float(eps), int(d)) if budgets else None))
+                             budgets(b, float(eps), int(d)) if budgets else None,
+                             str(g["problem"].iloc[0]) if "problem" in g else "",
+                             str(g["source"].iloc[0]) if "source" in g else ""))
     return out
 
 
@@ -233,7 +240,7 @@ def conditions_from_stores(stores: list) -> list[Condition]:
             if pts.empty:
                 continue
             pts = pts[(pts["x"] >= fit.window[0] * (1 - 1e-9)) & (pts["x"] <= fit.window[1] * (1 + 1e-9))]
-            frames.append(pts)
+            frames.append(pts.assign(source=f"{data.spec.name} ({data.spec.calibration})"))
             for (eps, d), g in pts.groupby(["eps", "d"]):
                 cals[(float(eps), int(d))] = (data.spec.calibration, float(g["delta"].iloc[0]))
                 probs[(float(eps), int(d))] = (str(g["problem"].iloc[0]), str(g["instance_params"].iloc[0]))
@@ -250,3 +257,16 @@ def conditions_from_stores(stores: list) -> list[Condition]:
         return lambda alpha: sum(_spider_split(cls, problem, d, eps, delta, cal, alpha))
 
     return conditions_from_points(pd.concat(frames, ignore_index=True), budgets)
+
+
+#: The columns of reports/crossovers.csv: one row per measured crossover.
+CROSSOVER_COLUMNS = ["problem", "source", "eps", "d", "constants", "alpha_star", "ci_low",
+                     "ci_high", "where", "bracket", "use_adaptive", "use_gaussian", "predicted",
+                     "rules_alone"]
+
+
+def crossovers_csv(law: Law) -> pd.DataFrame:
+    """One row per measured crossover (family, spec and calibration, eps, d, constants, alpha*
+    and its CI, how it was bracketed, the budget uses and the predictions), for
+    reports/crossovers.csv, which the reference report's headline page reads."""
+    return law.table.assign(constants="knobs at 1")[CROSSOVER_COLUMNS]

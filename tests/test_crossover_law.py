@@ -103,3 +103,35 @@ def test_the_predicted_crossover_scales_the_rules_budgets_by_their_measured_use(
     assert predicted_crossover(cond, (1.0, 1.0)) == pytest.approx(0.3 ** 3, rel=1e-6)
     assert math.isnan(predicted_crossover(cond))  # 1.728 is above ALPHA_MAX: no crossing
     assert predicted_crossover(cond, (0.5, 1.0)) == pytest.approx((2 * 0.3) ** 3, rel=1e-6)
+
+
+def test_the_crossovers_csv_round_trips_to_the_headline_page_lines(tmp_path):
+    from analysis.crossover_law import CROSSOVER_COLUMNS, crossovers_csv
+    from analysis.report.headline_page import observed_crossover_lines
+
+    conds = conditions_from_points(_points(CROSS[:2], 6, 0.02, 7).assign(
+        problem="hard_valley", source="spec (tight)"))
+    table = crossovers_csv(law_fit(conds, n_boot=200, rng=np.random.default_rng(8)))
+    assert list(table.columns) == CROSSOVER_COLUMNS and len(table) == 2
+    path = tmp_path / "crossovers.csv"
+    table.to_csv(path, index=False)
+    lines = observed_crossover_lines(pd.read_csv(path))
+    assert len(lines) == 3
+    star_01 = star(0.1, 10)
+    line = next(v for v in lines if "eps 0.1," in v)
+    got = float(line.split("alpha* = ")[1].split(" ")[0])
+    assert got == pytest.approx(star_01, rel=0.05)
+    assert "hard_valley, spec (tight), eps 0.1, d 10, knobs at 1" in line
+    assert "6 paired targets 0.0014..0.008, 6 seeds" in line
+    assert observed_crossover_lines(None) == []
+
+
+def test_report_refuses_a_crossovers_file_without_its_columns(tmp_path, capsys):
+    from bench.cli import main
+
+    bad = tmp_path / "x.csv"
+    bad.write_text("a,b\n1,2\n")
+    assert main(["report", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "r.pdf"),
+                 "--crossovers", str(bad)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--crossovers=" in err[0] and "lacks the columns" in err[0]

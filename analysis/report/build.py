@@ -73,7 +73,8 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
                  csv: str | Path | None = None, figures: str | Path | None = None,
                  privacy: dict | None = None,
-                 layout_problems: list[str] | None = None) -> dict[str, Any]:
+                 layout_problems: list[str] | None = None,
+                 crossovers: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`)
     to `out` (one claims table and forest plot for all; scaling, paired, trajectory and failure
     pages per store). `csv`: also write the claims table; `figures`: a directory for PNGs of
@@ -103,7 +104,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         pdf = raw_pdf if layout_problems is None else LayoutCheckedPdf(raw_pdf, layout_problems)
         summary_table_pages(pdf, summary, "Claims: measured against claimed rates, "
                             + ", ".join(d.spec.name for d in datas)[:80])
-        headline_page(pdf, datas, claims, paired)
+        headline_page(pdf, datas, claims, paired, crossovers)
         for data in datas:
             title_page(pdf, data)
         if len(claims):

@@ -1,6 +1,7 @@
 """Page 2 of the report, the headline: the question (`SUMMARY_QUESTION`), the key figure (n*
 against alpha for the algorithms on up to two hard instances, `_key_panels`) with the crossover
-where it falls inside the window, and the crossover lines of the paired comparisons
+where it falls inside the window, the observed crossovers of reports/crossovers.csv when given
+(`observed_crossover_lines`), and the crossover lines of the paired comparisons
 (`headline_page`).
 """
 
@@ -85,8 +86,22 @@ def _crossover_line(p: dict) -> str:
                       f"an extrapolation {res.crossover_where} the window."))
 
 
+def observed_crossover_lines(crossovers: pd.DataFrame | None) -> list[str]:
+    """The measured crossovers (rows of reports/crossovers.csv, `dprates crossover-law --csv`):
+    each alpha* with its CI and how it was bracketed; [] without any."""
+    if crossovers is None or not len(crossovers):
+        return []
+    out = ["Observed crossovers (adaptive tree Spider / Gaussian Spider, each bracketed by paired "
+           "targets; below alpha* the adaptive Spider needs fewer samples):"]
+    for r in crossovers.itertuples():
+        out.append(f"  {r.problem}, {r.source}, eps {r.eps:g}, d {int(r.d)}, {r.constants}: "
+                   f"alpha* = {r.alpha_star:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}], {r.where} "
+                   f"its bracket ({r.bracket})")
+    return out
+
+
 def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
-                  paired: list[list[dict]]) -> None:
+                  paired: list[list[dict]], crossovers: pd.DataFrame | None = None) -> None:
     """Page 2: the question, the key figure (n* against alpha for both algorithms on up to two
     hard instances, with the crossover where it falls inside the window) and the crossover
     lines, with what the plotted fits' verdicts mean."""
@@ -118,7 +133,10 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                     and math.isfinite(res.crossover)
                     and fit.window[0] <= res.crossover <= fit.window[1]):
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
-    lines = [textwrap.fill(_crossover_line(p), 105) for p in _hard_alpha_pairs(paired, claims)]
+    lines = [textwrap.fill(v, 105, subsequent_indent="    ")
+             for v in observed_crossover_lines(crossovers)]
+    lines += ([""] if lines else []) + [textwrap.fill(_crossover_line(p), 105)
+                                        for p in _hard_alpha_pairs(paired, claims)]
     shown = claims[claims["fit"].isin([f.name for _, f, _ in panels])]
     lines += ["", *[textwrap.fill(v, 105) for v in direction_lines(
         list(zip(shown["view"], shown["x"], strict=True)))]]

@@ -179,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", default=None, help="also write the claims table (exponents) as CSV")
     p.add_argument("--figures", default=None, help="also write PNGs of the key figures here")
     p.add_argument("--print", action="store_true", help="print the claims table")
+    p.add_argument("--crossovers", default=None, metavar="CSV",
+                   help="measured crossovers for the headline page (reports/crossovers.csv, "
+                        "from `dprates crossover-law --csv`)")
     p.add_argument("--all-claims", action="store_true",
                    help="page 1 lists every declared claim, the not measured ones too (default: "
                         "the measured ones and a line saying how many are left out)")

@@ -33,6 +33,11 @@ def cmd_crossover_law(args: argparse.Namespace) -> int:
             "n*/budget: measured samples over the rules' own budget (knobs at 1), median over the "
             "bracket.\n\n" + law_markdown(law))
     write_output(text, args.output)
+    if args.csv:
+        from analysis.crossover_law import crossovers_csv
+
+        crossovers_csv(law).to_csv(args.csv, index=False, float_format="%.4g")
+        print(f"wrote {args.csv} ({len(law.table)} crossovers)")
     return 0
 
 
@@ -42,6 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("stores", metavar="STORE", nargs="+", help="stores with both Spiders on "
                    "paired targets (e.g. results/headline4_law_eps.sqlite)")
     p.add_argument("-o", "--output", default=None, help="write markdown here (default: stdout)")
+    p.add_argument("--csv", default=None, help="also write one row per crossover here (e.g. "
+                   "reports/crossovers.csv, which `dprates report --crossovers` reads)")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(func=cmd_crossover_law)

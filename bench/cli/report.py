@@ -12,9 +12,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report.summary_page import all_claims_on_page_one
     from bench.store import open_store_data
 
+    crossovers = None
+    if getattr(args, "crossovers", None):
+        import pandas as pd
+
+        from analysis.crossover_law import CROSSOVER_COLUMNS
+
+        try:
+            crossovers = pd.read_csv(args.crossovers)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--crossovers={args.crossovers!r} is invalid: {exc} (a CSV of "
+                             "`dprates crossover-law --csv`)") from None
+        missing = [c for c in CROSSOVER_COLUMNS if c not in crossovers]
+        if missing:
+            raise ValueError(f"--crossovers={args.crossovers!r} is invalid: it lacks the columns "
+                             f"{missing} (a CSV of `dprates crossover-law --csv`)")
     with all_claims_on_page_one(getattr(args, "all_claims", False)):
         res = write_report([open_store_data(p) for p in args.store], args.output,
-                           n_boot=args.boot, csv=args.csv, figures=args.figures)
+                           n_boot=args.boot, csv=args.csv, figures=args.figures,
+                           crossovers=crossovers)
     print(f"wrote {res['path']} ({res['pages']} pages)" + (f", {args.csv}" if args.csv else "")
           + (f", figures in {args.figures}" if args.figures else ""))
     if args.print:
