@@ -13,14 +13,16 @@ ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 
 
 def run_clis(*commands: list[str] | tuple[list[str], Path], cwd: Path = ROOT,
-             timeout: float = 600) -> list[subprocess.CompletedProcess]:
+             timeout: float = 600, exe: list[str] | None = None, env: dict | None = ENV
+             ) -> list[subprocess.CompletedProcess]:
     """Each command (the arguments after `dprates`, or those and its own working directory)
-    in its own process, all started at once; their results in the commands' order."""
+    in its own process, all started at once; their results in the commands' order. `exe`:
+    the program (default `python -m bench.cli`); `env` None: this process's environment."""
+    exe = exe or [sys.executable, "-m", "bench.cli"]
     procs = []
     for command in commands:
         args, where = command if isinstance(command, tuple) else (command, cwd)
-        procs.append((args, subprocess.Popen([sys.executable, "-m", "bench.cli", *args],
-                                             cwd=where, text=True, env=ENV,
+        procs.append((args, subprocess.Popen([*exe, *args], cwd=where, text=True, env=env,
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
     out = []
     for args, proc in procs:

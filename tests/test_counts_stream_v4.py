@@ -8,7 +8,6 @@ and the version's plumbing: specs, stores, `dprates run`."""
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -255,14 +254,15 @@ def test_a_store_of_one_version_refuses_a_spec_of_the_other(tmp_path):
 
 
 def test_dprates_run_takes_the_version_and_refuses_a_bad_one():
-    exe = Path(sys.executable).parent / "dprates"
-    args = [str(exe), "run", "tree_spider", "--problem", "hard_valley", "--n", "1e5", "--d", "4",
+    from tests.cli import run_clis
+
+    exe = Path(sys.executable).parent / "dprates"  # the installed command, in this environment
+    args = ["run", "tree_spider", "--problem", "hard_valley", "--n", "1e5", "--d", "4",
             "--eps", "1", "--param", "T=3", "--calibration", "theory"]
-    bad = subprocess.run([*args, "--counts-stream", "7"], capture_output=True, text=True)
+    bad, ok3, ok4 = run_clis([*args, "--counts-stream", "7"], [*args, "--counts-stream", "3", "--json"],
+                             [*args, "--json"], cwd=Path.cwd(), exe=[str(exe)], env=None)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "counts_stream=7 is invalid: must be one of 3, 4" in bad.stderr
-    ok3 = subprocess.run([*args, "--counts-stream", "3", "--json"], capture_output=True, text=True)
-    ok4 = subprocess.run([*args, "--json"], capture_output=True, text=True)
     assert ok3.returncode == 0 and ok4.returncode == 0, ok3.stderr + ok4.stderr
     import json
 
