@@ -106,14 +106,19 @@ reference-fair: $(STAMP_DEMO)
 
 # Issue 43, items 3-4 (the headline robust to constants, under tight calibration): the crossover
 # alpha*(eps, d) at eps 0.03 / 0.1 / 0.3 (d 10) and d 30 / 100 (eps 0.1), each bracketed by six
-# paired targets, and its law with CIs beside the rules scaled by each Spider's measured budget
-# use (`reference-law`); the crossover and paired slope with every knob of both Spiders at 1/4
-# and 4 and on a Latin hypercube (`reference-sensitivity`). Costs in the specs' headers.
+# paired targets, its law with CIs beside the rules scaled by each Spider's measured budget use,
+# and the fair atlas of both Spiders (`reference-law`); the crossover and paired slope with
+# every knob of both Spiders at 1/4 and 4 and on a Latin hypercube (`reference-sensitivity`).
+# Costs in the specs' headers.
 reference-law: $(STAMP_DEMO)
+	$(BIN)/dprates sweep bench/configs/headline4_tight.toml --quiet
 	$(BIN)/dprates sweep bench/configs/headline4_law_eps.toml --quiet
 	$(BIN)/dprates sweep bench/configs/headline4_law_d.toml --quiet
 	$(BIN)/dprates crossover-law results/headline4_law_eps.sqlite results/headline4_law_d.sqlite \
 	    -o reports/crossover_law.md --csv reports/crossovers.csv
+	$(BIN)/dprates atlas results/headline4_tight.sqlite results/headline4_law_eps.sqlite \
+	    results/headline4_law_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
+	    --maps reports/atlas_fair
 
 reference-sensitivity: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline4_sensitivity.toml --quiet
