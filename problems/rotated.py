@@ -37,7 +37,6 @@ loop (the same numbers a compiled step would give, slower).
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import special_ortho_group
 
 from problems.separable import HardValley
 
@@ -47,6 +46,9 @@ def rotation(d: int, rotation_seed: int) -> np.ndarray:
     `scipy.stats.special_ortho_group` from `np.random.default_rng(rotation_seed)`."""
     if d == 1:
         return np.ones((1, 1))
+    # imported here: scipy.stats costs ~0.8 s to import, which every `dprates` process paid
+    from scipy.stats import special_ortho_group
+
     return special_ortho_group.rvs(d, random_state=np.random.default_rng(rotation_seed))
 
 

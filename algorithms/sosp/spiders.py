@@ -91,8 +91,28 @@ def solve_accuracy_and_horizon(privacy: Privacy, noise: str, scope: str, constan
     return eps_eff, gamma, T
 
 
+#: Solved parameters by their inputs: the fixed-point solve below is ~75% of a small run's
+#: time, and an audit or a sweep asks it the same question thousands of times.
+_FIXED_BATCH_CACHE: dict[tuple, dict[str, Any]] = {}
+
+
 def fixed_batch_theory_params(noise: str, constants: Constants, n: int | None, d: int,
                               privacy: Privacy, **kn: Any) -> dict[str, Any]:
+    """`_fixed_batch_theory_params`, memoized on its (hashable) inputs; a fresh dict each call."""
+    try:
+        key = (noise, constants, n, d, privacy, tuple(sorted(kn.items())))
+        hash(key)
+    except TypeError:  # an unhashable knob value: no memo
+        return _fixed_batch_theory_params(noise, constants, n, d, privacy, **kn)
+    if key not in _FIXED_BATCH_CACHE:
+        if len(_FIXED_BATCH_CACHE) > 4096:
+            _FIXED_BATCH_CACHE.clear()
+        _FIXED_BATCH_CACHE[key] = _fixed_batch_theory_params(noise, constants, n, d, privacy, **kn)
+    return dict(_FIXED_BATCH_CACHE[key])
+
+
+def _fixed_batch_theory_params(noise: str, constants: Constants, n: int | None, d: int,
+                               privacy: Privacy, **kn: Any) -> dict[str, Any]:
     """Parameters of `gaussian_spider` / `tree_spider` (see `fixed_batch_rules`).
 
     gamma: the target (target_alpha x alpha_mult) or, from n, alpha_mult x the smallest gamma
