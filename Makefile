@@ -122,7 +122,8 @@ reference-law: $(STAMP_DEMO)
 
 reference-sensitivity: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline4_sensitivity.toml --quiet
-	$(BIN)/dprates sensitivity results/headline4_sensitivity.sqlite -o reports/sensitivity.md
+	$(BIN)/dprates sensitivity results/headline4_sensitivity.sqlite -o reports/sensitivity.md \
+	    --csv reports/crossovers.csv
 
 # The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:
 # fewer seeds, the same windows), then per claim whether the verdict agrees with the committed

@@ -270,3 +270,19 @@ def crossovers_csv(law: Law) -> pd.DataFrame:
     and its CI, how it was bracketed, the budget uses and the predictions), for
     reports/crossovers.csv, which the reference report's headline page reads."""
     return law.table.assign(constants="knobs at 1")[CROSSOVER_COLUMNS]
+
+
+def merge_crossovers(path: str, rows: pd.DataFrame) -> pd.DataFrame:
+    """reports/crossovers.csv with `rows` in it: the file's rows from the same sources are
+    replaced, those of other sources (the law's stores, the sensitivity store) kept, so both
+    commands write one file. Returns the merged table (also written)."""
+    from pathlib import Path
+
+    rows = rows[CROSSOVER_COLUMNS]
+    if Path(path).is_file():
+        old = pd.read_csv(path)
+        if list(old.columns) == CROSSOVER_COLUMNS:
+            rows = pd.concat([old[~old["source"].isin(set(rows["source"]))], rows],
+                             ignore_index=True)
+    rows.to_csv(path, index=False, float_format="%.4g")
+    return rows

@@ -144,6 +144,23 @@ def knob_summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def crossover_rows(table: pd.DataFrame, source: str, problem: str = "hard_valley",
+                   eps: float = math.nan, d: float = math.nan, bracket: str = "") -> pd.DataFrame:
+    """The comparisons as rows of reports/crossovers.csv (`analysis.crossover_law`): constants
+    = the setting (defaults, one knob, or both Spiders' hypercube points)."""
+    from analysis.crossover_law import CROSSOVER_COLUMNS
+
+    out = pd.DataFrame({
+        "problem": problem, "source": source, "eps": eps, "d": d,
+        "constants": [f"{r.spider} {r.setting}".strip() if r.kind == "one at a time"
+                      else r.setting for r in table.itertuples()],
+        "alpha_star": table["alpha_star"], "ci_low": table["ci_low"],
+        "ci_high": table["ci_high"], "where": table["where"], "bracket": bracket,
+        "use_adaptive": math.nan, "use_gaussian": math.nan, "predicted": math.nan,
+        "rules_alone": math.nan})
+    return out[CROSSOVER_COLUMNS]
+
+
 def _f(v: float) -> str:
     return f"{v:.3g}" if isinstance(v, (int, float)) and math.isfinite(v) else "-"
 

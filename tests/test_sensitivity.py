@@ -87,3 +87,26 @@ def test_a_setting_that_never_reaches_its_targets_counts_as_moving():
     row = t[t["setting"] == "horizon_mult=0.25"].iloc[0]
     assert row["censored"] == 12 and not math.isfinite(row["alpha_star"])
     assert knob_summary(t).set_index("knob").loc["horizon_mult", "answer"] == "moves"
+
+
+def test_the_comparisons_merge_into_one_crossovers_file(tmp_path):
+    """`dprates crossover-law --csv` and `dprates sensitivity --csv` write one file: each
+    replaces its own source's rows and keeps the other's."""
+    from analysis.crossover_law import CROSSOVER_COLUMNS, merge_crossovers
+    from analysis.sensitivity import crossover_rows
+
+    cells = _cells([(ADAPTIVE, {}, BASE_A), (GAUSSIAN, {}, BASE_G),
+                    (GAUSSIAN, {"alpha_mult": 0.25}, BASE_G * 0.8)])
+    rows = crossover_rows(sensitivity_table(cells, n_boot=200), "sens (tight)", eps=0.1, d=10,
+                          bracket="4 paired targets")
+    assert list(rows.columns) == CROSSOVER_COLUMNS
+    assert list(rows["constants"]) == ["defaults", f"{GAUSSIAN} alpha_mult=0.25"]
+    path = tmp_path / "crossovers.csv"
+    law = pd.DataFrame([dict.fromkeys(CROSSOVER_COLUMNS, 1.0) | {"source": "law (tight)"},
+                        dict.fromkeys(CROSSOVER_COLUMNS, 2.0) | {"source": "sens (tight)"}])
+    law.to_csv(path, index=False)
+    merged = merge_crossovers(str(path), rows)
+    assert sorted(merged["source"]) == ["law (tight)", "sens (tight)", "sens (tight)"]
+    back = pd.read_csv(path)
+    assert len(back) == 3 and back.loc[back["constants"] == "defaults", "alpha_star"].iloc[0] \
+        == pytest.approx(_star(BASE_A, BASE_G), rel=0.05)

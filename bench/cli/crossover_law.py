@@ -34,10 +34,10 @@ def cmd_crossover_law(args: argparse.Namespace) -> int:
             "bracket.\n\n" + law_markdown(law))
     write_output(text, args.output)
     if args.csv:
-        from analysis.crossover_law import crossovers_csv
+        from analysis.crossover_law import crossovers_csv, merge_crossovers
 
-        crossovers_csv(law).to_csv(args.csv, index=False, float_format="%.4g")
-        print(f"wrote {args.csv} ({len(law.table)} crossovers)")
+        merged = merge_crossovers(args.csv, crossovers_csv(law))
+        print(f"wrote {args.csv} ({len(law.table)} crossovers of {len(merged)})")
     return 0
 
 
