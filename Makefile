@@ -120,10 +120,13 @@ reference-law: $(STAMP_DEMO)
 	    results/headline4_law_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
 	    --maps reports/atlas_fair
 
-reference-sensitivity: $(STAMP_DEMO)
+reference-sensitivity: reference-law
 	$(BIN)/dprates sweep bench/configs/headline4_sensitivity.toml --quiet
 	$(BIN)/dprates sensitivity results/headline4_sensitivity.sqlite -o reports/sensitivity.md \
 	    --csv reports/crossovers.csv
+	$(BIN)/dprates atlas results/headline4_tight.sqlite results/headline4_law_eps.sqlite \
+	    results/headline4_law_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
+	    --maps reports/atlas_fair --ranges reports/crossovers.csv
 
 # The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:
 # fewer seeds, the same windows), then per claim whether the verdict agrees with the committed

@@ -12,9 +12,12 @@ log-log interpolated crossing of the two algorithms' ratio, with a bar from the 
 interpolation of its interval bounds; a change between adjacent measured eps (or d) is drawn
 as a boundary half-way, without an interval.
 
-Hook for the sensitivity study (issue 43, not built yet): `ranges`, off by default, is a table
-with the point key columns (`analysis.atlas.KEY`) and a boolean `winner_changes`: whether the
-winner changes when the constants move within their ranges. Points where it is true are hatched.
+The sensitivity study's ranges (issue 43): `ranges`, off by default, is a table with the point
+key columns (`analysis.atlas.KEY`) and a boolean `winner_changes`: whether the winner changes
+when the constants move within their ranges. Points where it is true are hatched.
+`ranges_from_crossovers` makes it from reports/crossovers.csv: at an (problem, eps, d) that a
+constants study covers, a target between the smallest and the largest crossover over its
+settings (or anywhere in its bracket, where some setting has no crossing) is hatched.
 """
 
 from __future__ import annotations
@@ -107,6 +110,36 @@ def crossover_lines(cx: pd.DataFrame) -> list[str]:
 def _x(view: str, x: np.ndarray, d: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """The map's x: the target, or n eps / sqrt(d) in the error view."""
     return np.asarray(x, float) if view == SAMPLES else np.asarray(x, float) * eps / np.sqrt(d)
+
+
+def ranges_from_crossovers(table: pd.DataFrame, crossovers: pd.DataFrame) -> pd.DataFrame:
+    """`ranges` (module docstring) for the samples-to-target points of `table` (the atlas's
+    long table) from the rows of reports/crossovers.csv that vary the constants (a source with
+    more than one `constants` value, e.g. headline4_sensitivity)."""
+    pts = table[table["view"] == SAMPLES][KEY].drop_duplicates()
+    changes = np.zeros(len(pts), bool)
+    for _source, g in crossovers.groupby("source"):
+        if g["constants"].nunique() < 2:
+            continue  # a source at one setting of the constants says nothing about ranges
+        for (problem, eps, d), gg in g.groupby(["problem", "eps", "d"]):
+            star = gg["alpha_star"].to_numpy(float)
+            here = ((pts["problem"] == problem) & np.isclose(pts["eps"], float(eps))
+                    & np.isclose(pts["d"], float(d))).to_numpy()
+            x = pts["x"].to_numpy(float)
+            if not np.isfinite(star).all():  # a setting with no crossing: the whole bracket
+                lo, hi = _bracket(gg["bracket"].iloc[0])
+            else:
+                lo, hi = float(star.min()), float(star.max())
+            changes |= here & (x >= lo * (1 - 1e-9)) & (x <= hi * (1 + 1e-9))
+    return pts.assign(winner_changes=changes)
+
+
+def _bracket(text: str) -> tuple[float, float]:
+    """(low, high) of "6 paired targets 0.0014..0.008, 5 seeds"; (0, inf) when unreadable."""
+    import re
+
+    m = re.search(r"([\d.eE+-]+)\.\.([\d.eE+-]+)", str(text))
+    return (float(m.group(1)), float(m.group(2))) if m else (0.0, math.inf)
 
 
 def _hatched(pts: pd.DataFrame, ranges: pd.DataFrame | None) -> np.ndarray:

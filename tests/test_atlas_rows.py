@@ -72,3 +72,29 @@ def test_one_algorithm_is_one_label_at_every_point():
                             + _targeted(B, 3e6, 1)])
     t = atlas_table(cells, n_boot=200)
     assert set(t["algorithm"]) == {A, B}
+
+
+def test_points_whose_winner_changes_within_the_constants_ranges_are_hatched():
+    """A constants study (one source, several settings) puts alpha* between 2e-3 and 3e-3 at
+    eps 0.1, d 10: targets inside are hatched, outside not, other (eps, d) untouched; a source
+    at one setting (the law) hatches nothing; a setting with no crossing hatches its bracket."""
+    from analysis.atlas_map import ranges_from_crossovers
+
+    table = pd.DataFrame([{"view": SAMPLES, "metric": "alpha_sosp", "problem": "hard_valley",
+                           "instance": "", "d": 10.0, "eps": e, "x": x}
+                          for e in (0.1, 0.3) for x in (1.4e-3, 2e-3, 2.8e-3, 4e-3)])
+    base = {"problem": "hard_valley", "eps": 0.1, "d": 10,
+            "bracket": "4 paired targets 0.002..0.0056, 3 seeds"}
+    cx = pd.DataFrame([{**base, "source": "sens", "constants": "defaults", "alpha_star": 2.5e-3},
+                       {**base, "source": "sens", "constants": "a=4", "alpha_star": 2e-3},
+                       {**base, "source": "sens", "constants": "a=0.25", "alpha_star": 3e-3},
+                       {**base, "source": "law", "constants": "knobs at 1", "alpha_star": 1e-3},
+                       {**base, "eps": 0.3, "source": "law", "constants": "knobs at 1",
+                        "alpha_star": 5e-3}])
+    r = ranges_from_crossovers(table, cx)
+    on = r[r["winner_changes"]]
+    hatched = sorted(zip(on["eps"], on["x"], strict=True))
+    assert hatched == [(0.1, 2e-3), (0.1, 2.8e-3)]
+    cx.loc[1, "alpha_star"] = float("nan")  # one setting never crosses: its whole bracket
+    r = ranges_from_crossovers(table, cx)
+    assert sorted(r.loc[r["winner_changes"], "x"]) == [2e-3, 2.8e-3, 4e-3]

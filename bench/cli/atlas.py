@@ -88,9 +88,24 @@ def cmd_atlas(args: argparse.Namespace) -> int:
     table = atlas_from_sources(args.sources, args.boot, args.knobs, args)
     table = filter_table(table, args.metric, args.problem, args.d, args.eps)
     if args.maps:
-        from analysis.atlas_map import save_maps
+        from analysis.atlas_map import ranges_from_crossovers, save_maps
 
-        for p in save_maps(table, args.maps):
+        ranges = None
+        if args.ranges:
+            import pandas as pd
+
+            from analysis.crossover_law import CROSSOVER_COLUMNS
+
+            try:
+                cx = pd.read_csv(args.ranges)
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"--ranges={args.ranges!r} is invalid: {exc} (a CSV of "
+                                 "`dprates crossover-law --csv` / `dprates sensitivity --csv`)") from None
+            if [c for c in CROSSOVER_COLUMNS if c not in cx]:
+                raise ValueError(f"--ranges={args.ranges!r} is invalid: it lacks the columns of "
+                                 "reports/crossovers.csv")
+            ranges = ranges_from_crossovers(table, cx)
+        for p in save_maps(table, args.maps, ranges):
             print(f"wrote {p}", file=sys.stderr)
     if at is not None:
         recs = recommend(table, at, args.target, n_boot=args.boot)
@@ -145,6 +160,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --at: the target error (samples-to-target view; without it the "
                         "error at n)")
     p.add_argument("--maps", default=None, metavar="DIR", help="also write the maps (PNG) here")
+    p.add_argument("--ranges", default=None, metavar="CSV",
+                   help="with --maps: hatch the points whose winner changes within the constants' "
+                        "ranges of a crossovers CSV (reports/crossovers.csv)")
     p.add_argument("--knobs", choices=["theory", "all"], default="theory",
                    help="stores: theory knob defaults (default) or a row per knob setting")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
