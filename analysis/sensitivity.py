@@ -89,16 +89,20 @@ def sensitivity_table(cells: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) 
         m = ca.merge(cg, on=["target_alpha", "rep", "d", "eps"], suffixes=("_a", "_g"))
         if m["target_alpha"].nunique() < 2:
             continue
+        moved = sa if sa.kind != "default" else sg
+        ya, yg = m["samples_to_target_a"].to_numpy(float), m["samples_to_target_g"].to_numpy(float)
+        both = np.isfinite(ya) & np.isfinite(yg) & (ya > 0) & (yg > 0)
+        if m.loc[both, "target_alpha"].nunique() < 2:  # censored on all but one target: no line
+            rows.append({**_labels(kind, sa, sg, moved), "alpha_star": math.nan,
+                         "ci_low": math.nan, "ci_high": math.nan, "where": "none",
+                         "slope": math.nan, "slope_ci_low": math.nan, "slope_ci_high": math.nan,
+                         "pairs": int(both.sum()), "censored": int(len(m) - both.sum())})
+            continue
         res = paired_difference(m["target_alpha"].to_numpy(float), m["rep"].to_numpy(),
                                 m["samples_to_target_a"].to_numpy(float),
                                 m["samples_to_target_g"].to_numpy(float), n_boot=n_boot,
                                 rng=np.random.default_rng([seed, k]))
-        moved = sa if sa.kind != "default" else sg
-        rows.append({"kind": kind, "spider": "" if kind in ("central", "joint") else moved.algorithm,
-                     "setting": ("defaults" if kind == "central" else moved.label() if kind != "joint"
-                                 else f"adaptive {sa.label()}; Gaussian {sg.label()}"),
-                     "knob": (next(iter(json.loads(moved.params)), "") if kind == "one at a time"
-                              else kind),
+        rows.append({**_labels(kind, sa, sg, moved),
                      "alpha_star": res.crossover, "ci_low": res.crossover_ci_low,
                      "ci_high": res.crossover_ci_high, "where": res.crossover_where,
                      "slope": res.slope, "slope_ci_low": res.slope_ci_low,
@@ -113,6 +117,14 @@ def sensitivity_table(cells: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) 
     table["alpha_ratio"] = table["alpha_star"] / c_alpha
     table["slope_change"] = table["slope"] - c_slope
     return table
+
+
+def _labels(kind: str, sa: Setting, sg: Setting, moved: Setting) -> dict[str, str]:
+    """A comparison's kind, moved Spider, setting label and knob."""
+    return {"kind": kind, "spider": "" if kind in ("central", "joint") else moved.algorithm,
+            "setting": ("defaults" if kind == "central" else moved.label() if kind != "joint"
+                        else f"adaptive {sa.label()}; Gaussian {sg.label()}"),
+            "knob": next(iter(json.loads(moved.params)), "") if kind == "one at a time" else kind}
 
 
 def knob_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -131,12 +143,16 @@ def knob_summary(table: pd.DataFrame) -> pd.DataFrame:
         r = g["alpha_ratio"].to_numpy(float)
         dz = g["slope_change"].to_numpy(float)
         none = ~np.isfinite(r)
-        moves = bool(none.any() or (r > MOVE_FACTOR).any() or (r < 1 / MOVE_FACTOR).any()
-                     or (np.abs(dz) > MOVE_SLOPE).any())
-        fin = r[np.isfinite(r)]
+        # a crossing of the paired line outside the targets is an extrapolation: it counts as
+        # moving the answer (out of the bracket), its value is not a measured range
+        outside = np.isfinite(r) & (g["where"] != "inside").to_numpy()
+        moves = bool(none.any() or outside.any() or (r > MOVE_FACTOR).any()
+                     or (r < 1 / MOVE_FACTOR).any() or (np.abs(dz) > MOVE_SLOPE).any())
+        fin = r[np.isfinite(r) & ~outside]
         rows.append({"spider": spider, "knob": knob, "settings": len(g),
                      "alpha_ratio_min": float(fin.min()) if len(fin) else math.nan,
                      "alpha_ratio_max": float(fin.max()) if len(fin) else math.nan,
+                     "outside": int(outside.sum()),
                      "no_crossing": int(none.sum()),
                      "slope_change_min": float(np.nanmin(dz)) if np.isfinite(dz).any() else math.nan,
                      "slope_change_max": float(np.nanmax(dz)) if np.isfinite(dz).any() else math.nan,
@@ -170,17 +186,18 @@ def sensitivity_markdown(table: pd.DataFrame, summary: pd.DataFrame) -> str:
         return "No comparison: the store needs both Spiders at their defaults on >= 2 targets.\n"
     c = table[table["kind"] == "central"].iloc[0]
     lines = [f"Central (both Spiders at their defaults): alpha* = {_f(c.alpha_star)} "
-             f"[{_f(c.ci_low)}, {_f(c.ci_high)}] ({c.where} the targets), paired slope "
+             f"[{_f(c.ci_low)}, {_f(c.ci_high)}] ({c['where']} the targets), paired slope "
              f"{_f(c.slope)} [{_f(c.slope_ci_low)}, {_f(c.slope_ci_high)}].", "",
-             "| spider | knob | settings | alpha* / central | no crossing | paired slope change | answer |",
-             "|---|---|---|---|---|---|---|"]
+             "| spider | knob | settings | alpha* / central (inside the targets) | crossing outside "
+             "the targets | no crossing | paired slope change | answer |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in summary.itertuples():
         lines.append(f"| {r.spider} | {r.knob} | {r.settings} | {_f(r.alpha_ratio_min)} .. "
-                     f"{_f(r.alpha_ratio_max)} | {r.no_crossing} | {_f(r.slope_change_min)} .. "
-                     f"{_f(r.slope_change_max)} | {r.answer} |")
+                     f"{_f(r.alpha_ratio_max)} | {r.outside} | {r.no_crossing} | "
+                     f"{_f(r.slope_change_min)} .. {_f(r.slope_change_max)} | {r.answer} |")
     lines += ["", f"moves: some setting puts alpha* outside [1/{MOVE_FACTOR:g}, {MOVE_FACTOR:g}] x "
-              f"the central one, has no crossing, or moves the paired slope by more than "
-              f"{MOVE_SLOPE:g}.", "", "| kind | spider | setting | alpha* [95% CI] | where | "
+              "the central one or outside the targets, has no crossing, or moves the paired slope "
+              f"by more than {MOVE_SLOPE:g}.", "", "| kind | spider | setting | alpha* [95% CI] | where | "
               "paired slope [95% CI] | pairs | censored |", "|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples():
         lines.append(f"| {r.kind} | {r.spider} | {r.setting} | {_f(r.alpha_star)} [{_f(r.ci_low)}, "
