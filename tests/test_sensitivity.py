@@ -110,3 +110,16 @@ def test_the_comparisons_merge_into_one_crossovers_file(tmp_path):
     back = pd.read_csv(path)
     assert len(back) == 3 and back.loc[back["constants"] == "defaults", "alpha_star"].iloc[0] \
         == pytest.approx(_star(BASE_A, BASE_G), rel=0.05)
+
+
+def test_a_setting_censored_at_every_target_is_a_row_not_an_error():
+    """alpha_mult = 4 aims the rules at 4x the target: no run reaches any target (measured on
+    headline4_sensitivity, 12 of 12 censored); the comparison is a row with no crossing."""
+    cells = _cells([(ADAPTIVE, {}, BASE_A), (GAUSSIAN, {}, BASE_G),
+                    (GAUSSIAN, {"alpha_mult": 4.0}, BASE_G)])
+    cells.loc[cells["params"].map(bool), "samples_to_target"] = np.nan
+    t = sensitivity_table(cells, n_boot=200)
+    row = t[t["setting"] == "alpha_mult=4"].iloc[0]
+    assert row["censored"] == 16 and row["pairs"] == 0 and row["where"] == "none"
+    s = knob_summary(t).set_index("knob")
+    assert s.loc["alpha_mult", "no_crossing"] == 1 and s.loc["alpha_mult", "answer"] == "moves"
