@@ -286,3 +286,18 @@ def merge_crossovers(path: str, rows: pd.DataFrame) -> pd.DataFrame:
                              ignore_index=True)
     rows.to_csv(path, index=False, float_format="%.4g")
     return rows
+
+
+def read_crossovers(path: str, flag: str) -> pd.DataFrame:
+    """reports/crossovers.csv read back for a command's `flag` (--crossovers, --ranges): one
+    clear line naming the flag when the file is unreadable or lacks the columns."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{flag}={path!r} is invalid: {exc} (a CSV of `dprates crossover-law "
+                         "--csv` / `dprates sensitivity --csv`)") from None
+    missing = [c for c in CROSSOVER_COLUMNS if c not in table]
+    if missing:
+        raise ValueError(f"{flag}={path!r} is invalid: it lacks the columns {missing} (a CSV of "
+                         "`dprates crossover-law --csv`)")
+    return table

@@ -11,6 +11,7 @@ import pytest
 import problems
 from problems.counts.layouts import CountsBatch
 from problems.glm import GLM
+from tests.finite_differences import central_grad
 
 LINKS = ["logistic", "sigmoid"]
 
@@ -38,14 +39,6 @@ def ref_dphi(link, m):
         return np.where(m >= 0, -e / (1 + e), -1 / (1 + e))
     return -e / (1 + e) ** 2
 
-
-def central_grad(f, x, h=1e-6):
-    out = np.empty_like(x)
-    for i in range(len(x)):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
 
 
 def naive_features(prob):

@@ -11,17 +11,10 @@ from hypothesis import strategies as st
 import problems
 from analysis.metrics import sosp_alpha
 from tests.conftest import SMALL, make
+from tests.finite_differences import central_grad
 
 NAMES = list(SMALL)
 
-
-def central_grad(f, x, h=1e-6):
-    g = np.empty_like(x)
-    for i in range(len(x)):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 def random_point(prob, rng, scale=None):

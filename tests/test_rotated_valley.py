@@ -19,6 +19,7 @@ import problems
 from algorithms import Privacy, get_algorithm
 from analysis.metrics import sosp_alpha
 from problems.counts.stream import MaterializedStream
+from tests.finite_differences import central_grad as _central_grad
 
 NAME = "hard_valley_rotated"
 
@@ -29,14 +30,6 @@ def _pair(d: int, **kw):
     kw.pop("rotation_seed", None)
     return rot, problems.get_problem("hard_valley", d=d, **kw)
 
-
-def _central_grad(f, x, h=1e-6):
-    out = np.empty_like(x)
-    for i in range(len(x)):
-        e = np.zeros_like(x)
-        e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
 
 
 def _points(rng, d, count=4):

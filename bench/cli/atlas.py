@@ -85,26 +85,17 @@ def cmd_atlas(args: argparse.Namespace) -> int:
 
     _check_args(args)
     at = parse_at(args.at) if args.at is not None else None
+    cx = None
+    if args.maps and args.ranges:  # read (and refused) before any work
+        from analysis.crossover_law import read_crossovers
+
+        cx = read_crossovers(args.ranges, "--ranges")
     table = atlas_from_sources(args.sources, args.boot, args.knobs, args)
     table = filter_table(table, args.metric, args.problem, args.d, args.eps)
     if args.maps:
         from analysis.atlas_map import ranges_from_crossovers, save_maps
 
-        ranges = None
-        if args.ranges:
-            import pandas as pd
-
-            from analysis.crossover_law import CROSSOVER_COLUMNS
-
-            try:
-                cx = pd.read_csv(args.ranges)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"--ranges={args.ranges!r} is invalid: {exc} (a CSV of "
-                                 "`dprates crossover-law --csv` / `dprates sensitivity --csv`)") from None
-            if [c for c in CROSSOVER_COLUMNS if c not in cx]:
-                raise ValueError(f"--ranges={args.ranges!r} is invalid: it lacks the columns of "
-                                 "reports/crossovers.csv")
-            ranges = ranges_from_crossovers(table, cx)
+        ranges = ranges_from_crossovers(table, cx) if cx is not None else None
         for p in save_maps(table, args.maps, ranges):
             print(f"wrote {p}", file=sys.stderr)
     if at is not None:

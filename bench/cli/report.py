@@ -14,19 +14,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     crossovers = None
     if getattr(args, "crossovers", None):
-        import pandas as pd
+        from analysis.crossover_law import read_crossovers
 
-        from analysis.crossover_law import CROSSOVER_COLUMNS
-
-        try:
-            crossovers = pd.read_csv(args.crossovers)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"--crossovers={args.crossovers!r} is invalid: {exc} (a CSV of "
-                             "`dprates crossover-law --csv`)") from None
-        missing = [c for c in CROSSOVER_COLUMNS if c not in crossovers]
-        if missing:
-            raise ValueError(f"--crossovers={args.crossovers!r} is invalid: it lacks the columns "
-                             f"{missing} (a CSV of `dprates crossover-law --csv`)")
+        crossovers = read_crossovers(args.crossovers, "--crossovers")
     with all_claims_on_page_one(getattr(args, "all_claims", False)):
         res = write_report([open_store_data(p) for p in args.store], args.output,
                            n_boot=args.boot, csv=args.csv, figures=args.figures,
