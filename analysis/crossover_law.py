@@ -180,7 +180,10 @@ def conditions_from_points(pts: pd.DataFrame, budgets: Callable[[str, float, int
     algorithm, eps, d, x, rep, y = n*; censored runs as NaN / inf are left out of the pairs).
     `budgets(algorithm, eps, d)` gives the rules' budget as a function of alpha."""
     out = []
-    for (eps, d), g in pts.groupby(["eps", "d"], sort=True):
+    # a condition is one family at one (eps, d): two families' points never pair
+    keys = ["problem", "eps", "d"] if "problem" in pts else ["eps", "d"]
+    for key, g in pts.groupby(keys, sort=True):
+        eps, d = key[-2:]
         pa, pb = g[g["algorithm"] == a], g[g["algorithm"] == b]
         m = pa.merge(pb, on=["x", "rep"], suffixes=("_a", "_b"))
         ya, yb = m["y_a"].to_numpy(float), m["y_b"].to_numpy(float)
@@ -214,6 +217,8 @@ def law_markdown(law: Law) -> str:
         lines.append(f"| {r.eps:g} | {r.d} | {_fmt(r.alpha_star)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] "
                      f"| {r.where} | {r.pairs} | {_fmt(r.use_adaptive)} | {_fmt(r.use_gaussian)} "
                      f"| {_fmt(r.predicted)} | {alone} |")
+    if len(t) < 2:
+        return "\n".join(lines) + "\n"
     lines.append("")
     lines.append(f"Law: log alpha* = c + a log eps + b log d with a = {_fmt(law.eps_exp)} "
                  f"[{_fmt(law.eps_ci[0])}, {_fmt(law.eps_ci[1])}], b = {_fmt(law.d_exp)} "
@@ -241,22 +246,39 @@ def conditions_from_stores(stores: list) -> list[Condition]:
                 continue
             pts = pts[(pts["x"] >= fit.window[0] * (1 - 1e-9)) & (pts["x"] <= fit.window[1] * (1 + 1e-9))]
             frames.append(pts.assign(source=f"{data.spec.name} ({data.spec.calibration})"))
-            for (eps, d), g in pts.groupby(["eps", "d"]):
-                cals[(float(eps), int(d))] = (data.spec.calibration, float(g["delta"].iloc[0]))
-                probs[(float(eps), int(d))] = (str(g["problem"].iloc[0]), str(g["instance_params"].iloc[0]))
+            for (prob, eps, d), g in pts.groupby(["problem", "eps", "d"]):
+                cals[(prob, float(eps), int(d))] = (data.spec.calibration, float(g["delta"].iloc[0]))
+                probs[(prob, float(eps), int(d))] = (str(g["instance_params"].iloc[0]),
+                                                     g["instance_params"].nunique() > 1)
     if not frames:
         return []
+
+    pts = pd.concat(frames, ignore_index=True)
+    families = sorted(pts["problem"].unique())
+    if len(families) > 1:
+        raise ValueError(f"STORES are invalid: they hold the families {families} (a law is one "
+                         "family's; run `dprates crossover-law` once per family)")
 
     def budgets(alg: str, eps: float, d: int) -> Budget:
         import json
 
         cls = get_algorithm(alg)
-        cal, delta = cals[(eps, d)]
-        name, params = probs[(eps, d)]
-        problem = get_problem(name, d=d, **json.loads(params))
-        return lambda alpha: sum(_spider_split(cls, problem, d, eps, delta, cal, alpha))
+        cal, delta = cals[(families[0], eps, d)]
+        first, varies = probs[(families[0], eps, d)]
+        params = json.loads(first)
+        problem = get_problem(families[0], d=d, **params)
+        # one instance per target (hard_ramp) where the cells' instances differ
+        per_target = getattr(problem, "per_target_param", None) if varies else None
+        if per_target is None:
+            return lambda alpha: sum(_spider_split(cls, problem, d, eps, delta, cal, alpha))
 
-    return conditions_from_points(pd.concat(frames, ignore_index=True), budgets)
+        def budget(alpha: float) -> float:  # hard_ramp: the rules' budget on alpha's own instance
+            inst = get_problem(families[0], d=d, **{**params, per_target: alpha})
+            return sum(_spider_split(cls, inst, d, eps, delta, cal, alpha))
+
+        return budget
+
+    return conditions_from_points(pts, budgets)
 
 
 #: The columns of reports/crossovers.csv: one row per measured crossover.

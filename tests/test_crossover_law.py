@@ -135,3 +135,74 @@ def test_report_refuses_a_crossovers_file_without_its_columns(tmp_path, capsys):
                  "--crossovers", str(bad)]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--crossovers=" in err[0] and "lacks the columns" in err[0]
+
+
+def test_two_families_at_one_eps_and_d_are_two_conditions():
+    """The valley's points and a second family's (its crossover planted 2x higher) at the same
+    (eps, d) never pair: one condition each, each where it was planted."""
+    a = _points([(0.1, 10)], 6, 0.02, 9).assign(problem="hard_valley")
+    b = _points([(0.1, 10)], 6, 0.02, 10).assign(problem="hard_ramp")
+    shift = (1 / 3) * math.log(2)  # n*_B scaled by 2^(1/3): alpha* x 2
+    b.loc[b["algorithm"] == GAUSSIAN, "y"] *= math.exp(shift)
+    conds = conditions_from_points(pd.concat([a, b], ignore_index=True))
+    assert sorted(c.problem for c in conds) == ["hard_ramp", "hard_valley"]
+    got = {c.problem: c.crossover() for c in conds}
+    assert got["hard_valley"] == pytest.approx(star(0.1, 10), rel=0.05)
+    assert got["hard_ramp"] == pytest.approx(2 * star(0.1, 10), rel=0.05)
+
+
+class _Spec:
+    def __init__(self, name: str) -> None:
+        from analysis.declarations import FitSpec
+
+        self.name, self.calibration = name, "tight"
+        self.fits = [FitSpec(name="f", view="sample_complexity", x="alpha", y="n_star",
+                             window=(1e-3, 1e-2), mode="theory")]
+
+
+class _Data:
+    def __init__(self, name: str, pts: pd.DataFrame) -> None:
+        self.spec, self.pts = _Spec(name), pts
+
+
+def _store_points(monkeypatch, problem: str, per_target: bool) -> pd.DataFrame:
+    import json
+
+    import analysis.points
+
+    pts = _points([(0.1, 10)], 3, 0.02, 11).assign(problem=problem, delta=1e-6)
+    pts["instance_params"] = [json.dumps({"alpha": x} if per_target else {}) for x in pts["x"]]
+    monkeypatch.setattr(analysis.points, "fit_points_table", lambda data, fit, mode: data.pts)
+    return pts
+
+
+def test_a_per_target_family_prices_each_alpha_on_its_own_instance(monkeypatch):
+    """hard_ramp builds one instance per target alpha: the rules' budget at alpha is the one
+    theory_params gives on the instance built for alpha, not on the first cell's instance."""
+    from algorithms import Privacy, get_algorithm
+    from algorithms.sosp.spider import KNOB_DEFAULTS
+    from analysis.crossover_law import conditions_from_stores
+    from problems import get_problem
+
+    pts = _store_points(monkeypatch, "hard_ramp", per_target=True)
+    (cond,) = conditions_from_stores([_Data("ramp_law", pts)])
+    cls = get_algorithm(ADAPTIVE)
+
+    def reference(alpha: float, instance_alpha: float) -> float:
+        prob = get_problem("hard_ramp", d=10, alpha=instance_alpha)
+        return float(cls.theory_params(prob.constants, None, 10, Privacy(0.1, 1e-6, "tight"),
+                                       target_alpha=alpha, **KNOB_DEFAULTS)["theory_budget"])
+
+    for alpha in (2e-3, 5e-3):
+        assert cond.budget_a(alpha) == pytest.approx(reference(alpha, alpha), rel=1e-9)
+    # the first cell's instance (alpha 1.4e-3) would price 5e-3 differently
+    assert reference(5e-3, TARGETS[0]) != pytest.approx(reference(5e-3, 5e-3), rel=1e-3)
+
+
+def test_stores_of_two_families_are_refused_in_one_line(monkeypatch):
+    from analysis.crossover_law import conditions_from_stores
+
+    a = _store_points(monkeypatch, "hard_valley", per_target=False)
+    b = a.assign(problem="hard_valley_rotated")
+    with pytest.raises(ValueError, match="a law is one family's"):
+        conditions_from_stores([_Data("a", a), _Data("b", b)])

@@ -23,11 +23,15 @@ def cmd_crossover_law(args: argparse.Namespace) -> int:
     if args.boot < 100:
         raise ValueError(f"--boot={args.boot} is invalid: at least 100 resamples are needed")
     conds = conditions_from_stores([open_store_data(p) for p in args.stores])
-    if len(conds) < 2:
-        raise ValueError(f"STORES={args.stores!r} are invalid: they pair the two Spiders at "
-                         f"{len(conds)} (eps, d) (a law needs at least 2)")
+    if not conds:
+        raise ValueError(f"STORES={args.stores!r} are invalid: they pair the two Spiders at no "
+                         "(eps, d) on two or more targets")
     law = law_fit(conds, n_boot=args.boot, rng=np.random.default_rng(args.seed))
-    text = ("# The SOSP crossover as a law in eps and d\n\nadaptive tree Spider against Gaussian "
+    family = conds[0].problem or "the stores' family"
+    text = (f"# The SOSP crossover as a law in eps and d: {family}\n\n"
+            + ("One (eps, d): its crossover, no law (a law needs two or more).\n\n"
+               if len(conds) < 2 else "")
+            + "adaptive tree Spider against Gaussian "
             "Spider, samples to target alpha; alpha*: where the paired line of log n*_adaptive - "
             "log n*_Gaussian crosses 0 (below it the adaptive Spider needs fewer samples); "
             "n*/budget: measured samples over the rules' own budget (knobs at 1), median over the "
