@@ -206,3 +206,27 @@ def test_stores_of_two_families_are_refused_in_one_line(monkeypatch):
     b = a.assign(problem="hard_valley_rotated")
     with pytest.raises(ValueError, match="a law is one family's"):
         conditions_from_stores([_Data("a", a), _Data("b", b)])
+
+
+def test_a_constants_study_is_one_line_on_the_headline_page():
+    """Page 2 lists the crossovers at the rules' own constants one by one and sums up each
+    constants study in one line: how many of its other settings cross inside the targets (with
+    their range as a multiple of the defaults'), outside them, and never."""
+    from analysis.crossover_law import CROSSOVER_COLUMNS
+    from analysis.report.headline_page import observed_crossover_lines
+
+    def row(constants: str, star: float, where: str) -> dict:
+        return {"problem": "hard_ramp", "source": "sens (tight)", "eps": 0.1, "d": 10,
+                "constants": constants, "alpha_star": star, "ci_low": star * 0.9,
+                "ci_high": star * 1.1, "where": where, "bracket": "3 paired targets",
+                "use_adaptive": math.nan, "use_gaussian": math.nan, "predicted": math.nan,
+                "rules_alone": math.nan}
+
+    table = pd.DataFrame([row("defaults", 2e-3, "inside"), row("a c_zeta=4", 1.6e-3, "inside"),
+                          row("a c_zeta=0.25", 2.5e-3, "inside"), row("a budget_mult=4", 9e-3, "above"),
+                          row("a alpha_mult=4", math.nan, "none")])[CROSSOVER_COLUMNS]
+    lines = observed_crossover_lines(table)
+    assert len(lines) == 3 and "defaults: alpha* = 0.002 [0.0018, 0.0022]" in lines[1]
+    assert lines[2] == ("  hard_ramp, sens (tight): 4 other settings of the constants: 2 cross "
+                        "inside the targets, alpha* 0.0016 to 0.0025 (0.80-1.25x the defaults'); "
+                        "1 outside them, 1 never")

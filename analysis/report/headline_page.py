@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
@@ -86,6 +87,10 @@ def _crossover_line(p: dict) -> str:
                       f"an extrapolation {res.crossover_where} the window."))
 
 
+#: The `constants` of a crossover at the rules' own constants (all knobs 1).
+CENTRAL_CONSTANTS = ("knobs at 1", "defaults")
+
+
 def observed_crossover_lines(crossovers: pd.DataFrame | None) -> list[str]:
     """The measured crossovers (rows of reports/crossovers.csv, `dprates crossover-law --csv`):
     each alpha* with its CI and how it was bracketed; [] without any."""
@@ -93,10 +98,22 @@ def observed_crossover_lines(crossovers: pd.DataFrame | None) -> list[str]:
         return []
     out = ["Observed crossovers (adaptive tree Spider / Gaussian Spider, each bracketed by paired "
            "targets; below alpha* the adaptive Spider needs fewer samples):"]
-    for r in crossovers.itertuples():
+    central = crossovers["constants"].isin(CENTRAL_CONSTANTS)
+    for r in crossovers[central].itertuples():
         out.append(f"  {r.problem}, {r.source}, eps {r.eps:g}, d {int(r.d)}, {r.constants}: "
                    f"alpha* = {r.alpha_star:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}], {r.where} "
                    f"its bracket ({r.bracket})")
+    # a constants study's other settings in one line per study (the rows: its markdown report)
+    for (problem, source), g in crossovers[~central].groupby(["problem", "source"], sort=False):
+        base = crossovers[central & (crossovers["source"] == source)]["alpha_star"]
+        inside = g[g["where"] == "inside"]["alpha_star"]
+        never = int((~np.isfinite(g["alpha_star"].astype(float))).sum())
+        span = (f"alpha* {inside.min():.3g} to {inside.max():.3g}" if len(inside) else "none")
+        if len(inside) and len(base) and math.isfinite(base.iloc[0]):
+            span += f" ({inside.min() / base.iloc[0]:.2f}-{inside.max() / base.iloc[0]:.2f}x the defaults')"
+        out.append(f"  {problem}, {source}: {len(g)} other settings of the constants: {len(inside)} "
+                   f"cross inside the targets, {span}; {len(g) - len(inside) - never} outside "
+                   f"them, {never} never")
     return out
 
 
