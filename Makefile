@@ -104,28 +104,42 @@ reference-fair: $(STAMP_DEMO)
 	    results/headline2.sqlite results/headline2_ramp.sqlite -o reports/headline4_tight.pdf \
 	    --csv reports/headline4_tight.csv --figures results/fair_figures --print
 
-# Issue 43, items 3-4 (the headline robust to constants, under tight calibration): the crossover
-# alpha*(eps, d) at eps 0.03 / 0.1 / 0.3 (d 10) and d 30 / 100 (eps 0.1), each bracketed by six
-# paired targets, its law with CIs beside the rules scaled by each Spider's measured budget use,
-# and the fair atlas of both Spiders (`reference-law`); the crossover and paired slope with
-# every knob of both Spiders at 1/4 and 4 and on a Latin hypercube (`reference-sensitivity`).
-# Costs in the specs' headers.
+# Issue 43, items 3-5 (the headline robust to constants, under tight calibration): the crossover
+# alpha*(eps, d) on hard_valley at eps 0.03 / 0.1 / 0.3 (d 10) and d 30 / 100 (eps 0.1), on
+# hard_ramp at eps 0.03 / 0.1 / 0.3 (d 10) and d 100, each bracketed by paired targets, each
+# family's law with CIs beside the rules scaled by each Spider's measured budget use, the
+# crossover on the rotated valley (not separable), and the fair atlas of both Spiders
+# (`reference-law`); the crossover and paired slope with every knob of both Spiders at 1/4 and 4
+# and on a Latin hypercube, on both families (`reference-sensitivity`). Costs in the specs'
+# headers.
 reference-law: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline4_tight.toml --quiet
 	$(BIN)/dprates sweep bench/configs/headline4_law_eps.toml --quiet
 	$(BIN)/dprates sweep bench/configs/headline4_law_d.toml --quiet
+	$(BIN)/dprates sweep bench/configs/headline4_law_ramp_eps.toml --quiet
+	$(BIN)/dprates sweep bench/configs/headline4_law_ramp_d.toml --quiet
+	$(BIN)/dprates sweep bench/configs/headline4_rotated_tight.toml --quiet
 	$(BIN)/dprates crossover-law results/headline4_law_eps.sqlite results/headline4_law_d.sqlite \
 	    -o reports/crossover_law.md --csv reports/crossovers.csv
+	$(BIN)/dprates crossover-law results/headline4_law_ramp_eps.sqlite \
+	    results/headline4_law_ramp_d.sqlite -o reports/crossover_law_ramp.md --csv reports/crossovers.csv
+	$(BIN)/dprates crossover-law results/headline4_rotated_tight.sqlite \
+	    -o reports/crossover_rotated.md --csv reports/crossovers.csv
 	$(BIN)/dprates atlas results/headline4_tight.sqlite results/headline4_law_eps.sqlite \
-	    results/headline4_law_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
+	    results/headline4_law_d.sqlite results/headline4_law_ramp_eps.sqlite \
+	    results/headline4_law_ramp_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
 	    --maps reports/atlas_fair
 
 reference-sensitivity: reference-law
 	$(BIN)/dprates sweep bench/configs/headline4_sensitivity.toml --quiet
+	$(BIN)/dprates sweep bench/configs/headline4_sensitivity_ramp.toml --quiet
 	$(BIN)/dprates sensitivity results/headline4_sensitivity.sqlite -o reports/sensitivity.md \
 	    --csv reports/crossovers.csv
+	$(BIN)/dprates sensitivity results/headline4_sensitivity_ramp.sqlite \
+	    -o reports/sensitivity_ramp.md --csv reports/crossovers.csv
 	$(BIN)/dprates atlas results/headline4_tight.sqlite results/headline4_law_eps.sqlite \
-	    results/headline4_law_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
+	    results/headline4_law_d.sqlite results/headline4_law_ramp_eps.sqlite \
+	    results/headline4_law_ramp_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
 	    --maps reports/atlas_fair --ranges reports/crossovers.csv
 
 # The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:

@@ -230,3 +230,26 @@ def test_a_constants_study_is_one_line_on_the_headline_page():
     assert lines[2] == ("  hard_ramp, sens (tight): 4 other settings of the constants: 2 cross "
                         "inside the targets, alpha* 0.0016 to 0.0025 (0.80-1.25x the defaults'); "
                         "1 outside them, 1 never")
+
+
+def test_page_two_prints_no_extrapolated_crossover_on_a_family_with_observed_ones():
+    """Issue 43, item 6: where a family has measured crossovers, a paired line whose crossover
+    falls outside its window says so instead of printing the extrapolated value; inside the
+    window, or on a family without measured ones, the value stays."""
+    from types import SimpleNamespace
+
+    from analysis.report.headline_page import _crossover_line
+
+    def pair(where: str) -> dict:
+        res = SimpleNamespace(slope=0.34, slope_ci_low=0.32, slope_ci_high=0.37, crossover=6.8e-4,
+                              crossover_ci_low=5.1e-4, crossover_ci_high=8.5e-4,
+                              crossover_where=where)
+        return {"result": res, "group": {"problem": "hard_valley", "eps": 0.1, "d": 10},
+                "a": ADAPTIVE, "b": GAUSSIAN, "predicted_slope": 1 / 3}
+
+    seen = frozenset({"hard_valley"})
+    assert "0.00068" not in _crossover_line(pair("below"), seen)
+    assert "outside the window (below it)" in _crossover_line(pair("below"), seen)
+    assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"))
+    assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"), frozenset({"hard_ramp"}))
+    assert "inside the window." in _crossover_line(pair("inside"), seen)

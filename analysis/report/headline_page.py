@@ -67,8 +67,10 @@ def _hard_alpha_pairs(paired: list[list[dict]], claims: pd.DataFrame) -> list[di
             and p["group"].get("problem") in hard]
 
 
-def _crossover_line(p: dict) -> str:
-    """Where the paired difference's fit says the two algorithms need the same samples."""
+def _crossover_line(p: dict, observed: frozenset[str] = frozenset()) -> str:
+    """Where the paired difference's fit says the two algorithms need the same samples; outside
+    the window on a family in `observed` (measured crossovers above it on the page) the
+    extrapolated value is not printed."""
     res = p["result"]
     where = ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{v}"
                       for k, v in p["group"].items() if k in ("problem", "eps", "d"))
@@ -81,6 +83,9 @@ def _crossover_line(p: dict) -> str:
     if not math.isfinite(res.crossover):
         return head + (f"none located (the paired difference's slope CI [{res.slope_ci_low:.2f}, "
                        f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
+    if res.crossover_where != "inside" and p["group"].get("problem") in observed:
+        return head + (f"outside the window ({res.crossover_where} it); the crossovers observed "
+                       "on this family are listed above, this line's extrapolation is not.")
     return head + (f"equal samples at alpha = {res.crossover:.3g} [95% CI "
                    f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
                    + ("inside the window." if res.crossover_where == "inside" else
@@ -152,7 +157,8 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
     lines = [textwrap.fill(v, 105, subsequent_indent="    ")
              for v in observed_crossover_lines(crossovers)]
-    lines += ([""] if lines else []) + [textwrap.fill(_crossover_line(p), 105)
+    observed = frozenset(crossovers["problem"]) if crossovers is not None and len(crossovers) else frozenset()
+    lines += ([""] if lines else []) + [textwrap.fill(_crossover_line(p, observed), 105)
                                         for p in _hard_alpha_pairs(paired, claims)]
     shown = claims[claims["fit"].isin([f.name for _, f, _ in panels])]
     lines += ["", *[textwrap.fill(v, 105) for v in direction_lines(
