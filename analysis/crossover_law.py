@@ -149,18 +149,23 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
         means = np.stack([g[i].mean(axis=1) for g, i in zip(c.diffs, idx, strict=True)], axis=1)
         boot[:, j] = [c.crossover(m) for m in means]
     a_q = (1 - level) / 2
+    # the plane runs through measured crossovers only: one extrapolated out of its bracket
+    # (where the paired line does not cross inside it) is reported, not fitted
+    inside = np.array([c.x.min() <= v <= c.x.max() if math.isfinite(v) else False
+                       for c, v in zip(conds, cross, strict=True)])
     with np.errstate(invalid="ignore", divide="ignore"):
-        lb = np.log(boot)
+        lb = np.where(inside, np.log(boot), math.nan)
     lo, hi = np.nanquantile(boot, [a_q, 1 - a_q], axis=0)
     planes = np.array([_plane(eps, d, lb[i]) for i in range(n_boot)])
-    a_est, b_est = _plane(eps, d, np.log(cross))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a_est, b_est = _plane(eps, d, np.where(inside, np.log(cross), math.nan))
     ci = [tuple(np.nanquantile(planes[:, k], [a_q, 1 - a_q]).tolist())
           if np.isfinite(planes[:, k]).any() else (math.nan, math.nan) for k in range(2)]
     uses = [c.budget_use() for c in conds]
     pred = np.array([predicted_crossover(c) for c in conds])
     rules_alone = np.array([predicted_crossover(c, (1.0, 1.0)) for c in conds])
     with np.errstate(invalid="ignore", divide="ignore"):
-        pa, pb = _plane(eps, d, np.log(pred))
+        pa, pb = _plane(eps, d, np.where(inside, np.log(pred), math.nan))
     where = ["inside" if c.x.min() <= v <= c.x.max() else "below" if v < c.x.min() else "above"
              if math.isfinite(v) else "none" for c, v in zip(conds, cross, strict=True)]
     table = pd.DataFrame({
@@ -220,7 +225,8 @@ def law_markdown(law: Law) -> str:
     if len(t) < 2:
         return "\n".join(lines) + "\n"
     lines.append("")
-    lines.append(f"Law: log alpha* = c + a log eps + b log d with a = {_fmt(law.eps_exp)} "
+    lines.append(f"Law (through the crossovers inside their brackets; one outside is listed, not "
+                 f"fitted): log alpha* = c + a log eps + b log d with a = {_fmt(law.eps_exp)} "
                  f"[{_fmt(law.eps_ci[0])}, {_fmt(law.eps_ci[1])}], b = {_fmt(law.d_exp)} "
                  f"[{_fmt(law.d_ci[0])}, {_fmt(law.d_ci[1])}] (measured); the rules scaled by the "
                  f"measured budget use predict a = {_fmt(law.pred_eps_exp)}, b = {_fmt(law.pred_d_exp)}.")
@@ -273,7 +279,10 @@ def conditions_from_stores(stores: list) -> list[Condition]:
             return lambda alpha: sum(_spider_split(cls, problem, d, eps, delta, cal, alpha))
 
         def budget(alpha: float) -> float:  # hard_ramp: the rules' budget on alpha's own instance
-            inst = get_problem(families[0], d=d, **{**params, per_target: alpha})
+            try:
+                inst = get_problem(families[0], d=d, **{**params, per_target: alpha})
+            except ValueError:  # no instance at this alpha (the ramp too short): no budget
+                return math.nan
             return sum(_spider_split(cls, inst, d, eps, delta, cal, alpha))
 
         return budget

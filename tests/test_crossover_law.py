@@ -61,7 +61,7 @@ def test_the_law_recovers_the_planted_exponents_with_cis_that_cover_them():
     assert law.eps_ci[1] - law.eps_ci[0] < 0.2 and law.d_ci[1] - law.d_ci[0] < 0.2
     assert (law.table["where"] == "inside").all()
     md = law_markdown(law)
-    assert "Law: log alpha* = c + a log eps + b log d" in md and md.count("\n| 0.") == 5
+    assert "log alpha* = c + a log eps + b log d" in md and md.count("\n| 0.") == 5
 
 
 def test_the_law_cis_cover_the_planted_exponents_in_most_datasets():
@@ -253,3 +253,25 @@ def test_page_two_prints_no_extrapolated_crossover_on_a_family_with_observed_one
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"))
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"), frozenset({"hard_ramp"}))
     assert "inside the window." in _crossover_line(pair("inside"), seen)
+
+
+def test_a_per_target_family_has_no_budget_where_it_has_no_instance(monkeypatch):
+    """hard_ramp at alpha 0.14 (drop 4, k 2) is too short to build: its budget there is NaN,
+    so the predicted crossover's search skips it instead of stopping the command."""
+    from analysis.crossover_law import conditions_from_stores
+
+    pts = _store_points(monkeypatch, "hard_ramp", per_target=True)
+    (cond,) = conditions_from_stores([_Data("ramp_law", pts)])
+    assert math.isnan(cond.budget_a(0.14)) and math.isfinite(cond.budget_a(0.01))
+
+
+def test_a_crossover_outside_its_bracket_is_listed_not_fitted():
+    """d 100's Gaussian side scaled by e^2 puts its crossover far above its targets: the row
+    says "above", and the law through the other four still has the planted exponents."""
+    pts = _points(CROSS, 8, 0.02, 12)
+    pts.loc[(pts["d"] == 100) & (pts["algorithm"] == GAUSSIAN), "y"] *= math.exp(2.0)
+    law = law_fit(conditions_from_points(pts), n_boot=200, rng=np.random.default_rng(13))
+    assert law.table.set_index("d").loc[100, "where"] == "above"
+    assert law.eps_exp == pytest.approx(A_EPS, abs=0.05)
+    assert law.d_exp == pytest.approx(B_D, abs=0.05)
+    assert law.d_ci[0] <= B_D <= law.d_ci[1]
