@@ -149,10 +149,11 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
         means = np.stack([g[i].mean(axis=1) for g, i in zip(c.diffs, idx, strict=True)], axis=1)
         boot[:, j] = [c.crossover(m) for m in means]
     a_q = (1 - level) / 2
+    where = ["inside" if c.x.min() <= v <= c.x.max() else "below" if v < c.x.min() else "above"
+             if math.isfinite(v) else "none" for c, v in zip(conds, cross, strict=True)]
     # the plane runs through measured crossovers only: one extrapolated out of its bracket
     # (where the paired line does not cross inside it) is reported, not fitted
-    inside = np.array([c.x.min() <= v <= c.x.max() if math.isfinite(v) else False
-                       for c, v in zip(conds, cross, strict=True)])
+    inside = np.array(where) == "inside"
     with np.errstate(invalid="ignore", divide="ignore"):
         lb = np.where(inside, np.log(boot), math.nan)
     lo, hi = np.nanquantile(boot, [a_q, 1 - a_q], axis=0)
@@ -166,8 +167,6 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
     rules_alone = np.array([predicted_crossover(c, (1.0, 1.0)) for c in conds])
     with np.errstate(invalid="ignore", divide="ignore"):
         pa, pb = _plane(eps, d, np.where(inside, np.log(pred), math.nan))
-    where = ["inside" if c.x.min() <= v <= c.x.max() else "below" if v < c.x.min() else "above"
-             if math.isfinite(v) else "none" for c, v in zip(conds, cross, strict=True)]
     table = pd.DataFrame({
         "eps": eps, "d": d.astype(int), "alpha_star": cross, "ci_low": lo, "ci_high": hi,
         "where": where, "pairs": [sum(len(g) for g in c.diffs) for c in conds],
