@@ -67,7 +67,7 @@ reference: $(STAMP_DEMO)
 	mkdir -p results && cp reports/reference_exponents.csv results/previous_exponents.csv
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print \
-	    --crossovers reports/crossovers.csv
+	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv
 	$(BIN)/dprates verdict-changes results/previous_exponents.csv reports/reference_exponents.csv \
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates atlas $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) --format csv \
@@ -120,9 +120,10 @@ reference-law: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/headline4_law_ramp_d.toml --quiet
 	$(BIN)/dprates sweep bench/configs/headline4_rotated_tight.toml --quiet
 	$(BIN)/dprates crossover-law results/headline4_law_eps.sqlite results/headline4_law_d.sqlite \
-	    -o reports/crossover_law.md --csv reports/crossovers.csv
+	    -o reports/crossover_law.md --csv reports/crossovers.csv --law-csv reports/crossover_laws.csv
 	$(BIN)/dprates crossover-law results/headline4_law_ramp_eps.sqlite \
-	    results/headline4_law_ramp_d.sqlite -o reports/crossover_law_ramp.md --csv reports/crossovers.csv
+	    results/headline4_law_ramp_d.sqlite -o reports/crossover_law_ramp.md --csv reports/crossovers.csv \
+	    --law-csv reports/crossover_laws.csv
 	$(BIN)/dprates crossover-law results/headline4_rotated_tight.sqlite \
 	    -o reports/crossover_rotated.md --csv reports/crossovers.csv
 	$(BIN)/dprates atlas results/headline4_tight.sqlite results/headline4_law_eps.sqlite \

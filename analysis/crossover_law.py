@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-from analysis.verdict_engine.rates import LEVEL, N_BOOT, _resample_indices
+from analysis.verdict_engine.rates import LEVEL, N_BOOT, _percentile_ci, _resample_indices, _slopes
 
 ADAPTIVE, GAUSSIAN = "adaptive_tree_spider", "gaussian_spider"
 #: Where the predicted crossover is searched: alpha in [ALPHA_MIN, ALPHA_MAX].
@@ -54,6 +54,9 @@ class Condition:
     budget_b: Budget | None = None
     problem: str = ""
     source: str = ""  # the spec and its calibration, e.g. "headline4_law_eps (tight)"
+    # per x the pairs' log n* of each side (logs_a - logs_b = diffs), for each side's own slope
+    logs_a: tuple[np.ndarray, ...] | None = None
+    logs_b: tuple[np.ndarray, ...] | None = None
 
     def means(self) -> np.ndarray:
         return np.array([g.mean() for g in self.diffs])
@@ -144,10 +147,12 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
     d = np.array([c.d for c in conds], float)
     cross = np.array([c.crossover() for c in conds])
     boot = np.empty((n_boot, len(conds)))
+    slopes = []
     for j, c in enumerate(conds):
         idx = _resample_indices([len(g) for g in c.diffs], n_boot, rng)
         means = np.stack([g[i].mean(axis=1) for g, i in zip(c.diffs, idx, strict=True)], axis=1)
         boot[:, j] = [c.crossover(m) for m in means]
+        slopes.append(_condition_slopes(c, means, idx, level))
     a_q = (1 - level) / 2
     where = ["inside" if c.x.min() <= v <= c.x.max() else "below" if v < c.x.min() else "above"
              if math.isfinite(v) else "none" for c, v in zip(conds, cross, strict=True)]
@@ -172,6 +177,8 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
         "where": where, "pairs": [sum(len(g) for g in c.diffs) for c in conds],
         "use_adaptive": [u[0] for u in uses], "use_gaussian": [u[1] for u in uses],
         "predicted": pred, "rules_alone": rules_alone,
+        **{k: [v[k] for v in slopes] for k in SLOPE_COLUMNS},
+        "rules_paired_slope": [rules_paired_slope(c) for c in conds],
         "problem": [c.problem for c in conds], "source": [c.source for c in conds],
         "bracket": [f"{len(c.x)} paired targets {c.x.min():.3g}..{c.x.max():.3g}, "
                     f"{max(len(g) for g in c.diffs)} seeds" for c in conds]})
@@ -195,20 +202,61 @@ def conditions_from_points(pts: pd.DataFrame, budgets: Callable[[str, float, int
         xs = np.array(sorted(m["x"].unique()), float)
         if len(xs) < 2:
             continue
-        groups = tuple(np.log(m.loc[m["x"] == x, "y_a"].to_numpy(float))
-                       - np.log(m.loc[m["x"] == x, "y_b"].to_numpy(float)) for x in xs)
+        logs_a = tuple(np.log(m.loc[m["x"] == x, "y_a"].to_numpy(float)) for x in xs)
+        logs_b = tuple(np.log(m.loc[m["x"] == x, "y_b"].to_numpy(float)) for x in xs)
+        groups = tuple(la - lb for la, lb in zip(logs_a, logs_b, strict=True))
         med_a = np.array([pa.loc[pa["x"] == x, "y"].median() for x in xs], float)
         med_b = np.array([pb.loc[pb["x"] == x, "y"].median() for x in xs], float)
         out.append(Condition(float(eps), int(d), xs, groups, med_a, med_b,
                              budgets(a, float(eps), int(d)) if budgets else None,
                              budgets(b, float(eps), int(d)) if budgets else None,
                              str(g["problem"].iloc[0]) if "problem" in g else "",
-                             str(g["source"].iloc[0]) if "source" in g else ""))
+                             str(g["source"].iloc[0]) if "source" in g else "", logs_a, logs_b))
     return out
+
+
+#: Per condition: the paired slope (d log(n*_A / n*_B) / d log alpha over the bracket) and each
+#: side's own slope of log n* on log alpha, each with its percentile CI.
+SLOPE_COLUMNS = ["paired_slope", "paired_ci_low", "paired_ci_high", "slope_adaptive",
+                 "slope_adaptive_ci_low", "slope_adaptive_ci_high", "slope_gaussian",
+                 "slope_gaussian_ci_low", "slope_gaussian_ci_high"]
+
+
+def _condition_slopes(c: Condition, boot_means: np.ndarray, idx: list[np.ndarray],
+                      level: float) -> dict[str, float]:
+    """The slopes of SLOPE_COLUMNS for one condition; the sides' slopes are resampled with the
+    same pair indices as the differences (`boot_means`), NaN without `logs_a` / `logs_b`."""
+    lx = np.log(c.x)
+    out = dict.fromkeys(SLOPE_COLUMNS, math.nan)
+    out["paired_slope"] = float(_slopes(lx, c.means()[None, :])[0])
+    out["paired_ci_low"], out["paired_ci_high"] = _percentile_ci(_slopes(lx, boot_means), level)
+    for name, logs in (("slope_adaptive", c.logs_a), ("slope_gaussian", c.logs_b)):
+        if logs is None:
+            continue
+        mean = np.array([g.mean() for g in logs])
+        boot = np.stack([g[i].mean(axis=1) for g, i in zip(logs, idx, strict=True)], axis=1)
+        out[name] = float(_slopes(lx, mean[None, :])[0])
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _percentile_ci(_slopes(lx, boot), level)
+    return out
+
+
+def rules_paired_slope(c: Condition) -> float:
+    """The rules' own paired slope over the condition's bracket: the OLS slope of log budget_A
+    - log budget_B on log alpha at its targets (knobs at 1); NaN without both budgets."""
+    if c.budget_a is None or c.budget_b is None:
+        return math.nan
+    gap = np.log([c.budget_a(a) for a in c.x]) - np.log([c.budget_b(a) for a in c.x])
+    if not np.isfinite(gap).all():
+        return math.nan
+    return float(_slopes(np.log(c.x), gap[None, :])[0])
 
 
 def _fmt(v: float, f: str = ".3g") -> str:
     return format(v, f) if isinstance(v, (int, float)) and math.isfinite(v) else "-"
+
+
+def _ci(v: float, lo: float, hi: float) -> str:
+    return f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]"
 
 
 def law_markdown(law: Law) -> str:
@@ -221,6 +269,15 @@ def law_markdown(law: Law) -> str:
         lines.append(f"| {r.eps:g} | {r.d} | {_fmt(r.alpha_star)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] "
                      f"| {r.where} | {r.pairs} | {_fmt(r.use_adaptive)} | {_fmt(r.use_gaussian)} "
                      f"| {_fmt(r.predicted)} | {alone} |")
+    lines += ["", "Slopes over each bracket (log n* on log alpha; the claims: adaptive -2, Gaussian "
+              "-7/3, paired 1/3), beside the rules' own paired slope (their budgets, knobs at 1):",
+              "", "| eps | d | paired slope [95% CI] | rules' own paired slope | adaptive slope "
+              "[95% CI] | Gaussian slope [95% CI] |", "|" + "---|" * 6]
+    for r in t.itertuples():
+        lines.append(f"| {r.eps:g} | {r.d} | {_ci(r.paired_slope, r.paired_ci_low, r.paired_ci_high)} "
+                     f"| {_fmt(r.rules_paired_slope)} "
+                     f"| {_ci(r.slope_adaptive, r.slope_adaptive_ci_low, r.slope_adaptive_ci_high)} "
+                     f"| {_ci(r.slope_gaussian, r.slope_gaussian_ci_low, r.slope_gaussian_ci_high)} |")
     if len(t) < 2:
         return "\n".join(lines) + "\n"
     lines.append("")
@@ -287,47 +344,3 @@ def conditions_from_stores(stores: list) -> list[Condition]:
         return budget
 
     return conditions_from_points(pts, budgets)
-
-
-#: The columns of reports/crossovers.csv: one row per measured crossover.
-CROSSOVER_COLUMNS = ["problem", "source", "eps", "d", "constants", "alpha_star", "ci_low",
-                     "ci_high", "where", "bracket", "use_adaptive", "use_gaussian", "predicted",
-                     "rules_alone"]
-
-
-def crossovers_csv(law: Law) -> pd.DataFrame:
-    """One row per measured crossover (family, spec and calibration, eps, d, constants, alpha*
-    and its CI, how it was bracketed, the budget uses and the predictions), for
-    reports/crossovers.csv, which the reference report's headline page reads."""
-    return law.table.assign(constants="knobs at 1")[CROSSOVER_COLUMNS]
-
-
-def merge_crossovers(path: str, rows: pd.DataFrame) -> pd.DataFrame:
-    """reports/crossovers.csv with `rows` in it: the file's rows from the same sources are
-    replaced, those of other sources (the law's stores, the sensitivity store) kept, so both
-    commands write one file. Returns the merged table (also written)."""
-    from pathlib import Path
-
-    rows = rows[CROSSOVER_COLUMNS]
-    if Path(path).is_file():
-        old = pd.read_csv(path)
-        if list(old.columns) == CROSSOVER_COLUMNS:
-            rows = pd.concat([old[~old["source"].isin(set(rows["source"]))], rows],
-                             ignore_index=True)
-    rows.to_csv(path, index=False, float_format="%.4g")
-    return rows
-
-
-def read_crossovers(path: str, flag: str) -> pd.DataFrame:
-    """reports/crossovers.csv read back for a command's `flag` (--crossovers, --ranges): one
-    clear line naming the flag when the file is unreadable or lacks the columns."""
-    try:
-        table = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{flag}={path!r} is invalid: {exc} (a CSV of `dprates crossover-law "
-                         "--csv` / `dprates sensitivity --csv`)") from None
-    missing = [c for c in CROSSOVER_COLUMNS if c not in table]
-    if missing:
-        raise ValueError(f"{flag}={path!r} is invalid: it lacks the columns {missing} (a CSV of "
-                         "`dprates crossover-law --csv`)")
-    return table

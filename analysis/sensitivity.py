@@ -164,7 +164,7 @@ def crossover_rows(table: pd.DataFrame, source: str, problem: str = "hard_valley
                    eps: float = math.nan, d: float = math.nan, bracket: str = "") -> pd.DataFrame:
     """The comparisons as rows of reports/crossovers.csv (`analysis.crossover_law`): constants
     = the setting (defaults, one knob, or both Spiders' hypercube points)."""
-    from analysis.crossover_law import CROSSOVER_COLUMNS
+    from analysis.crossover_files import CROSSOVER_COLUMNS
 
     out = pd.DataFrame({
         "problem": problem, "source": source, "eps": eps, "d": d,
@@ -173,8 +173,10 @@ def crossover_rows(table: pd.DataFrame, source: str, problem: str = "hard_valley
         "alpha_star": table["alpha_star"], "ci_low": table["ci_low"],
         "ci_high": table["ci_high"], "where": table["where"], "bracket": bracket,
         "use_adaptive": math.nan, "use_gaussian": math.nan, "predicted": math.nan,
-        "rules_alone": math.nan})
-    return out[CROSSOVER_COLUMNS]
+        "rules_alone": math.nan, "paired_slope": table["slope"],
+        "paired_ci_low": table["slope_ci_low"], "paired_ci_high": table["slope_ci_high"]})
+    # each side's own slope and the rules' paired slope are the law's (`dprates crossover-law`)
+    return out.reindex(columns=CROSSOVER_COLUMNS)
 
 
 def _f(v: float) -> str:

@@ -4,6 +4,7 @@ eps and d, known budget uses; the references are the planted formulas."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -61,7 +62,8 @@ def test_the_law_recovers_the_planted_exponents_with_cis_that_cover_them():
     assert law.eps_ci[1] - law.eps_ci[0] < 0.2 and law.d_ci[1] - law.d_ci[0] < 0.2
     assert (law.table["where"] == "inside").all()
     md = law_markdown(law)
-    assert "log alpha* = c + a log eps + b log d" in md and md.count("\n| 0.") == 5
+    # five rows in each of the crossovers and the slopes tables
+    assert "log alpha* = c + a log eps + b log d" in md and md.count("\n| 0.") == 10
 
 
 def test_the_law_cis_cover_the_planted_exponents_in_most_datasets():
@@ -106,7 +108,7 @@ def test_the_predicted_crossover_scales_the_rules_budgets_by_their_measured_use(
 
 
 def test_the_crossovers_csv_round_trips_to_the_headline_page_lines(tmp_path):
-    from analysis.crossover_law import CROSSOVER_COLUMNS, crossovers_csv
+    from analysis.crossover_files import CROSSOVER_COLUMNS, crossovers_csv
     from analysis.report.headline_page import observed_crossover_lines
 
     conds = conditions_from_points(_points(CROSS[:2], 6, 0.02, 7).assign(
@@ -116,13 +118,14 @@ def test_the_crossovers_csv_round_trips_to_the_headline_page_lines(tmp_path):
     path = tmp_path / "crossovers.csv"
     table.to_csv(path, index=False)
     lines = observed_crossover_lines(pd.read_csv(path))
-    assert len(lines) == 3
-    star_01 = star(0.1, 10)
-    line = next(v for v in lines if "eps 0.1," in v)
-    got = float(line.split("alpha* = ")[1].split(" ")[0])
-    assert got == pytest.approx(star_01, rel=0.05)
-    assert "hard_valley, spec (tight), eps 0.1, d 10, knobs at 1" in line
-    assert "6 paired targets 0.0014..0.008, 6 seeds" in line
+    assert len(lines) == 2  # the heading and one line for the family
+    line = lines[1]
+    assert line.startswith("  hard_valley (spec; tight; knobs at 1; 6 paired targets "
+                           "0.0014..0.008, 6 seeds): alpha* = ")
+    got = re.findall(r"alpha\* = ([0-9.e-]+) \[[^\]]*\] at eps ([0-9.]+), d (\d+)", line)
+    assert [(float(e), int(d)) for _, e, d in got] == CROSS[:2]
+    for v, e, d in got:
+        assert float(v) == pytest.approx(star(float(e), int(d)), rel=0.05)
     assert observed_crossover_lines(None) == []
 
 
@@ -209,10 +212,10 @@ def test_stores_of_two_families_are_refused_in_one_line(monkeypatch):
 
 
 def test_a_constants_study_is_one_line_on_the_headline_page():
-    """Page 2 lists the crossovers at the rules' own constants one by one and sums up each
-    constants study in one line: how many of its other settings cross inside the targets (with
-    their range as a multiple of the defaults'), outside them, and never."""
-    from analysis.crossover_law import CROSSOVER_COLUMNS
+    """Page 2 sums up each constants study in one line: its defaults' crossover, then
+    how many of its other settings cross inside the targets (with their range as a multiple of
+    the defaults'), outside them, and never."""
+    from analysis.crossover_files import CROSSOVER_COLUMNS
     from analysis.report.headline_page import observed_crossover_lines
 
     def row(constants: str, star: float, where: str) -> dict:
@@ -224,12 +227,13 @@ def test_a_constants_study_is_one_line_on_the_headline_page():
 
     table = pd.DataFrame([row("defaults", 2e-3, "inside"), row("a c_zeta=4", 1.6e-3, "inside"),
                           row("a c_zeta=0.25", 2.5e-3, "inside"), row("a budget_mult=4", 9e-3, "above"),
-                          row("a alpha_mult=4", math.nan, "none")])[CROSSOVER_COLUMNS]
+                          row("a alpha_mult=4", math.nan, "none")]).reindex(columns=CROSSOVER_COLUMNS)
     lines = observed_crossover_lines(table)
-    assert len(lines) == 3 and "defaults: alpha* = 0.002 [0.0018, 0.0022]" in lines[1]
-    assert lines[2] == ("  hard_ramp, sens (tight): 4 other settings of the constants: 2 cross "
-                        "inside the targets, alpha* 0.0016 to 0.0025 (0.80-1.25x the defaults'); "
-                        "1 outside them, 1 never")
+    assert len(lines) == 2
+    assert lines[1] == ("  hard_ramp constants study (sens; tight; 3 paired targets): defaults "
+                        "alpha* = 0.002 [0.0018, 0.0022]; 4 other settings of the constants: 2 "
+                        "cross inside the targets, alpha* 0.0016 to 0.0025 (0.80-1.25x the "
+                        "defaults'); 1 outside them, 1 never")
 
 
 def test_page_two_prints_no_extrapolated_crossover_on_a_family_with_observed_ones():
@@ -249,7 +253,7 @@ def test_page_two_prints_no_extrapolated_crossover_on_a_family_with_observed_one
 
     seen = frozenset({"hard_valley"})
     assert "0.00068" not in _crossover_line(pair("below"), seen)
-    assert "outside the window (below it)" in _crossover_line(pair("below"), seen)
+    assert "outside the window (below it;" in _crossover_line(pair("below"), seen)
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"))
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"), frozenset({"hard_ramp"}))
     assert "inside the window." in _crossover_line(pair("inside"), seen)

@@ -92,14 +92,18 @@ def test_a_setting_that_never_reaches_its_targets_counts_as_moving():
 def test_the_comparisons_merge_into_one_crossovers_file(tmp_path):
     """`dprates crossover-law --csv` and `dprates sensitivity --csv` write one file: each
     replaces its own source's rows and keeps the other's."""
-    from analysis.crossover_law import CROSSOVER_COLUMNS, merge_crossovers
+    from analysis.crossover_files import CROSSOVER_COLUMNS, merge_crossovers
     from analysis.sensitivity import crossover_rows
 
     cells = _cells([(ADAPTIVE, {}, BASE_A), (GAUSSIAN, {}, BASE_G),
                     (GAUSSIAN, {"alpha_mult": 0.25}, BASE_G * 0.8)])
-    rows = crossover_rows(sensitivity_table(cells, n_boot=200), "sens (tight)", eps=0.1, d=10,
-                          bracket="4 paired targets")
+    table = sensitivity_table(cells, n_boot=200)
+    rows = crossover_rows(table, "sens (tight)", eps=0.1, d=10, bracket="4 paired targets")
     assert list(rows.columns) == CROSSOVER_COLUMNS
+    # the paired slope and its CI travel to the file; each side's own slope is the law's
+    assert rows["paired_slope"].tolist() == table["slope"].tolist()
+    assert rows["paired_ci_low"].tolist() == table["slope_ci_low"].tolist()
+    assert rows["slope_adaptive"].isna().all()
     assert list(rows["constants"]) == ["defaults", f"{GAUSSIAN} alpha_mult=0.25"]
     path = tmp_path / "crossovers.csv"
     law = pd.DataFrame([dict.fromkeys(CROSSOVER_COLUMNS, 1.0) | {"source": "law (tight)"},

@@ -74,14 +74,16 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
                  csv: str | Path | None = None, figures: str | Path | None = None,
                  privacy: dict | None = None,
                  layout_problems: list[str] | None = None,
-                 crossovers: pd.DataFrame | None = None) -> dict[str, Any]:
+                 crossovers: pd.DataFrame | None = None,
+                 laws: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`)
     to `out` (one claims table and forest plot for all; scaling, paired, trajectory and failure
     pages per store). `csv`: also write the claims table; `figures`: a directory for PNGs of
     each declared fit and the forest plot. Page 1 is the claims summary (`analysis.report.tables.
     claims_summary`; `privacy`: its optional per-row privacy notes), page 2 the headline plots.
     `layout_problems`: a list that receives every text running off a page or out of its
-    table cell (see `overflowing_text`)."""
+    table cell (see `overflowing_text`). `crossovers` / `laws`: the measured crossovers and their
+    laws (reports/crossovers.csv, reports/crossover_laws.csv) for page 2."""
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
@@ -104,7 +106,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         pdf = raw_pdf if layout_problems is None else LayoutCheckedPdf(raw_pdf, layout_problems)
         summary_table_pages(pdf, summary, "Claims: measured against claimed rates, "
                             + ", ".join(d.spec.name for d in datas)[:80])
-        headline_page(pdf, datas, claims, paired, crossovers)
+        headline_page(pdf, datas, claims, paired, crossovers, laws)
         for data in datas:
             title_page(pdf, data)
         if len(claims):

@@ -84,8 +84,8 @@ def _crossover_line(p: dict, observed: frozenset[str] = frozenset()) -> str:
         return head + (f"none located (the paired difference's slope CI [{res.slope_ci_low:.2f}, "
                        f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
     if res.crossover_where != "inside" and p["group"].get("problem") in observed:
-        return head + (f"outside the window ({res.crossover_where} it); the crossovers observed "
-                       "on this family are listed above, this line's extrapolation is not.")
+        return head + (f"outside the window ({res.crossover_where} it; the observed ones are "
+                       "above, not this line's extrapolation).")
     return head + (f"equal samples at alpha = {res.crossover:.3g} [95% CI "
                    f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
                    + ("inside the window." if res.crossover_where == "inside" else
@@ -96,34 +96,122 @@ def _crossover_line(p: dict, observed: frozenset[str] = frozenset()) -> str:
 CENTRAL_CONSTANTS = ("knobs at 1", "defaults")
 
 
-def observed_crossover_lines(crossovers: pd.DataFrame | None) -> list[str]:
+#: The condition whose slopes page 2 prints for a family (the headline's central point), when
+#: the family has it; else its first condition.
+CENTRAL_EPS, CENTRAL_D = 0.1, 10
+
+
+def _fin(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _ci(v: float, lo: float, hi: float) -> str:
+    return f"{v:.3g} [{lo:.3g}, {hi:.3g}]" if _fin(v) else "-"
+
+
+def _law_text(law: Any) -> str:
+    """One family's law (a row of reports/crossover_laws.csv) in words."""
+    parts = []
+    if _fin(law.eps_exp):
+        parts.append(f"eps^{law.eps_exp:.3g} [{law.eps_ci_low:.3g}, {law.eps_ci_high:.3g}]")
+    if _fin(law.d_exp):
+        parts.append(f"d^{law.d_exp:.3g} [{law.d_ci_low:.3g}, {law.d_ci_high:.3g}]")
+    pred = ", ".join(f"{k} {v:.3g}" for k, v in (("eps", law.pred_eps_exp), ("d", law.pred_d_exp))
+                     if _fin(v))
+    return (f"Law through the {law.fitted} crossovers inside their brackets: alpha* ~ "
+            f"{' '.join(parts)} (the rules scaled by each Spider's measured budget use: {pred}).")
+
+
+def _slopes_text(r: Any) -> str:
+    """A condition's slopes over its bracket, beside the rules' own paired slope."""
+    if not _fin(getattr(r, "paired_slope", math.nan)):
+        return ""
+    out = (f"At eps {r.eps:g}, d {int(r.d)}: paired slope "
+           f"{_ci(r.paired_slope, r.paired_ci_low, r.paired_ci_high)}")
+    if _fin(r.rules_paired_slope):
+        out += f" (the rules' own {r.rules_paired_slope:.3g}; the claims' 1/3)"
+    if _fin(r.slope_adaptive):
+        out += (f"; slopes of log n*: adaptive "
+                f"{_ci(r.slope_adaptive, r.slope_adaptive_ci_low, r.slope_adaptive_ci_high)}"
+                f" (claim -2), Gaussian "
+                f"{_ci(r.slope_gaussian, r.slope_gaussian_ci_low, r.slope_gaussian_ci_high)}"
+                " (claim -2.33)")
+    return out + "."
+
+
+def _sources(g: pd.DataFrame) -> str:
+    """The rows' specs, with their calibration once when they share it."""
+    src = list(dict.fromkeys(g["source"]))
+    cals = {v.rsplit(" (", 1)[-1] for v in src if " (" in v}
+    if len(cals) == 1 and all(" (" in v for v in src):
+        return ", ".join(v.rsplit(" (", 1)[0] for v in src) + f"; {cals.pop()[:-1]}"
+    return ", ".join(src)
+
+
+def _family_line(problem: str, g: pd.DataFrame, laws: pd.DataFrame | None) -> str:
+    """One family's crossovers at the rules' own constants (its most common bracket named once,
+    another one at its row), its law and its slopes at the central point."""
+    bracket = g["bracket"].mode().iloc[0]
+    items = []
+    for r in g.itertuples():
+        at = f"eps {r.eps:g}, d {int(r.d)}" + ("" if r.bracket == bracket else f" ({r.bracket})")
+        if r.where == "inside":
+            items.append(f"alpha* = {_ci(r.alpha_star, r.ci_low, r.ci_high)} at {at}")
+        else:  # an extrapolation out of the bracket is not a measured crossover
+            items.append(f"no crossing inside the bracket at {at}")
+    out = f"{problem} ({_sources(g)}; knobs at 1; {bracket}): " + "; ".join(items) + "."
+    law = laws[laws["problem"] == problem] if laws is not None and len(laws) else None
+    if law is not None and len(law):
+        out += " " + _law_text(next(law.itertuples()))
+    central = g[(g["eps"] == CENTRAL_EPS) & (g["d"] == CENTRAL_D)]
+    slopes = _slopes_text(next((central if len(central) else g).itertuples()))
+    return out + (" " + slopes if slopes else "")
+
+
+def _study_line(problem: str, g: pd.DataFrame) -> str:
+    """A constants study in one line: its defaults' crossover, then how many of its other
+    settings cross inside the targets (their range as a multiple of the defaults'), outside
+    them, and never (the rows: its markdown report)."""
+    is_base = g["constants"].isin(CENTRAL_CONSTANTS)
+    base, others = g[is_base], g[~is_base]
+    inside = others[others["where"] == "inside"]["alpha_star"]
+    never = int((~np.isfinite(others["alpha_star"].astype(float))).sum())
+    span = (f"alpha* {inside.min():.3g} to {inside.max():.3g}" if len(inside) else "none")
+    head = f"{problem} constants study ({_sources(g)}; {g['bracket'].iloc[0]})"
+    if len(base):
+        b = next(base.itertuples())
+        head += f": defaults alpha* = {_ci(b.alpha_star, b.ci_low, b.ci_high)}"
+        if len(inside) and _fin(b.alpha_star):
+            span += (f" ({inside.min() / b.alpha_star:.2f}-{inside.max() / b.alpha_star:.2f}x "
+                     "the defaults')")
+    return (f"{head}; {len(others)} other settings of the constants: {len(inside)} cross inside "
+            f"the targets, {span}; {len(others) - len(inside) - never} outside them, {never} never")
+
+
+def observed_crossover_lines(crossovers: pd.DataFrame | None,
+                             laws: pd.DataFrame | None = None) -> list[str]:
     """The measured crossovers (rows of reports/crossovers.csv, `dprates crossover-law --csv`):
-    each alpha* with its CI and how it was bracketed; [] without any."""
+    per family its crossovers at the rules' own constants with CIs, how they were bracketed, its
+    law (reports/crossover_laws.csv, when given) and its slopes at the central point; then each
+    constants study (a source with other constants than the rules') in one line. [] without
+    any."""
     if crossovers is None or not len(crossovers):
         return []
     out = ["Observed crossovers (adaptive tree Spider / Gaussian Spider, each bracketed by paired "
            "targets; below alpha* the adaptive Spider needs fewer samples):"]
     central = crossovers["constants"].isin(CENTRAL_CONSTANTS)
-    for r in crossovers[central].itertuples():
-        out.append(f"  {r.problem}, {r.source}, eps {r.eps:g}, d {int(r.d)}, {r.constants}: "
-                   f"alpha* = {r.alpha_star:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}], {r.where} "
-                   f"its bracket ({r.bracket})")
-    # a constants study's other settings in one line per study (the rows: its markdown report)
-    for (problem, source), g in crossovers[~central].groupby(["problem", "source"], sort=False):
-        base = crossovers[central & (crossovers["source"] == source)]["alpha_star"]
-        inside = g[g["where"] == "inside"]["alpha_star"]
-        never = int((~np.isfinite(g["alpha_star"].astype(float))).sum())
-        span = (f"alpha* {inside.min():.3g} to {inside.max():.3g}" if len(inside) else "none")
-        if len(inside) and len(base) and math.isfinite(base.iloc[0]):
-            span += f" ({inside.min() / base.iloc[0]:.2f}-{inside.max() / base.iloc[0]:.2f}x the defaults')"
-        out.append(f"  {problem}, {source}: {len(g)} other settings of the constants: {len(inside)} "
-                   f"cross inside the targets, {span}; {len(g) - len(inside) - never} outside "
-                   f"them, {never} never")
+    studies = set(crossovers.loc[~central, "source"])
+    in_study = crossovers["source"].isin(studies)
+    for problem, g in crossovers[central & ~in_study].groupby("problem", sort=False):
+        out.append("  " + _family_line(str(problem), g, laws))
+    for (problem, _), g in crossovers[in_study].groupby(["problem", "source"], sort=False):
+        out.append("  " + _study_line(str(problem), g))
     return out
 
 
 def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
-                  paired: list[list[dict]], crossovers: pd.DataFrame | None = None) -> None:
+                  paired: list[list[dict]], crossovers: pd.DataFrame | None = None,
+                  laws: pd.DataFrame | None = None) -> None:
     """Page 2: the question, the key figure (n* against alpha for both algorithms on up to two
     hard instances, with the crossover where it falls inside the window) and the crossover
     lines, with what the plotted fits' verdicts mean."""
@@ -136,7 +224,7 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
     fig.text(0.07, 0.935, textwrap.fill(SUMMARY_QUESTION, 100), fontsize=7.5, va="top")
     width = 0.85 / max(1, len(panels)) - (0.04 if len(panels) > 1 else 0.0)
     for k, (data, fit, problem) in enumerate(panels):
-        ax = fig.add_axes([0.1 + k * (width + 0.08), 0.5, width, 0.33])
+        ax = fig.add_axes([0.1 + k * (width + 0.08), 0.59, width, 0.24])
         mode = fit.mode
         pts = fit_points_table(data, fit, mode)
         rows = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)
@@ -155,19 +243,19 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                     and math.isfinite(res.crossover)
                     and fit.window[0] <= res.crossover <= fit.window[1]):
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
-    lines = [textwrap.fill(v, 105, subsequent_indent="    ")
-             for v in observed_crossover_lines(crossovers)]
+    lines = [textwrap.fill(v, 140, subsequent_indent="    ")
+             for v in observed_crossover_lines(crossovers, laws)]
     observed = frozenset(crossovers["problem"]) if crossovers is not None and len(crossovers) else frozenset()
-    lines += ([""] if lines else []) + [textwrap.fill(_crossover_line(p, observed), 105)
+    lines += ([""] if lines else []) + [textwrap.fill(_crossover_line(p, observed), 140)
                                         for p in _hard_alpha_pairs(paired, claims)]
     shown = claims[claims["fit"].isin([f.name for _, f, _ in panels])]
-    lines += ["", *[textwrap.fill(v, 105) for v in direction_lines(
+    lines += ["", *[textwrap.fill(v, 140) for v in direction_lines(
         list(zip(shown["view"], shown["x"], strict=True)))]]
     lines += ["", textwrap.fill(
         "Each line's label carries its fit: slope [95% CI] and the claim's. The verdicts of "
         "these fits, with the regime gate's reasons, are on page 1 and the claims pages. Theory "
         "mode runs every hidden constant at 1 (a check of the rules as written); tuned mode "
-        "takes the best knob setting per design point.", 105)]
-    fig.text(0.07, 0.44, "\n".join(lines), fontsize=7, va="top")
+        "takes the best knob setting per design point.", 140)]
+    fig.text(0.07, 0.535, "\n".join(lines), fontsize=6.5, va="top")
     pdf.savefig(fig)
     plt.close(fig)

@@ -182,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--crossovers", default=None, metavar="CSV",
                    help="measured crossovers for the headline page (reports/crossovers.csv, "
                         "from `dprates crossover-law --csv`)")
+    p.add_argument("--laws", default=None, metavar="CSV",
+                   help="the crossover laws for the headline page (reports/crossover_laws.csv, "
+                        "from `dprates crossover-law --law-csv`)")
     p.add_argument("--all-claims", action="store_true",
                    help="page 1 lists every declared claim, the not measured ones too (default: "
                         "the measured ones and a line saying how many are left out)")

@@ -87,7 +87,7 @@ def cmd_atlas(args: argparse.Namespace) -> int:
     at = parse_at(args.at) if args.at is not None else None
     cx = None
     if args.maps and args.ranges:  # read (and refused) before any work
-        from analysis.crossover_law import read_crossovers
+        from analysis.crossover_files import read_crossovers
 
         cx = read_crossovers(args.ranges, "--ranges")
     table = atlas_from_sources(args.sources, args.boot, args.knobs, args)

@@ -38,10 +38,19 @@ def cmd_crossover_law(args: argparse.Namespace) -> int:
             "bracket.\n\n" + law_markdown(law))
     write_output(text, args.output)
     if args.csv:
-        from analysis.crossover_law import crossovers_csv, merge_crossovers
+        from analysis.crossover_files import crossovers_csv, merge_crossovers
 
         merged = merge_crossovers(args.csv, crossovers_csv(law))
         print(f"wrote {args.csv} ({len(law.table)} crossovers of {len(merged)})")
+    if args.law_csv:
+        from analysis.crossover_files import law_row, merge_laws
+
+        row = law_row(law)
+        if row.empty:
+            print(f"{args.law_csv} unchanged: one (eps, d), no law")
+        else:
+            merged = merge_laws(args.law_csv, row)
+            print(f"wrote {args.law_csv} (the {family} law; {len(merged)} laws)")
     return 0
 
 
@@ -53,6 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", default=None, help="write markdown here (default: stdout)")
     p.add_argument("--csv", default=None, help="also write one row per crossover here (e.g. "
                    "reports/crossovers.csv, which `dprates report --crossovers` reads)")
+    p.add_argument("--law-csv", default=None, help="also write the family's law here, one row "
+                   "per family (e.g. reports/crossover_laws.csv, which `dprates report --laws` "
+                   "reads)")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(func=cmd_crossover_law)

@@ -14,13 +14,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     crossovers = None
     if getattr(args, "crossovers", None):
-        from analysis.crossover_law import read_crossovers
+        from analysis.crossover_files import read_crossovers
 
         crossovers = read_crossovers(args.crossovers, "--crossovers")
+    laws = None
+    if getattr(args, "laws", None):
+        from analysis.crossover_files import read_laws
+
+        laws = read_laws(args.laws, "--laws")
     with all_claims_on_page_one(getattr(args, "all_claims", False)):
         res = write_report([open_store_data(p) for p in args.store], args.output,
                            n_boot=args.boot, csv=args.csv, figures=args.figures,
-                           crossovers=crossovers)
+                           crossovers=crossovers, laws=laws)
     print(f"wrote {res['path']} ({res['pages']} pages)" + (f", {args.csv}" if args.csv else "")
           + (f", figures in {args.figures}" if args.figures else ""))
     if args.print:

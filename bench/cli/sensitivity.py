@@ -24,7 +24,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
             + sensitivity_markdown(table, knob_summary(table)))
     write_output(text, args.output)
     if args.csv and not table.empty:
-        from analysis.crossover_law import merge_crossovers
+        from analysis.crossover_files import merge_crossovers
         from analysis.sensitivity import crossover_rows
         from bench.store import open_store_data
 

@@ -1,0 +1,103 @@
+"""The files of measured crossovers: reports/crossovers.csv (one row per crossover, written by
+`dprates crossover-law --csv` and `dprates sensitivity --csv`, read by `dprates report
+--crossovers` and `dprates atlas --ranges`) and reports/crossover_laws.csv (one row per family's
+law, `dprates crossover-law --law-csv`, read by `dprates report --laws`). Both commands merge into
+one file: rows from the same sources (families, for laws) are replaced, the others kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.crossover_law import SLOPE_COLUMNS, Law
+
+#: The columns of reports/crossovers.csv: one row per measured crossover.
+CROSSOVER_COLUMNS = ["problem", "source", "eps", "d", "constants", "alpha_star", "ci_low",
+                     "ci_high", "where", "bracket", "use_adaptive", "use_gaussian", "predicted",
+                     "rules_alone", *SLOPE_COLUMNS, "rules_paired_slope"]
+#: The columns a crossovers CSV must have (one written before the slope columns still reads;
+#: its rows carry NaN slopes until their command is rerun).
+REQUIRED_COLUMNS = CROSSOVER_COLUMNS[:14]
+#: The columns of reports/crossover_laws.csv: one row per family's law.
+LAW_COLUMNS = ["problem", "sources", "conditions", "fitted", "eps_exp", "eps_ci_low",
+               "eps_ci_high", "d_exp", "d_ci_low", "d_ci_high", "pred_eps_exp", "pred_d_exp"]
+
+
+def crossovers_csv(law: Law) -> pd.DataFrame:
+    """One row per measured crossover (family, spec and calibration, eps, d, constants, alpha*
+    and its CI, how it was bracketed, the budget uses and the predictions), for
+    reports/crossovers.csv, which the reference report's headline page reads."""
+    return law.table.assign(constants="knobs at 1")[CROSSOVER_COLUMNS]
+
+
+def merge_crossovers(path: str, rows: pd.DataFrame) -> pd.DataFrame:
+    """reports/crossovers.csv with `rows` in it: the file's rows from the same sources are
+    replaced, those of other sources (the law's stores, the sensitivity store) kept, so both
+    commands write one file. Returns the merged table (also written)."""
+    rows = rows.reindex(columns=CROSSOVER_COLUMNS)
+    if Path(path).is_file():
+        old = pd.read_csv(path)
+        if set(REQUIRED_COLUMNS) <= set(old.columns):
+            old = old.reindex(columns=CROSSOVER_COLUMNS)
+            rows = pd.concat([old[~old["source"].isin(set(rows["source"]))], rows],
+                             ignore_index=True)
+    rows.to_csv(path, index=False, float_format="%.4g")
+    return rows
+
+
+def law_row(law: Law) -> pd.DataFrame:
+    """The law as one row of reports/crossover_laws.csv (empty: fewer than two conditions, no
+    law): the family, its sources, how many conditions there are and how many the plane runs
+    through (inside their brackets), the exponents with CIs and those the scaled rules give."""
+    t = law.table
+    if len(t) < 2:
+        return pd.DataFrame(columns=LAW_COLUMNS)
+    return pd.DataFrame([{
+        "problem": t["problem"].iloc[0], "sources": "; ".join(dict.fromkeys(t["source"])),
+        "conditions": len(t), "fitted": int((t["where"] == "inside").sum()),
+        "eps_exp": law.eps_exp, "eps_ci_low": law.eps_ci[0], "eps_ci_high": law.eps_ci[1],
+        "d_exp": law.d_exp, "d_ci_low": law.d_ci[0], "d_ci_high": law.d_ci[1],
+        "pred_eps_exp": law.pred_eps_exp, "pred_d_exp": law.pred_d_exp}], columns=LAW_COLUMNS)
+
+
+def merge_laws(path: str, row: pd.DataFrame) -> pd.DataFrame:
+    """reports/crossover_laws.csv with `row` in it, replacing the same family's law (one law per
+    family). Returns the merged table (also written)."""
+    if Path(path).is_file():
+        old = pd.read_csv(path)
+        if list(old.columns) == LAW_COLUMNS:
+            row = pd.concat([old[~old["problem"].isin(set(row["problem"]))], row],
+                            ignore_index=True)
+    row.to_csv(path, index=False, float_format="%.4g")
+    return row
+
+
+def read_crossovers(path: str, flag: str) -> pd.DataFrame:
+    """reports/crossovers.csv read back for a command's `flag` (--crossovers, --ranges): one
+    clear line naming the flag when the file is unreadable or lacks the columns."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{flag}={path!r} is invalid: {exc} (a CSV of `dprates crossover-law "
+                         "--csv` / `dprates sensitivity --csv`)") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in table]
+    if missing:
+        raise ValueError(f"{flag}={path!r} is invalid: it lacks the columns {missing} (a CSV of "
+                         "`dprates crossover-law --csv`)")
+    return table.reindex(columns=[*CROSSOVER_COLUMNS,
+                                  *(c for c in table.columns if c not in CROSSOVER_COLUMNS)])
+
+
+def read_laws(path: str, flag: str) -> pd.DataFrame:
+    """reports/crossover_laws.csv read back for `flag` (--laws), in one clear line if not."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{flag}={path!r} is invalid: {exc} (a CSV of `dprates crossover-law "
+                         "--law-csv`)") from None
+    missing = [c for c in LAW_COLUMNS if c not in table]
+    if missing:
+        raise ValueError(f"{flag}={path!r} is invalid: it lacks the columns {missing} (a CSV of "
+                         "`dprates crossover-law --law-csv`)")
+    return table

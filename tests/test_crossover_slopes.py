@@ -1,0 +1,117 @@
+"""The slopes and the law files of the crossover law (analysis.crossover_law, analysis.crossover_
+files) on planted curves: n*_A ~ alpha^-2, n*_B ~ alpha^(-7/3) (paired slope 1/3), power-law
+budgets whose paired slope is their exponents' difference; the references are the planted
+exponents."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.crossover_files import (
+    CROSSOVER_COLUMNS,
+    LAW_COLUMNS,
+    crossovers_csv,
+    law_row,
+    merge_crossovers,
+    merge_laws,
+    read_crossovers,
+    read_laws,
+)
+from analysis.crossover_law import ADAPTIVE, conditions_from_points, law_fit, rules_paired_slope
+from tests.test_crossover_law import A_EPS, B_D, CROSS, _points
+
+
+def _law(conds=CROSS, seed=11, problem="hard_valley"):
+    pts = _points(conds, 8, 0.05, seed).assign(problem=problem, source="spec (tight)")
+    return law_fit(conditions_from_points(pts), n_boot=400, rng=np.random.default_rng(seed))
+
+
+def test_each_condition_carries_the_planted_slopes_with_cis_that_cover_them():
+    """Planted: log n*_A = c - 2 log alpha, log n*_B = c' - 7/3 log alpha, plus a shared
+    per-seed shift (0.3) and independent noise (0.05); the sides' slopes carry the shared
+    shift's noise, the paired one does not (its CI is the narrower)."""
+    t = _law().table
+    assert t["paired_slope"].to_numpy() == pytest.approx(np.full(5, 1 / 3), abs=0.06)  # 3.5 SE
+    assert t["slope_adaptive"].to_numpy() == pytest.approx(np.full(5, -2.0), abs=0.25)
+    assert t["slope_gaussian"].to_numpy() == pytest.approx(np.full(5, -7 / 3), abs=0.25)
+    for name, truth in (("paired", 1 / 3), ("slope_adaptive", -2.0), ("slope_gaussian", -7 / 3)):
+        lo = t[f"{name}_ci_low"] if name != "paired" else t["paired_ci_low"]
+        hi = t[f"{name}_ci_high"] if name != "paired" else t["paired_ci_high"]
+        assert ((lo <= truth) & (truth <= hi)).mean() >= 0.8, name
+    width = lambda k: (t[f"{k}_ci_high"] - t[f"{k}_ci_low"]).to_numpy()  # noqa: E731
+    assert (width("paired") < width("slope_adaptive")).all()
+    # the sides' slopes differ by the paired slope (same pairs, same OLS)
+    assert (t["slope_adaptive"] - t["slope_gaussian"]).to_numpy() == pytest.approx(
+        t["paired_slope"].to_numpy(), abs=1e-12)
+
+
+def test_the_rules_paired_slope_is_the_budgets_exponent_gap():
+    """Budgets 1e4 alpha^-2 / eps and 3e3 alpha^-2.5 / eps: the log ratio's slope on log alpha
+    is -2 - (-2.5) = 0.5 exactly; a budget with no value (NaN) gives no slope."""
+    def budgets(alg, eps, d):
+        return (lambda a: 1e4 * a ** -2 / eps) if alg == ADAPTIVE else (lambda a: 3e3 * a ** -2.5 / eps)
+
+    (cond,) = conditions_from_points(_points([(0.1, 10)], 3, 0.0, 1), budgets)
+    assert rules_paired_slope(cond) == pytest.approx(0.5, abs=1e-12)
+    (none,) = conditions_from_points(_points([(0.1, 10)], 3, 0.0, 1),
+                                     lambda alg, eps, d: lambda a: math.nan)
+    assert math.isnan(rules_paired_slope(none))
+
+
+def test_the_laws_file_holds_one_row_per_family(tmp_path):
+    path = str(tmp_path / "laws.csv")
+    valley = law_row(_law())
+    assert list(valley.columns) == LAW_COLUMNS and len(valley) == 1
+    assert valley["eps_exp"].iloc[0] == pytest.approx(A_EPS, abs=0.05)
+    assert valley["d_exp"].iloc[0] == pytest.approx(B_D, abs=0.05)
+    assert (valley["conditions"].iloc[0], valley["fitted"].iloc[0]) == (5, 5)
+    merge_laws(path, valley)
+    merge_laws(path, law_row(_law(CROSS[:3], 12, "hard_ramp")))
+    again = merge_laws(path, law_row(_law(seed=13)))  # the valley's law replaced, not added
+    assert sorted(again["problem"]) == ["hard_ramp", "hard_valley"]
+    back = read_laws(path, "--laws")
+    assert math.isnan(back.set_index("problem").loc["hard_ramp", "d_exp"])
+    assert law_row(_law([(0.1, 10)])).empty  # one condition: no law
+
+
+def test_an_old_crossovers_file_reads_and_merges_with_nan_slopes(tmp_path):
+    """A file written before the slope columns: read back with NaN slopes, its rows kept when a
+    new source is merged in."""
+    path = tmp_path / "crossovers.csv"
+    old = crossovers_csv(_law()).assign(source="old (tight)")[CROSSOVER_COLUMNS[:14]]
+    old.to_csv(path, index=False)
+    assert read_crossovers(str(path), "--crossovers")["paired_slope"].isna().all()
+    merged = merge_crossovers(str(path), crossovers_csv(_law(CROSS[:2], 14)))
+    assert list(merged.columns) == CROSSOVER_COLUMNS and len(merged) == 7
+    assert merged.loc[merged["source"] == "old (tight)", "paired_slope"].isna().all()
+    assert merged.loc[merged["source"] == "spec (tight)", "paired_slope"].notna().all()
+
+
+def test_page_two_gives_each_family_its_law_and_central_slopes():
+    from analysis.report.headline_page import observed_crossover_lines
+
+    law = _law()
+    lines = observed_crossover_lines(crossovers_csv(law), law_row(law))
+    (line,) = [v for v in lines if v.startswith("  hard_valley")]
+    r = law.table.set_index(["eps", "d"]).loc[(0.1, 10)]
+    assert (f"Law through the 5 crossovers inside their brackets: alpha* ~ eps^{law.eps_exp:.3g} "
+            f"[{law.eps_ci[0]:.3g}, {law.eps_ci[1]:.3g}] d^{law.d_exp:.3g}") in line
+    assert (f"At eps 0.1, d 10: paired slope {r.paired_slope:.3g} [{r.paired_ci_low:.3g}, "
+            f"{r.paired_ci_high:.3g}]; slopes of log n*: adaptive {r.slope_adaptive:.3g}") in line
+
+
+def test_report_refuses_a_laws_file_without_its_columns_in_one_line(tmp_path, capsys):
+    from bench.cli import main
+
+    path = tmp_path / "laws.csv"
+    pd.DataFrame({"problem": ["hard_valley"]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"^--laws=.* lacks the columns \['sources'"):
+        read_laws(str(path), "--laws")
+    assert main(["report", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "r.pdf"),
+                 "--laws", str(path)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--laws=" in err[0] and "lacks the columns" in err[0]
