@@ -6,6 +6,7 @@ one file: rows from the same sources (families, for laws) are replaced, the othe
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,8 @@ CROSSOVER_COLUMNS = ["problem", "source", "eps", "d", "constants", "alpha_star",
 #: The columns a crossovers CSV must have (one written before the slope columns still reads;
 #: its rows carry NaN slopes until their command is rerun).
 REQUIRED_COLUMNS = CROSSOVER_COLUMNS[:14]
+CROSSOVERS_BY = "`dprates crossover-law --csv` / `dprates sensitivity --csv`"
+LAWS_BY = "`dprates crossover-law --law-csv`"
 #: The columns of reports/crossover_laws.csv: one row per family's law.
 LAW_COLUMNS = ["problem", "sources", "conditions", "fitted", "eps_exp", "eps_ci_low",
                "eps_ci_high", "d_exp", "d_ci_low", "d_ci_high", "pred_eps_exp", "pred_d_exp"]
@@ -31,27 +34,47 @@ def crossovers_csv(law: Law) -> pd.DataFrame:
     return law.table.assign(constants="knobs at 1")[CROSSOVER_COLUMNS]
 
 
-def merge_crossovers(path: str, rows: pd.DataFrame) -> pd.DataFrame:
-    """reports/crossovers.csv with `rows` in it: the file's rows from the same sources are
-    replaced, those of other sources (the law's stores, the sensitivity store) kept, so both
-    commands write one file. Returns the merged table (also written)."""
-    rows = rows.reindex(columns=CROSSOVER_COLUMNS)
+def _read(path: str, flag: str, required: list[str], made_by: str) -> pd.DataFrame:
+    """A CSV read back for `flag`, refused in one line naming the flag when it is unreadable or
+    lacks `required` columns."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        why = " ".join(str(exc).split())  # pandas' parser messages run over lines
+        raise ValueError(f"{flag}={path!r} is invalid: {why} (a CSV of {made_by})") from None
+    missing = [c for c in required if c not in table]
+    if missing:
+        raise ValueError(f"{flag}={path!r} is invalid: it lacks the columns {missing} (a CSV of "
+                         f"{made_by})")
+    return table
+
+
+def _merge(path: str, rows: pd.DataFrame, columns: list[str], required: list[str], key: str,
+           flag: str, made_by: str) -> pd.DataFrame:
+    """`rows` merged into the CSV at `path`: its rows with the same `key` values replaced, the
+    others kept (a file lacking `required` columns is refused, never overwritten)."""
+    rows = rows.reindex(columns=columns)
     if Path(path).is_file():
-        old = pd.read_csv(path)
-        if set(REQUIRED_COLUMNS) <= set(old.columns):
-            old = old.reindex(columns=CROSSOVER_COLUMNS)
-            rows = pd.concat([old[~old["source"].isin(set(rows["source"]))], rows],
-                             ignore_index=True)
+        old = _read(path, flag, required, made_by).reindex(columns=columns)
+        rows = pd.concat([old[~old[key].isin(set(rows[key]))], rows], ignore_index=True)
     rows.to_csv(path, index=False, float_format="%.4g")
     return rows
 
 
+def merge_crossovers(path: str, rows: pd.DataFrame, flag: str = "--csv") -> pd.DataFrame:
+    """reports/crossovers.csv with `rows` in it: the file's rows from the same sources are
+    replaced, those of other sources (the law's stores, the sensitivity store) kept, so both
+    commands write one file. Returns the merged table (also written)."""
+    return _merge(path, rows, CROSSOVER_COLUMNS, REQUIRED_COLUMNS, "source", flag, CROSSOVERS_BY)
+
+
 def law_row(law: Law) -> pd.DataFrame:
-    """The law as one row of reports/crossover_laws.csv (empty: fewer than two conditions, no
-    law): the family, its sources, how many conditions there are and how many the plane runs
-    through (inside their brackets), the exponents with CIs and those the scaled rules give."""
+    """The law as one row of reports/crossover_laws.csv (empty when there is no law: fewer than
+    two conditions, or fewer than two inside their brackets so that no exponent is defined):
+    the family, its sources, how many conditions there are and how many the plane runs through,
+    the exponents with CIs and those the scaled rules give."""
     t = law.table
-    if len(t) < 2:
+    if len(t) < 2 or not (math.isfinite(law.eps_exp) or math.isfinite(law.d_exp)):
         return pd.DataFrame(columns=LAW_COLUMNS)
     return pd.DataFrame([{
         "problem": t["problem"].iloc[0], "sources": "; ".join(dict.fromkeys(t["source"])),
@@ -61,43 +84,20 @@ def law_row(law: Law) -> pd.DataFrame:
         "pred_eps_exp": law.pred_eps_exp, "pred_d_exp": law.pred_d_exp}], columns=LAW_COLUMNS)
 
 
-def merge_laws(path: str, row: pd.DataFrame) -> pd.DataFrame:
+def merge_laws(path: str, row: pd.DataFrame, flag: str = "--law-csv") -> pd.DataFrame:
     """reports/crossover_laws.csv with `row` in it, replacing the same family's law (one law per
     family). Returns the merged table (also written)."""
-    if Path(path).is_file():
-        old = pd.read_csv(path)
-        if list(old.columns) == LAW_COLUMNS:
-            row = pd.concat([old[~old["problem"].isin(set(row["problem"]))], row],
-                            ignore_index=True)
-    row.to_csv(path, index=False, float_format="%.4g")
-    return row
+    return _merge(path, row, LAW_COLUMNS, LAW_COLUMNS, "problem", flag, LAWS_BY)
 
 
 def read_crossovers(path: str, flag: str) -> pd.DataFrame:
-    """reports/crossovers.csv read back for a command's `flag` (--crossovers, --ranges): one
-    clear line naming the flag when the file is unreadable or lacks the columns."""
-    try:
-        table = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{flag}={path!r} is invalid: {exc} (a CSV of `dprates crossover-law "
-                         "--csv` / `dprates sensitivity --csv`)") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in table]
-    if missing:
-        raise ValueError(f"{flag}={path!r} is invalid: it lacks the columns {missing} (a CSV of "
-                         "`dprates crossover-law --csv`)")
+    """reports/crossovers.csv read back for a command's `flag` (--crossovers, --ranges), its
+    columns in CROSSOVER_COLUMNS' order (a file from before the slope columns: NaN slopes)."""
+    table = _read(path, flag, REQUIRED_COLUMNS, CROSSOVERS_BY)
     return table.reindex(columns=[*CROSSOVER_COLUMNS,
                                   *(c for c in table.columns if c not in CROSSOVER_COLUMNS)])
 
 
 def read_laws(path: str, flag: str) -> pd.DataFrame:
-    """reports/crossover_laws.csv read back for `flag` (--laws), in one clear line if not."""
-    try:
-        table = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{flag}={path!r} is invalid: {exc} (a CSV of `dprates crossover-law "
-                         "--law-csv`)") from None
-    missing = [c for c in LAW_COLUMNS if c not in table]
-    if missing:
-        raise ValueError(f"{flag}={path!r} is invalid: it lacks the columns {missing} (a CSV of "
-                         "`dprates crossover-law --law-csv`)")
-    return table
+    """reports/crossover_laws.csv read back for `flag` (--laws)."""
+    return _read(path, flag, LAW_COLUMNS, LAWS_BY)

@@ -175,6 +175,7 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
     table = pd.DataFrame({
         "eps": eps, "d": d.astype(int), "alpha_star": cross, "ci_low": lo, "ci_high": hi,
         "where": where, "pairs": [sum(len(g) for g in c.diffs) for c in conds],
+        "seeds": [min(len(g) for g in c.diffs) for c in conds],
         "use_adaptive": [u[0] for u in uses], "use_gaussian": [u[1] for u in uses],
         "predicted": pred, "rules_alone": rules_alone,
         **{k: [v[k] for v in slopes] for k in SLOPE_COLUMNS},
@@ -271,6 +272,9 @@ def law_markdown(law: Law) -> str:
                      f"| {_fmt(r.predicted)} | {alone} |")
     lines += ["", "Slopes over each bracket (log n* on log alpha; the claims: adaptive -2, Gaussian "
               "-7/3, paired 1/3), beside the rules' own paired slope (their budgets, knobs at 1):",
+              *([f"(With {t['seeds'].min()} seeds at a target the percentile bootstrap "
+                 "understates the spread, about sqrt(2/3) of the width for 3: read these CIs, "
+                 "and the crossovers', as lower bounds.)"] if t["seeds"].min() < 5 else []),
               "", "| eps | d | paired slope [95% CI] | rules' own paired slope | adaptive slope "
               "[95% CI] | Gaussian slope [95% CI] |", "|" + "---|" * 6]
     for r in t.itertuples():

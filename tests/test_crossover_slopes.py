@@ -39,8 +39,7 @@ def test_each_condition_carries_the_planted_slopes_with_cis_that_cover_them():
     assert t["slope_adaptive"].to_numpy() == pytest.approx(np.full(5, -2.0), abs=0.25)
     assert t["slope_gaussian"].to_numpy() == pytest.approx(np.full(5, -7 / 3), abs=0.25)
     for name, truth in (("paired", 1 / 3), ("slope_adaptive", -2.0), ("slope_gaussian", -7 / 3)):
-        lo = t[f"{name}_ci_low"] if name != "paired" else t["paired_ci_low"]
-        hi = t[f"{name}_ci_high"] if name != "paired" else t["paired_ci_high"]
+        lo, hi = t[f"{name}_ci_low"], t[f"{name}_ci_high"]
         assert ((lo <= truth) & (truth <= hi)).mean() >= 0.8, name
     width = lambda k: (t[f"{k}_ci_high"] - t[f"{k}_ci_low"]).to_numpy()  # noqa: E731
     assert (width("paired") < width("slope_adaptive")).all()
@@ -71,8 +70,11 @@ def test_the_laws_file_holds_one_row_per_family(tmp_path):
     assert (valley["conditions"].iloc[0], valley["fitted"].iloc[0]) == (5, 5)
     merge_laws(path, valley)
     merge_laws(path, law_row(_law(CROSS[:3], 12, "hard_ramp")))
-    again = merge_laws(path, law_row(_law(seed=13)))  # the valley's law replaced, not added
+    newer = law_row(_law(seed=13))
+    again = merge_laws(path, newer)  # the valley's law replaced, not added
     assert sorted(again["problem"]) == ["hard_ramp", "hard_valley"]
+    assert again.set_index("problem").loc["hard_valley", "eps_exp"] == newer["eps_exp"].iloc[0]
+    assert newer["eps_exp"].iloc[0] != valley["eps_exp"].iloc[0]
     back = read_laws(path, "--laws")
     assert math.isnan(back.set_index("problem").loc["hard_ramp", "d_exp"])
     assert law_row(_law([(0.1, 10)])).empty  # one condition: no law
@@ -104,14 +106,65 @@ def test_page_two_gives_each_family_its_law_and_central_slopes():
             f"{r.paired_ci_high:.3g}]; slopes of log n*: adaptive {r.slope_adaptive:.3g}") in line
 
 
-def test_report_refuses_a_laws_file_without_its_columns_in_one_line(tmp_path, capsys):
+def test_report_refuses_a_bad_laws_file_in_one_line(tmp_path, capsys):
     from bench.cli import main
 
     path = tmp_path / "laws.csv"
     pd.DataFrame({"problem": ["hard_valley"]}).to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"^--laws=.* lacks the columns \['sources'"):
-        read_laws(str(path), "--laws")
-    assert main(["report", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "r.pdf"),
-                 "--laws", str(path)]) != 0
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--laws=" in err[0] and "lacks the columns" in err[0]
+    crossovers = tmp_path / "crossovers.csv"
+    crossovers_csv(_law(CROSS[:2])).to_csv(crossovers, index=False)
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("a,b\n1,2\n3,4,5,6\n")
+    for args, why in (([str(path)], "invalid without --crossovers"),
+                      ([str(path), "--crossovers", str(crossovers)], "lacks the columns ['sources'"),
+                      ([str(ragged), "--crossovers", str(crossovers)], "Expected 2 fields")):
+        assert main(["report", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "r.pdf"),
+                     "--laws", *args]) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--laws=" in err[0] and why in err[0], err
+
+
+def test_a_merge_refuses_a_foreign_file_and_leaves_it_as_it_was(tmp_path):
+    path = tmp_path / "laws.csv"
+    path.write_text("problem,other\nhard_ramp,1\n")
+    with pytest.raises(ValueError, match=r"^--law-csv=.* lacks the columns"):
+        merge_laws(str(path), law_row(_law()))
+    assert path.read_text() == "problem,other\nhard_ramp,1\n"
+    reordered = law_row(_law(CROSS[:3], 12, "hard_ramp"))[LAW_COLUMNS[::-1]]
+    reordered.to_csv(path, index=False)  # the same columns in another order: merged
+    assert sorted(merge_laws(str(path), law_row(_law()))["problem"]) == ["hard_ramp", "hard_valley"]
+
+
+def test_a_law_without_an_exponent_is_neither_written_nor_printed():
+    """Two conditions with only one crossover inside its bracket: no plane, no law row, and
+    page 2 prints no "Law" sentence."""
+    from analysis.report.headline_page import _law_text, observed_crossover_lines
+
+    pts = _points(CROSS[:2], 8, 0.02, 15)
+    pts.loc[(pts["eps"] == 0.03) & (pts["algorithm"] == "gaussian_spider"), "y"] *= math.exp(2.0)
+    law = law_fit(conditions_from_points(pts.assign(problem="hard_valley", source="s (tight)")),
+                  n_boot=100, rng=np.random.default_rng(16))
+    assert list(law.table["where"]) == ["above", "inside"]
+    assert law_row(law).empty
+    nan_law = pd.DataFrame([dict.fromkeys(LAW_COLUMNS, math.nan) | {"problem": "hard_valley",
+                                                                     "sources": "s (tight)"}])
+    assert _law_text(next(nan_law.itertuples())) == ""
+    (line,) = observed_crossover_lines(crossovers_csv(law), nan_law)[1:]
+    assert "Law" not in line and "no crossing inside the bracket at eps 0.03, d 10;" in line
+    assert line.count("alpha* = ") == 1  # the extrapolated one is not printed
+
+
+def test_a_study_keeps_its_defaults_out_of_the_family_line():
+    """A family's law rows and a constants study of the same family: the study's defaults
+    appear in its own line only, and the family line names only the law's sources."""
+    from analysis.report.headline_page import observed_crossover_lines
+
+    law = _law(CROSS[:2])
+    fam = crossovers_csv(law)
+    study = fam.iloc[[1, 1]].assign(source="sens (tight)", constants=["defaults", "a c_zeta=4"],
+                                    bracket="3 paired targets, 2 seeds")
+    lines = observed_crossover_lines(pd.concat([fam, study], ignore_index=True), law_row(law))
+    assert len(lines) == 3
+    assert "sens" not in lines[1] and "3 paired targets" not in lines[1]
+    assert lines[2].startswith("  hard_valley constants study (sens; tight; 3 paired targets, 2 "
+                               "seeds): defaults alpha* = ")

@@ -84,8 +84,8 @@ def _crossover_line(p: dict, observed: frozenset[str] = frozenset()) -> str:
         return head + (f"none located (the paired difference's slope CI [{res.slope_ci_low:.2f}, "
                        f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
     if res.crossover_where != "inside" and p["group"].get("problem") in observed:
-        return head + (f"outside the window ({res.crossover_where} it; the observed ones are "
-                       "above, not this line's extrapolation).")
+        return head + (f"outside the window ({res.crossover_where} it); the measured crossovers "
+                       "are listed earlier on this page, not this line's extrapolation.")
     return head + (f"equal samples at alpha = {res.crossover:.3g} [95% CI "
                    f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
                    + ("inside the window." if res.crossover_where == "inside" else
@@ -109,17 +109,23 @@ def _ci(v: float, lo: float, hi: float) -> str:
     return f"{v:.3g} [{lo:.3g}, {hi:.3g}]" if _fin(v) else "-"
 
 
-def _law_text(law: Any) -> str:
-    """One family's law (a row of reports/crossover_laws.csv) in words."""
+def _law_text(law: Any, sources: str = "") -> str:
+    """One family's law (a row of reports/crossover_laws.csv) in words, naming its sources when
+    they are not `sources` (the family's crossovers on the page); "" without an exponent."""
     parts = []
     if _fin(law.eps_exp):
         parts.append(f"eps^{law.eps_exp:.3g} [{law.eps_ci_low:.3g}, {law.eps_ci_high:.3g}]")
     if _fin(law.d_exp):
         parts.append(f"d^{law.d_exp:.3g} [{law.d_ci_low:.3g}, {law.d_ci_high:.3g}]")
+    if not parts:
+        return ""
     pred = ", ".join(f"{k} {v:.3g}" for k, v in (("eps", law.pred_eps_exp), ("d", law.pred_d_exp))
                      if _fin(v))
-    return (f"Law through the {law.fitted} crossovers inside their brackets: alpha* ~ "
-            f"{' '.join(parts)} (the rules scaled by each Spider's measured budget use: {pred}).")
+    own = "; ".join(v.strip() for v in str(law.sources).split(";"))
+    return (f"Law through the {law.fitted} crossovers inside their brackets"
+            + (f" of {own}" if sources and own != sources else "") + f": alpha* ~ "
+            f"{' '.join(parts)}" + (f" (the rules scaled by each Spider's measured budget use: "
+                                    f"{pred})" if pred else "") + ".")
 
 
 def _slopes_text(r: Any) -> str:
@@ -161,8 +167,9 @@ def _family_line(problem: str, g: pd.DataFrame, laws: pd.DataFrame | None) -> st
             items.append(f"no crossing inside the bracket at {at}")
     out = f"{problem} ({_sources(g)}; knobs at 1; {bracket}): " + "; ".join(items) + "."
     law = laws[laws["problem"] == problem] if laws is not None and len(laws) else None
-    if law is not None and len(law):
-        out += " " + _law_text(next(law.itertuples()))
+    text = _law_text(next(law.itertuples()), "; ".join(dict.fromkeys(g["source"]))) \
+        if law is not None and len(law) else ""
+    out += " " + text if text else ""
     central = g[(g["eps"] == CENTRAL_EPS) & (g["d"] == CENTRAL_D)]
     slopes = _slopes_text(next((central if len(central) else g).itertuples()))
     return out + (" " + slopes if slopes else "")

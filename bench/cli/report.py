@@ -18,6 +18,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         crossovers = read_crossovers(args.crossovers, "--crossovers")
     laws = None
+    if getattr(args, "laws", None) and not getattr(args, "crossovers", None):
+        raise ValueError(f"--laws={args.laws!r} is invalid without --crossovers: page 2 prints "
+                         "each law beside its family's crossovers (reports/crossovers.csv)")
     if getattr(args, "laws", None):
         from analysis.crossover_files import read_laws
 
