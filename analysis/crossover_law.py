@@ -285,11 +285,19 @@ def law_markdown(law: Law) -> str:
     if len(t) < 2:
         return "\n".join(lines) + "\n"
     lines.append("")
+    terms = [(k, name, v, ci, p) for k, name, v, ci, p in
+             (("a", "eps", law.eps_exp, law.eps_ci, law.pred_eps_exp),
+              ("b", "d", law.d_exp, law.d_ci, law.pred_d_exp)) if math.isfinite(v)]
+    if not terms:
+        lines.append("No law: fewer than two crossovers inside their brackets.")
+        return "\n".join(lines) + "\n"
+    plane = "log alpha* = c" + "".join(f" + {k} log {name}" for k, name, *_ in terms)
+    fixed = [name for name in ("eps", "d") if name not in {t[1] for t in terms}]
     lines.append(f"Law (through the crossovers inside their brackets; one outside is listed, not "
-                 f"fitted): log alpha* = c + a log eps + b log d with a = {_fmt(law.eps_exp)} "
-                 f"[{_fmt(law.eps_ci[0])}, {_fmt(law.eps_ci[1])}], b = {_fmt(law.d_exp)} "
-                 f"[{_fmt(law.d_ci[0])}, {_fmt(law.d_ci[1])}] (measured); the rules scaled by the "
-                 f"measured budget use predict a = {_fmt(law.pred_eps_exp)}, b = {_fmt(law.pred_d_exp)}.")
+                 f"fitted): {plane}" + (f" ({', '.join(fixed)} fixed)" if fixed else "") + " with "
+                 + ", ".join(f"{k} = {_ci(v, *ci)}" for k, _, v, ci, _ in terms)
+                 + " (measured); the rules scaled by the measured budget use predict "
+                 + ", ".join(f"{k} = {_fmt(p)}" for k, *_, p in terms) + ".")
     return "\n".join(lines) + "\n"
 
 

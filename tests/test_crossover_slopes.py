@@ -21,7 +21,13 @@ from analysis.crossover_files import (
     read_crossovers,
     read_laws,
 )
-from analysis.crossover_law import ADAPTIVE, conditions_from_points, law_fit, rules_paired_slope
+from analysis.crossover_law import (
+    ADAPTIVE,
+    conditions_from_points,
+    law_fit,
+    law_markdown,
+    rules_paired_slope,
+)
 from tests.test_crossover_law import A_EPS, B_D, CROSS, _points
 
 
@@ -146,6 +152,7 @@ def test_a_law_without_an_exponent_is_neither_written_nor_printed():
                   n_boot=100, rng=np.random.default_rng(16))
     assert list(law.table["where"]) == ["above", "inside"]
     assert law_row(law).empty
+    assert law_markdown(law).endswith("No law: fewer than two crossovers inside their brackets.\n")
     nan_law = pd.DataFrame([dict.fromkeys(LAW_COLUMNS, math.nan) | {"problem": "hard_valley",
                                                                      "sources": "s (tight)"}])
     assert _law_text(next(nan_law.itertuples())) == ""
