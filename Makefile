@@ -64,11 +64,10 @@ reference-seed002-experiment: $(STAMP_DEMO)
 
 reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
-	mkdir -p results && cp reports/reference_exponents.csv results/previous_exponents.csv
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print \
 	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv
-	$(BIN)/dprates verdict-changes results/previous_exponents.csv reports/reference_exponents.csv \
+	$(BIN)/dprates verdict-changes reports/previous_edition_exponents.csv reports/reference_exponents.csv \
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates atlas $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) --format csv \
 	    -o reports/atlas.csv --maps reports/atlas

@@ -293,8 +293,11 @@ def law_markdown(law: Law) -> str:
         return "\n".join(lines) + "\n"
     plane = "log alpha* = c" + "".join(f" + {k} log {name}" for k, name, *_ in terms)
     fixed = [name for name in ("eps", "d") if name not in {t[1] for t in terms}]
-    lines.append(f"Law (through the crossovers inside their brackets; one outside is listed, not "
-                 f"fitted): {plane}" + (f" ({', '.join(fixed)} fixed)" if fixed else "") + " with "
+    fitted = int((t["where"] == "inside").sum())
+    outside = len(t) - fitted
+    lines.append(f"Law (through the {fitted} of {len(t)} crossovers inside their brackets"
+                 + (f"; {outside} outside, listed above, not fitted" if outside else "")
+                 + f"): {plane}" + (f" ({', '.join(fixed)} fixed)" if fixed else "") + " with "
                  + ", ".join(f"{k} = {_ci(v, *ci)}" for k, _, v, ci, _ in terms)
                  + " (measured); the rules scaled by the measured budget use predict "
                  + ", ".join(f"{k} = {_fmt(p)}" for k, *_, p in terms) + ".")

@@ -64,6 +64,7 @@ def test_the_law_recovers_the_planted_exponents_with_cis_that_cover_them():
     md = law_markdown(law)
     # five rows in each of the crossovers and the slopes tables
     assert "log alpha* = c + a log eps + b log d" in md and md.count("\n| 0.") == 10
+    assert "(through the 5 of 5 crossovers inside their brackets)" in md
 
 
 def test_the_law_cis_cover_the_planted_exponents_in_most_datasets():
@@ -280,3 +281,5 @@ def test_a_crossover_outside_its_bracket_is_listed_not_fitted():
     assert law.eps_exp == pytest.approx(A_EPS, abs=0.05)
     assert law.d_exp == pytest.approx(B_D, abs=0.05)
     assert law.d_ci[0] <= B_D <= law.d_ci[1]
+    assert ("(through the 4 of 5 crossovers inside their brackets; 1 outside, listed above, not "
+            "fitted)") in law_markdown(law)
