@@ -151,6 +151,17 @@ def _limits(limits: Limits, in_child: bool) -> Iterator[None]:
             fn()
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is, or was raised while handling, a KeyboardInterrupt."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str],
                  parent_pid: int, blas_threads: int | None = 1,
                  cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None,
@@ -202,6 +213,11 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
     except BaseException as exc:  # a cell's failure, whatever it is, is recorded, not raised
         if isinstance(exc, KeyboardInterrupt):
             raise
+        if _interrupted(exc):
+            # Ctrl-C or SIGTERM is the sweep's stop, not the cell's failure: stored as an error,
+            # a resumed sweep would count the cell done and never run it (numba, for one, hands
+            # an interrupt raised inside a compiled call back as a SystemError caused by it)
+            raise KeyboardInterrupt from exc
         rec.update(status="error", error_type=type(exc).__name__, error_message=str(exc),
                    traceback=traceback.format_exc())
     rec["wall"] = time.perf_counter() - t0

@@ -146,6 +146,42 @@ name = "adaptive_tree_spider"
     assert len(plan_sweep(spec, store).pending) == 0
 
 
+def test_an_interrupt_wrapped_by_a_compiled_call_stops_the_sweep_and_is_not_stored(tmp_path):
+    """numba hands a Ctrl-C / SIGTERM raised inside a compiled call back as a SystemError caused
+    by the KeyboardInterrupt (seen on a killed sweep: two cells stored as errors, which a resume
+    then counted as done). The sweep must stop with the cells run so far stored and the
+    interrupted one absent, so that a resume runs it; an error raised while handling some other
+    exception is still the cell's own failure."""
+    spec = parse_spec(SPEC)
+    store = tmp_path / "interrupted.sqlite"
+    calls = []
+
+    def cell_fn(cell, limit):
+        calls.append(cell.key)
+        if len(calls) == 3:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise SystemError("CPUDispatcher(<function _o2_steps>) returned a result with "
+                                  "an exception set") from exc
+        if len(calls) == 4:
+            try:
+                {}["missing"]
+            except KeyError:
+                raise ValueError("a cell's own failure") from None
+        return {"metrics": {}, "params": {}, "curves": {}, "warnings": [], "timing": {}}
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, store, backend="sequential", progress=False, cell_fn=cell_fn)
+    df = load(store)
+    assert len(df) == 2 and (df["status"] == "ok").all() and calls[2] not in set(df["key"])
+    run_sweep(spec, store, backend="sequential", progress=False, cell_fn=cell_fn)
+    df = load(store).set_index("key")
+    assert len(df) == len(spec.cells()) == 48 and calls[2] in df.index
+    assert df.loc[calls[3], "status"] == "error" and df.loc[calls[3], "error_type"] == "ValueError"
+    assert (df.drop(index=calls[3])["status"] == "ok").all()
+
+
 def test_determinism_jobs_and_backends_and_pairing(tmp_path: Path):
     spec = parse_spec(SPEC)
     p1, p2 = tmp_path / "one.sqlite", tmp_path / "two.sqlite"
