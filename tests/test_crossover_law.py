@@ -259,6 +259,9 @@ def test_page_two_prints_no_extrapolated_crossover_on_a_family_with_observed_one
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"))
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"), frozenset({"hard_ramp"}))
     assert "inside the window." in _crossover_line(pair("inside"), seen)
+    # crossovers.csv measures the two Spiders: another pair on the family keeps its value
+    other = {**pair("below"), "a": "noisy_sgd", "b": "tree_private_spider"}
+    assert "an extrapolation below the window" in _crossover_line(other, seen)
 
 
 def test_a_per_target_family_has_no_budget_where_it_has_no_instance(monkeypatch):

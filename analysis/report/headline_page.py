@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from analysis.crossover_law import ADAPTIVE, GAUSSIAN
 from analysis.declarations import StoreData
 from analysis.points import fit_points_table
 from analysis.report import plots
@@ -70,7 +71,7 @@ def _hard_alpha_pairs(paired: list[list[dict]], claims: pd.DataFrame) -> list[di
 def _crossover_line(p: dict, observed: frozenset[str] = frozenset()) -> str:
     """Where the paired difference's fit says the two algorithms need the same samples; outside
     the window on a family in `observed` (measured crossovers above it on the page) the
-    extrapolated value is not printed."""
+    extrapolated value of the two Spiders is not printed."""
     res = p["result"]
     where = ", ".join(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{v}"
                       for k, v in p["group"].items() if k in ("problem", "eps", "d"))
@@ -83,7 +84,9 @@ def _crossover_line(p: dict, observed: frozenset[str] = frozenset()) -> str:
     if not math.isfinite(res.crossover):
         return head + (f"none located (the paired difference's slope CI [{res.slope_ci_low:.2f}, "
                        f"{res.slope_ci_high:.2f}] includes 0 or is undefined).")
-    if res.crossover_where != "inside" and p["group"].get("problem") in observed:
+    # crossovers.csv measures the two Spiders only: another pair keeps its extrapolation
+    spiders = {p["a"], p["b"]} == {ADAPTIVE, GAUSSIAN}
+    if res.crossover_where != "inside" and spiders and p["group"].get("problem") in observed:
         return head + (f"outside the window ({res.crossover_where} it); the measured crossovers "
                        "are listed earlier on this page, not this line's extrapolation.")
     return head + (f"equal samples at alpha = {res.crossover:.3g} [95% CI "
