@@ -105,7 +105,7 @@ reference-fair: $(STAMP_DEMO)
 
 # Issue 43, items 3-5 (the headline robust to constants, under tight calibration): the crossover
 # alpha*(eps, d) on hard_valley at eps 0.03 / 0.1 / 0.3 (d 10) and d 30 / 100 (eps 0.1), on
-# hard_ramp at eps 0.03 / 0.1 / 0.3 (d 10) and d 100, each bracketed by paired targets, each
+# hard_ramp at eps 0.03 / 0.1 / 0.3 (d 10) and d 30 / 100, each bracketed by paired targets, each
 # family's law with CIs beside the rules scaled by each Spider's measured budget use, the
 # crossover on the rotated valley (not separable), and the fair atlas of both Spiders
 # (`reference-law`); the crossover and paired slope with every knob of both Spiders at 1/4 and 4

@@ -56,8 +56,14 @@ def _merge(path: str, rows: pd.DataFrame, columns: list[str], required: list[str
     rows = rows.reindex(columns=columns)
     if Path(path).is_file():
         old = _read(path, flag, required, made_by).reindex(columns=columns)
+        # a rerun puts its rows where the old ones of its `key` were, so that rerunning every
+        # command rewrites the file in the same order
+        order = {k: i for i, k in enumerate(dict.fromkeys([*old[key], *rows[key]]))}
         rows = pd.concat([old[~old[key].isin(set(rows[key]))], rows], ignore_index=True)
-    rows.to_csv(path, index=False, float_format="%.4g")
+        rows = rows.sort_values(key, key=lambda col: col.map(order), kind="stable",
+                                ignore_index=True)
+    # six digits: page 2 and the markdown round these again, to three
+    rows.to_csv(path, index=False, float_format="%.6g")
     return rows
 
 

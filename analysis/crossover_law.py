@@ -296,7 +296,7 @@ def law_markdown(law: Law) -> str:
     fitted = int((t["where"] == "inside").sum())
     outside = len(t) - fitted
     lines.append(f"Law (through the {fitted} of {len(t)} crossovers inside their brackets"
-                 + (f"; {outside} outside, listed above, not fitted" if outside else "")
+                 + (f"; {outside} not inside, listed above, not fitted" if outside else "")
                  + f"): {plane}" + (f" ({', '.join(fixed)} fixed)" if fixed else "") + " with "
                  + ", ".join(f"{k} = {_ci(v, *ci)}" for k, _, v, ci, _ in terms)
                  + " (measured); the rules scaled by the measured budget use predict "

@@ -151,15 +151,20 @@ def _limits(limits: Limits, in_child: bool) -> Iterator[None]:
             fn()
 
 
-def _interrupted(exc: BaseException) -> bool:
-    """Whether `exc` is, or was raised while handling, a KeyboardInterrupt."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of type `kind` in `exc`'s chain: itself, its cause and context (both
+    links, as numba wraps an exception raised inside a compiled call in a SystemError) and the
+    members of an exception group."""
+    stack, seen = [exc], set()
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        if isinstance(e, kind):
+            return e
+        seen.add(id(e))
+        stack += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return None
 
 
 def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str],
@@ -207,19 +212,22 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
             rec["error_message"] = f"time limit {limits.time} s reached (partial run stored)"
         else:
             rec["status"] = "ok"
-    except CellTimeout as exc:
-        rec.update(status="timeout", error_type="CellTimeout", error_message=str(exc),
-                   traceback=traceback.format_exc())
     except BaseException as exc:  # a cell's failure, whatever it is, is recorded, not raised
         if isinstance(exc, KeyboardInterrupt):
             raise
-        if _interrupted(exc):
-            # Ctrl-C or SIGTERM is the sweep's stop, not the cell's failure: stored as an error,
-            # a resumed sweep would count the cell done and never run it (numba, for one, hands
-            # an interrupt raised inside a compiled call back as a SystemError caused by it)
+        if _caused_by(exc, KeyboardInterrupt) is not None:
+            # Ctrl-C (or SIGTERM through `dprates sweep`) is the sweep's stop, not the cell's
+            # failure: stored as an error, a resumed sweep would count the cell done and never
+            # run it (numba hands an interrupt raised inside a compiled call back as a
+            # SystemError caused by it)
             raise KeyboardInterrupt from exc
-        rec.update(status="error", error_type=type(exc).__name__, error_message=str(exc),
-                   traceback=traceback.format_exc())
+        alarm = _caused_by(exc, CellTimeout)  # the backstop alarm, wrapped the same way
+        if alarm is not None:
+            rec.update(status="timeout", error_type="CellTimeout", error_message=str(alarm),
+                       traceback=traceback.format_exc())
+        else:
+            rec.update(status="error", error_type=type(exc).__name__, error_message=str(exc),
+                       traceback=traceback.format_exc())
     rec["wall"] = time.perf_counter() - t0
     rec["cpu"] = time.process_time() - c0
     rec["finished"] = now()

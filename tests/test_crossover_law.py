@@ -254,8 +254,8 @@ def test_page_two_prints_no_extrapolated_crossover_on_a_family_with_observed_one
 
     seen = frozenset({"hard_valley"})
     assert "0.00068" not in _crossover_line(pair("below"), seen)
-    assert "outside the window (below it); the measured crossovers are listed earlier" in \
-        _crossover_line(pair("below"), seen)
+    assert "outside the window (below it), not printed: an extrapolation is not a measurement" \
+        in _crossover_line(pair("below"), seen)
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"))
     assert "equal samples at alpha = 0.00068" in _crossover_line(pair("below"), frozenset({"hard_ramp"}))
     assert "inside the window." in _crossover_line(pair("inside"), seen)
@@ -284,5 +284,5 @@ def test_a_crossover_outside_its_bracket_is_listed_not_fitted():
     assert law.eps_exp == pytest.approx(A_EPS, abs=0.05)
     assert law.d_exp == pytest.approx(B_D, abs=0.05)
     assert law.d_ci[0] <= B_D <= law.d_ci[1]
-    assert ("(through the 4 of 5 crossovers inside their brackets; 1 outside, listed above, not "
+    assert ("(through the 4 of 5 crossovers inside their brackets; 1 not inside, listed above, not "
             "fitted)") in law_markdown(law)

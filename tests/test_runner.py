@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench import runner
 from bench.cli import main
 from bench.config import parse_spec
 from bench.runner import plan_sweep, run_sweep
@@ -123,8 +124,6 @@ name = "adaptive_tree_spider"
     assert row.n_steps > 0  # the partial run was kept
 
     # A cell stuck inside one long operation is stopped by the SIGALRM backstop.
-    import bench.runner as runner
-
     def stuck(cell, time_limit):
         time.sleep(5)
 
@@ -169,6 +168,11 @@ def test_an_interrupt_wrapped_by_a_compiled_call_stops_the_sweep_and_is_not_stor
                 {}["missing"]
             except KeyError:
                 raise ValueError("a cell's own failure") from None
+        if len(calls) == 5:  # the backstop alarm inside a compiled call
+            try:
+                raise runner.CellTimeout("cell exceeded 0.3 s (backstop alarm)")
+            except runner.CellTimeout as exc:
+                raise SystemError("returned a result with an exception set") from exc
         return {"metrics": {}, "params": {}, "curves": {}, "warnings": [], "timing": {}}
 
     with pytest.raises(KeyboardInterrupt):
@@ -179,7 +183,38 @@ def test_an_interrupt_wrapped_by_a_compiled_call_stops_the_sweep_and_is_not_stor
     df = load(store).set_index("key")
     assert len(df) == len(spec.cells()) == 48 and calls[2] in df.index
     assert df.loc[calls[3], "status"] == "error" and df.loc[calls[3], "error_type"] == "ValueError"
-    assert (df.drop(index=calls[3])["status"] == "ok").all()
+    assert df.loc[calls[4], "status"] == "timeout"
+    assert df.loc[calls[4], "error_type"] == "CellTimeout" and "backstop" in df.loc[calls[4],
+                                                                                    "error_message"]
+    assert (df.drop(index=[calls[3], calls[4]])["status"] == "ok").all()
+
+
+def test_an_interrupt_is_found_through_either_link_and_inside_a_group():
+    """The chain walk follows both __cause__ and __context__ (an explicit unrelated cause does
+    not hide an interrupt being handled) and the members of an exception group."""
+    def raised(fn):
+        try:
+            fn()
+        except BaseException as exc:
+            return exc
+
+    def explicit_cause_over_an_interrupt():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("wrapped") from ValueError("unrelated")
+
+    def grouped():
+        raise BaseExceptionGroup("cells", [ValueError("a"), KeyboardInterrupt()])
+
+    assert isinstance(runner._caused_by(raised(explicit_cause_over_an_interrupt),
+                                        KeyboardInterrupt), KeyboardInterrupt)
+    assert isinstance(runner._caused_by(raised(grouped), KeyboardInterrupt), KeyboardInterrupt)
+    assert runner._caused_by(raised(lambda: 1 / 0), KeyboardInterrupt) is None
+    loop = ValueError("a")
+    loop.__context__ = ValueError("b")
+    loop.__context__.__context__ = loop  # a cycle ends the walk
+    assert runner._caused_by(loop, KeyboardInterrupt) is None
 
 
 def test_determinism_jobs_and_backends_and_pairing(tmp_path: Path):

@@ -87,8 +87,9 @@ def _crossover_line(p: dict, observed: frozenset[str] = frozenset()) -> str:
     # crossovers.csv measures the two Spiders only: another pair keeps its extrapolation
     spiders = {p["a"], p["b"]} == {ADAPTIVE, GAUSSIAN}
     if res.crossover_where != "inside" and spiders and p["group"].get("problem") in observed:
-        return head + (f"outside the window ({res.crossover_where} it); the measured crossovers "
-                       "are listed earlier on this page, not this line's extrapolation.")
+        return head + (f"outside the window ({res.crossover_where} it), not printed: an "
+                       "extrapolation is not a measurement. The crossovers measured by paired "
+                       "brackets are listed above, each with its calibration, eps and d.")
     return head + (f"equal samples at alpha = {res.crossover:.3g} [95% CI "
                    f"{res.crossover_ci_low:.3g}, {res.crossover_ci_high:.3g}], "
                    + ("inside the window." if res.crossover_where == "inside" else
