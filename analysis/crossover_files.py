@@ -84,7 +84,7 @@ def law_row(law: Law) -> pd.DataFrame:
         return pd.DataFrame(columns=LAW_COLUMNS)
     return pd.DataFrame([{
         "problem": t["problem"].iloc[0], "sources": "; ".join(dict.fromkeys(t["source"])),
-        "conditions": len(t), "fitted": int((t["where"] == "inside").sum()),
+        "conditions": len(t), "fitted": law.fitted,
         "eps_exp": law.eps_exp, "eps_ci_low": law.eps_ci[0], "eps_ci_high": law.eps_ci[1],
         "d_exp": law.d_exp, "d_ci_low": law.d_ci[0], "d_ci_high": law.d_ci[1],
         "pred_eps_exp": law.pred_eps_exp, "pred_d_exp": law.pred_d_exp}], columns=LAW_COLUMNS)

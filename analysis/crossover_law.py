@@ -117,6 +117,11 @@ class Law:
     pred_eps_exp: float
     pred_d_exp: float
 
+    @property
+    def fitted(self) -> int:
+        """How many crossovers the plane runs through: those inside their brackets."""
+        return int((self.table["where"] == "inside").sum())
+
 
 def _plane(eps: np.ndarray, d: np.ndarray, la: np.ndarray) -> tuple[float, float]:
     """(a, b) of the least-squares plane log alpha* = c + a log eps + b log d; a column that
@@ -293,9 +298,8 @@ def law_markdown(law: Law) -> str:
         return "\n".join(lines) + "\n"
     plane = "log alpha* = c" + "".join(f" + {k} log {name}" for k, name, *_ in terms)
     fixed = [name for name in ("eps", "d") if name not in {t[1] for t in terms}]
-    fitted = int((t["where"] == "inside").sum())
-    outside = len(t) - fitted
-    lines.append(f"Law (through the {fitted} of {len(t)} crossovers inside their brackets"
+    outside = len(t) - law.fitted
+    lines.append(f"Law (through the {law.fitted} of {len(t)} crossovers inside their brackets"
                  + (f"; {outside} not inside, listed above, not fitted" if outside else "")
                  + f"): {plane}" + (f" ({', '.join(fixed)} fixed)" if fixed else "") + " with "
                  + ", ".join(f"{k} = {_ci(v, *ci)}" for k, _, v, ci, _ in terms)
