@@ -49,7 +49,8 @@ def term(text: str, **exponents: float) -> RateTerm:
 #: Quantities whose logarithm a claim's O~ may hide, as `analysis.verdict_engine` evaluates them
 #: at a design point: T the rules' horizon (their `theory_params`' "T"), 1/alpha the target (or
 #: the measured value in the error view), d, 1/delta, n, n eps, 1/eps, rank.
-LOG_QUANTITIES = ("T", "1/alpha", "d", "1/delta", "n", "n eps", "1/eps", "rank")
+LOG_QUANTITIES = ("T", "1/alpha", "d", "1/delta", "n", "n eps", "1/eps", "rank",
+                  "d M B0/(rho alpha omega)", "R/r", "L1/lambda", "2n/delta")
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from analysis.verdict_engine.flags import (
     measured_private_share,
     start_point,
 )
+from analysis.verdict_engine.margins import RIVALS
 from analysis.verdict_engine.one_model import claim_verdicts
 from analysis.verdict_engine.predictions import (
     claim_metric,
@@ -144,12 +145,15 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         design = design_from_points(sub, res.chosen if fit.view == "sample_complexity" or
                                     mode == "tuned" else None, fit.x)
         rules = rules_curve(design, fit.view, data.spec.calibration) if len(design) else None
+        # the rival claim whose difference the row must resolve (the two SOSP Spiders')
+        rival = RIVALS.get(group["algorithm"])
+        if rival is not None and predicted is not None:
+            rp = predicted_slope(get_algorithm(rival), fit, fit_metric(fit, rival))
+            row["rival_predicted"] = float(rp) if rp is not None else math.nan
+        # The verdict engine (fifth edition, issue 55): the rules test, the asymptote, the O~
+        # test, margins and resolutions; rules_verdict is the rules test's decision.
         row.update(decide(row, design, matching_claim(cls, metric), rules, rng,
                           data.spec.calibration, measured_private_share(data, sub, fit)))
-        rules = row.get("rules_predicted", math.nan)
-        row["rules_verdict"] = (verdicts.verdict({"ci_low": row["ci_low"], "ci_high": row["ci_high"],
-                                                  "x": fit.x}, rules, fit.view, fit.x)
-                                if isinstance(rules, float) and math.isfinite(rules) else "")
         rows.append(row)
     return apply_gate(pd.DataFrame(rows))
 

@@ -249,9 +249,14 @@ def test_fair_calibration_specs_pair_cell_by_cell_with_headline2(new, old):
     assert a.calibration == "tight" and b.calibration == "theory"
     ca, cb = a.cells(), b.cells()
     assert {c.calibration for c in ca} == {"tight"}
+    # headline2 grew (issue 55): targets down to 0.0028 and eps = inf controls; the tight spec
+    # pairs with its private cells at the tight spec's targets, cell by cell
+    targets = {c.content()["target_alpha"] for c in ca}
+    cb = [c for c in cb if math.isfinite(c.eps) and c.content()["target_alpha"] in targets]
     strip = [{k: v for k, v in c.content().items() if k != "calibration"} for c in ca]
     assert strip == [{k: v for k, v in c.content().items() if k != "calibration"} for c in cb]
     assert {c.counts_stream for c in ca} == {c.counts_stream for c in cb}
-    assert [(f.view, f.x, f.window, f.mode) for f in a.fits] == \
-        [(f.view, f.x, f.window, f.mode) for f in b.fits]
+    assert [(f.view, f.x, f.mode) for f in a.fits] == [(f.view, f.x, f.mode) for f in b.fits]
+    assert all(fb.window[0] <= fa.window[0] and fa.window[1] <= fb.window[1]
+               for fa, fb in zip(a.fits, b.fits, strict=True))
     assert {c.algorithm for c in ca} == {"gaussian_spider", "adaptive_tree_spider"}

@@ -11,12 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.verdict_engine import envelope, verdicts
+from analysis.verdict_engine import envelope
 from analysis.verdict_engine.envelope import envelope_fit
 from analysis.verdict_engine.paired import paired_difference
 from analysis.verdict_engine.rates import fit_exponent, fit_points
 from analysis.verdict_engine.two_term import two_term_fit
-from analysis.verdict_engine.verdicts import verdict
 
 SIMS = 200  # simulated datasets per coverage check (fixed seeds)
 
@@ -166,24 +165,6 @@ def test_fit_exponent_groups_and_window():
         assert r["n_design"] == 4  # the window drops the largest x (n = 1e4: x = 6.3e-4)
     with pytest.raises(ValueError, match="y='nope'"):
         fit_exponent(df, "privacy", "nope")
-
-
-def test_verdict_rules():
-    def fit(lo, hi, x="alpha"):
-        return {"ci_low": lo, "ci_high": hi, "x": x}
-
-    assert verdict(fit(-2.1, -1.9), -2.0, "sample_complexity") == "consistent"
-    # Shallower n* slope: fewer samples as alpha -> 0.
-    assert verdict(fit(-1.1, -0.9), -2.0, "sample_complexity") == "faster than claimed"
-    assert verdict(fit(-2.6, -2.4), -2.0, "sample_complexity") == "slower than claimed"
-    assert verdict(fit(-3.0, -1.0), -2.0, "sample_complexity") == "inconclusive"
-    # Error view in x = sqrt(d)/(n eps): a larger exponent decays faster as n grows.
-    assert verdict(fit(0.55, 0.6, "privacy"), 0.5, "error") == "faster than claimed"
-    assert verdict(fit(0.3, 0.35, "privacy"), 0.5, "error") == "slower than claimed"
-    assert verdict(fit(-0.6, -0.55, "n"), -0.5, "error") == "faster than claimed"
-    assert verdict(fit(0.4, 0.6, "privacy"), None, "error") == "inconclusive"
-    assert verdict(fit(0.45, 0.55, "privacy"), 0.5, "error", max_width=0.05) == "inconclusive"
-    assert verdicts.MAX_CI_WIDTH["error"] < verdicts.MAX_CI_WIDTH["sample_complexity"]
 
 
 def test_predictions_come_from_algorithm_metadata():

@@ -291,6 +291,17 @@ def test_private_part_slope_is_the_claims_within_its_logs(name):
     values = {"n": (n1, n2), "n eps": (n1 * eps, n2 * eps), "1/alpha": (1 / b1.total, 1 / b2.total)}
     if any(f.quantity == "T" for f in claim.logs):
         values["T"] = (_horizon(cls, problem, n1, pr), _horizon(cls, problem, n2, pr))
+    # the compound logs of algorithms.claim_logs, at the bound's own alpha = 1/(1/alpha)
+    c, declared = problem.constants, {f.quantity for f in claim.logs}
+    values["2n/delta"] = (2 * n1 / DELTA, 2 * n2 / DELTA)
+    if declared & {"d M B0/(rho alpha omega)", "R/r"}:  # the SOSP problems (rho > 0)
+        values["d M B0/(rho alpha omega)"] = tuple(
+            problem.d * c.M * c.B0 * v / (c.rho * KNOB_DEFAULTS["omega"]) for v in values["1/alpha"])
+        values["R/r"] = tuple(2 * c.B0 * v / (min(1.0, c.M / c.rho) * math.sqrt(problem.d / m))
+                              for v, m in zip(values["1/alpha"], (n1, n2), strict=True))
+    if "L1/lambda" in declared:  # 2^T, T the rules' stage count
+        values["L1/lambda"] = tuple(2.0 ** cls().resolve_params(problem, m, pr)["stages"]
+                                    for m in (n1, n2))
     allowance = 0.0
     for f in claim.logs:
         if f.quantity in values:  # d, 1/delta, rank do not move with n

@@ -220,6 +220,25 @@ def observed_crossover_lines(crossovers: pd.DataFrame | None,
     return out
 
 
+def rules_lines(claims: pd.DataFrame, panels: list[tuple[Any, Any, str]]) -> list[str]:
+    """Each plotted Spider against its own rules (the fifth edition's primary test, issue 55):
+    its verdict, the residual against its rules with the margin, where its rules tend, and
+    whether the window can tell its claim from the rival's."""
+    out = []
+    for data, fit, problem in panels:
+        rows = claims[(claims["fit"] == fit.name) & (claims["mode"] == fit.mode)
+                      & (claims["spec"] == data.spec.name) & (claims["problem"] == problem)]
+        for r in rows.to_dict("records"):
+            chain = r.get("chain")
+            if not isinstance(chain, str) or not chain:
+                continue
+            sep = r.get("separates_rival")
+            sep = f" Separates 3/7 from 1/2 here: {sep}." if isinstance(sep, str) and sep else ""
+            out.append(f"{r['algorithm']} on {problem} ({data.spec.name}): {r['verdict']}. "
+                       f"Against its rules: {chain}.{sep}")
+    return out
+
+
 def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                   paired: list[list[dict]], crossovers: pd.DataFrame | None = None,
                   laws: pd.DataFrame | None = None) -> None:
@@ -254,8 +273,9 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                     and math.isfinite(res.crossover)
                     and fit.window[0] <= res.crossover <= fit.window[1]):
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
-    lines = [textwrap.fill(v, 140, subsequent_indent="    ")
-             for v in observed_crossover_lines(crossovers, laws)]
+    lines = [textwrap.fill(v, 140, subsequent_indent="    ") for v in rules_lines(claims, panels)]
+    lines += ([""] if lines else []) + [textwrap.fill(v, 140, subsequent_indent="    ")
+                                        for v in observed_crossover_lines(crossovers, laws)]
     observed = frozenset(crossovers["problem"]) if crossovers is not None and len(crossovers) else frozenset()
     lines += ([""] if lines else []) + [textwrap.fill(_crossover_line(p, observed), 140)
                                         for p in _hard_alpha_pairs(paired, claims)]

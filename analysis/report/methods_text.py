@@ -48,16 +48,15 @@ median). A flagged window is reported as declared, never moved. Advisory, in the
 `advisory` and not a flag: "floor unchecked" (design points with no eps = inf run of their n
 and d to compare with; the forecast from the rules gates such a fit).
 
-Verdicts. consistent: the prediction lies inside the CI. faster / slower than claimed: the CI lies
-entirely on the favourable / unfavourable side, favourable meaning fewer samples or smaller error
-in the regime the claim is about (large n, small alpha). "rules" is the slope the algorithm's own
-implemented rules predict over the same design points (log of the rules' sample budget from
-theory_params, knobs at 1, against log x), log factors included (the tree depth log T enters the
-tree's noise); when the O~ exponent is outside the CI but the rules' slope is inside, the verdict
-is "consistent up to the rules' log factors". inconclusive: no prediction, or a CI wider
-than 0.15 (error view) or 0.66 (sample-complexity view), about twice the gap between the two
-headline predictions. A benign problem is expected to give "faster than claimed": the claims are
-worst-case bounds that bind only where the path to an alpha-SOSP is long (the hard instance).
+Verdicts (fifth edition). Margin m = |p|/24 (>= 0.025): a quarter of the 1/3 between the SOSP
+claims in n*. Primary: the residual slope, measured minus the algorithm's own rules (its bound
+as implemented, logs included), CI inside +-m: "follows its rules"; outside: "slower / faster
+than its rules by X"; across: "undecided". If the rules' own local slope tends to the claim
+(evaluated beyond the design, privacy-dominated): "follows its rules, whose asymptote is the
+claim". Secondary, the O~ test: the CI against the claim's band (its declared logs, +-m):
+"consistent" (inside p +- m), "not refuted (accepts a..b)", "slower / faster than claimed";
+"untestable on this window" where a..b holds the rival claim. "design too short": < 5 points
+or < 1.5 decades. A benign problem is expected to read "faster than claimed".
 
 Which way each x counts. "Faster" always means the favourable side in the regime the claim is
 about, and that regime differs by x: against x = sqrt(d)/(n eps) it is x -> 0 (large n), so a

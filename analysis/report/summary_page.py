@@ -50,15 +50,16 @@ def all_claims_on_page_one(on: bool = True) -> Iterator[None]:
 #: Page 1's columns: (summary column, header, share of the table's width, wrap width in
 #: characters at SUMMARY_FONT, at most this many lines).
 SUMMARY_TABLE = [
-    ("algorithm", "algorithm", 0.11, 23, 2),
-    ("claim", "claim", 0.15, 33, 2),
-    ("short source", "theorem (paper)", 0.185, 42, 2),
-    ("claimed", "claimed", 0.045, 7, 1),
-    ("measured", "measured [95% CI]", 0.105, 23, 2),
-    ("rules", "rules", 0.04, 6, 1),
-    ("verdict", "verdict", 0.085, 18, 2),
-    ("regime", "regime", 0.13, 29, 2),
-    ("decided by", "decided by (spec/fit, mode, problem, x)", 0.15, 33, 2),
+    ("algorithm", "algorithm", 0.10, 21, 2),
+    ("claim", "claim", 0.13, 27, 2),
+    ("short source", "theorem (paper)", 0.15, 31, 2),
+    ("claimed", "claimed", 0.04, 7, 1),
+    ("measured", "measured [95% CI]", 0.09, 19, 2),
+    ("rules", "rules", 0.035, 6, 1),
+    ("against its rules", "against its rules (residual, m)", 0.11, 23, 3),
+    ("verdict", "verdict", 0.11, 23, 3),
+    ("regime", "regime", 0.10, 21, 2),
+    ("decided by", "decided by (spec/fit, mode, problem, x)", 0.135, 28, 2),
 ]
 SUMMARY_FONT = 6.0
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from analysis.privacy_checks.ledger import FAILED_MARK, bracket
 from analysis.report.latex import to_latex
+from analysis.report.verdict_cells import resolution_text, rules_text
 from analysis.verdict_engine.verdicts import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
@@ -58,14 +59,19 @@ NO_CLAIM = "no claim"
 #: colour and place of the longest one it starts with (`verdict_key`).
 VERDICT_COLOURS = {
     "consistent": "#d9f0d3",
-    "consistent up to the rules' log factors": "#e5f5e0",
-    "consistent up to logs": "#e5f5e0",
+    "follows its rules, whose asymptote is the claim": "#d9f0d3",
+    "follows its rules, whose asymptote is not the claim": "#fde0dd",
+    "not refuted by the O~ claim": "#e5f5e0",
     "approaches its bound from below": "#edf8e9",
+    "the O~ claim is untestable on this window": "#f0f0f0",
+    "design too short": "#fff2cc",
     "faster than claimed": "#deebf7",
     "faster than claimed even with logs": "#c6dbef",
     "slower than claimed": "#fde0dd",
     "slower than claimed even with logs": "#fcbba1",
     "inconclusive": "#f0f0f0",
+    "consistent up to logs": "#e5f5e0",  # the fourth edition's names, for its CSVs read back
+    "consistent up to the rules' log factors": "#e5f5e0",
     NOT_IN_REGIME: "#fff2cc",
     OUT_OF_REACH: "#fff2cc",
     NOT_MEASURED: "#ffffff",
@@ -73,7 +79,8 @@ VERDICT_COLOURS = {
     FAILED_MARK: "#f4a6a6",
 }
 #: Verdicts that decide nothing about a claim (ranked after a decisive one by `_rank`).
-UNDECIDED = ("inconclusive", NO_CLAIM, NOT_MEASURED, NOT_IN_REGIME, OUT_OF_REACH)
+UNDECIDED = ("inconclusive", NO_CLAIM, NOT_MEASURED, NOT_IN_REGIME, OUT_OF_REACH, "design too short",
+             "the O~ claim is untestable on this window")
 
 
 def verdict_key(verdict: Any) -> str:
@@ -222,7 +229,8 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
             hits = fits[(fits["algorithm"] == c.algorithm) & (fits["metric"] == c.metric)]
         note = privacy.get((c.algorithm, ""), "")
         if hits.empty:
-            rows.append({**base, "claimed": "-", "measured": "-", "rules": "-", "regime": "-",
+            rows.append({**base, "claimed": "-", "measured": "-", "rules": "-",
+                         "against its rules": "-", "resolution": "-", "regime": "-",
                          "verdict": NOT_MEASURED, "decided by": "no declared fit", "fits": "0",
                          "privacy": note})
             continue
@@ -253,6 +261,7 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
                 decided += f"; joint with its other fits ({fits_note})"
         rows.append({**base, "claimed": _num(best.get("predicted")), "measured": measured,
                      "rules": _num(best.get("rules_predicted")),
+                     "against its rules": rules_text(best), "resolution": resolution_text(best),
                      "regime": regime, "verdict": verdict,
                      "decided by": decided, "fits": f"{n_in} of {len(ranked)} in regime",
                      "privacy": note, "view": best.get("view"), "x": best.get("x"),
@@ -271,7 +280,8 @@ def _privacy_failures_first(rows: list[dict], privacy: Mapping[tuple[str, str], 
         note = next(v for (alg, _), v in privacy.items() if alg == a and str(v).startswith(FAILED_MARK))
         rows.append({"algorithm": a, "claim": "(declares no claim)", "source": "-",
                      "short source": "-", "setting": "-", "metric": "-", "claimed": "-",
-                     "measured": "-", "rules": "-", "regime": "-", "verdict": FAILED_MARK,
+                     "measured": "-", "rules": "-", "against its rules": "-", "resolution": "-",
+                     "regime": "-", "verdict": FAILED_MARK,
                      "decided by": "its privacy check (analysis.privacy_checks.plugin_checks)",
                      "fits": "-", "privacy": note})
     order = sorted(range(len(rows)), key=lambda i: (rows[i]["algorithm"] not in failed, i))
@@ -382,8 +392,8 @@ def export(table: pd.DataFrame, fmt: str, *, caption: str = "", label: str = "",
 
 
 #: The claims summary's columns in the exports (the `setting`, `metric`, `view` helpers dropped).
-EXPORT_COLUMNS = ["algorithm", "claim", "source", "claimed", "measured", "rules", "verdict",
-                  "regime", "decided by", "privacy"]
+EXPORT_COLUMNS = ["algorithm", "claim", "source", "claimed", "measured", "rules",
+                  "against its rules", "verdict", "resolution", "regime", "decided by", "privacy"]
 
 
 def summary_for_export(summary: pd.DataFrame, numeric: bool = False,
@@ -407,7 +417,14 @@ def summary_notes(summary: pd.DataFrame) -> list[str]:
     head = (f"{len(summary)} claims: " + ", ".join(f"{counts[k]} {k}" for k in counts)
             + ". Measured: slope [95% CI] of the fit that decides the claim; claimed: the slope "
             "its O~ rate predicts; rules: the slope of the algorithm's own rules (log factors "
-            "included). A fit that fails the regime gate (ceiling or floor) is \"not in regime\" "
+            "included); against its rules: the residual slope (measured minus rules) [CI] "
+            "against the declared margin m (follows: the CI inside +-m; slower / faster: "
+            "outside; undecided: across); resolution: the pure power laws each test would "
+            "accept on this design. \"follows its rules, whose asymptote is the claim\": the "
+            "rules test holds and the rules' local slope tends to the claimed one; \"not "
+            "refuted by the O~ claim\": the CI meets the claim's band (its declared logs, +-m); "
+            "\"untestable on this window\": that band accepts the rival claim too. A fit that "
+            "fails the regime gate (ceiling or floor) is \"not in regime\" "
             "with the reason, never consistent / slower / faster; its slope is shown in "
             "parentheses: the saturation's, not a measurement of the claim.")
     keys = [(v, x) for v, x in zip(summary.get("view", []), summary.get("x", []), strict=True)

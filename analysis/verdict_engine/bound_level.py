@@ -3,40 +3,22 @@
 - `measured_constant`: C = max over the window of measured / (claim at constants 1): the
   constant the O~ hides, measured (the claim's n* at a target alpha in the samples-to-target
   view: the smallest n whose bound at constants 1 reaches it);
-- `approach`: whether the local slopes move toward the claim's as x moves into the regime
-  (the direction in which the rules' private share grows, or `INTO_REGIME` where the rules give
-  none). A bound is an envelope: a curve that steepens (or flattens) toward its slope where the
-  bound speaks approaches it from below, and its secant over the window says nothing against
-  the paper.
+- `approaches_limit` (fifth edition, issue 55, item 5): the measured local slopes extrapolated
+  in 1 / |ln x| to the claim's limit (`extrapolated_limit`); a curve approaches its bound when
+  that limit meets the claim within the margin m and the local slopes' gap to the claim shrinks
+  toward the limit. A bound is an envelope: such a curve's secant over the window says nothing
+  against the paper; a curve whose local slopes settle elsewhere does not approach it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from algorithms.claims import Claim
 from analysis.regime_forecast import _decreasing_root, claim_bound
 from analysis.verdict_engine.design import Design
-
-#: The direction of x in which a claim's privacy term takes over, where the rules' private
-#: share does not say: smaller eps, larger privacy = sqrt(d)/(n eps), smaller n, larger d and
-#: rank; larger target alpha (the statistical n* ~ alpha^-3 outgrows the private one below).
-INTO_REGIME = {"eps": -1, "privacy": +1, "n": -1, "d": +1, "rank": +1, "alpha": +1}
-#: An approach: the local slopes' gap to the claim's shrinks to at most this fraction of its
-#: first value, and falls (Spearman rho <= APPROACH_RHO) where there are three or more.
-APPROACH_FRACTION, APPROACH_RHO = 0.5, -0.8
-
-
-@dataclass(frozen=True)
-class BoundLevel:
-    constant: float  # C = max measured / claim at constants 1 (NaN where not computable)
-    constant_at: float  # the x where the max is attained
-    local: tuple[float, ...]  # local slopes ordered into the regime
-    approaching: bool
 
 
 def _ranks(claim: Claim, design: Design) -> list[float | None]:
@@ -79,21 +61,39 @@ def measured_constant(claim: Claim, design: Design, view: str) -> tuple[float, f
     return float(ratio[i]), float(design.x[i])
 
 
-def approach(x: np.ndarray, ly: np.ndarray, predicted: float, x_name: str,
-             share: np.ndarray | None = None) -> tuple[tuple[float, ...], bool]:
-    """(local slopes ordered into the regime, whether they approach `predicted`)."""
-    if len(x) < 3 or predicted is None or not math.isfinite(predicted):
-        return (), False
+def extrapolated_limit(x: np.ndarray, ly: np.ndarray, x_name: str) -> float:
+    """The limit of the measured local slopes in the claim's limit (issue 55, item 5): the line
+    of the local slopes against u = 1 / |ln x| (a log factor's share of a local slope fades like
+    K / |ln x|) at u = 0, x -> 0 for alpha, privacy and eps, x -> inf for n, d and rank. NaN
+    with fewer than three local slopes or where the window straddles x = 1 (u is not monotone
+    there)."""
+    from analysis.verdict_engine.asymptote import LIMIT
+
+    direction = LIMIT.get(x_name, +1 if x_name == "rank" else None)
+    if direction is None or len(x) < 4:
+        return math.nan
+    mid = np.sqrt(x[1:] * x[:-1])
+    if (direction < 0 and not np.all(mid < 1)) or (direction > 0 and not np.all(mid > 1)):
+        return math.nan
     local = np.diff(ly) / np.diff(np.log(x))
-    direction = INTO_REGIME.get(x_name, +1)
-    if share is not None and len(share) == len(x) and np.all(np.isfinite(share)) \
-            and float(np.ptp(share)) > 0.01:
-        direction = +1 if share[-1] > share[0] else -1
-    if direction < 0:
-        local = local[::-1]
+    u = 1.0 / np.abs(np.log(mid))
+    if not np.all(np.isfinite(local)) or float(np.ptp(u)) <= 0:
+        return math.nan
+    return float(np.polyfit(u, local, 1)[1])
+
+
+def approaches_limit(x: np.ndarray, ly: np.ndarray, predicted: float, x_name: str,
+                     m: float) -> tuple[float, bool]:
+    """(the extrapolated limit of the local slopes, whether the curve approaches the claim):
+    the limit within m of `predicted` and the local slopes' gap to it smaller at the end of the
+    window nearer the claim's limit than at the other end."""
+    from analysis.verdict_engine.asymptote import LIMIT
+
+    limit = extrapolated_limit(x, ly, x_name)
+    if not math.isfinite(limit) or abs(limit - predicted) > m:
+        return limit, False
+    local = np.diff(ly) / np.diff(np.log(x))
+    if LIMIT.get(x_name, +1) < 0:
+        local = local[::-1]  # ordered toward the limit
     gap = np.abs(local - predicted)
-    ok = gap[-1] <= APPROACH_FRACTION * gap[0]
-    if ok and len(gap) >= 3:
-        rho = spearmanr(np.arange(len(gap)), gap).statistic
-        ok = bool(np.isfinite(rho) and rho <= APPROACH_RHO)
-    return tuple(float(v) for v in local), bool(ok)
+    return limit, bool(gap[-1] < gap[0])

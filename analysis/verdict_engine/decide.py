@@ -1,25 +1,33 @@
-"""One fit row's verdict from the whole engine, in a fixed order (`decide`):
+"""One fit row's verdict from the whole engine (fifth edition, issue 55; `decide`).
 
-1. no prediction: the row keeps its verdict ("no claim" / "inconclusive");
-2. the CI (seeds' bootstrap widened by the window spread) wider than MAX_CI_WIDTH:
-   "inconclusive", except for a pure polylog claim (exponent 0 in x, declared logs in x), whose
-   secant is wide from the curvature a polylog has: its log model's t decides (t's CI at most
-   T_CI_MAX wide: inside [0, 1] "consistent up to logs", else "... even with logs");
-3. the privacy-share gate: the median private share over the window below PRIVATE_SHARE_MIN
-   adds a floor flag, so the regime gate makes it "not in regime". The share is measured
-   (1 - eps = inf control / median, `flags.measured_private_share`) where at least half the
-   design points have a control; only where they do not is it the rules' bound's split, which
-   is an upper bound's and can put the weight on a statistical term the instance does not pay
-   (both are reported: private_share with its source, rules_private_share);
-4. the claim's slope inside the CI: "consistent";
-5. the claim times its declared logs with a power share t in [0, 1] fits (t's CI, widened by
-   its own window spread, meets [0, 1]): "consistent up to logs";
-6. the rules' own slope inside the CI, where the rules' curve is itself the claim times its
-   declared logs: "consistent up to the rules' log factors" (the curve follows the bound the
-   implementation optimizes, not the stylized exponent); a rules bound with another power of x
-   is not a log factor, and its row goes on to 7-8 with the rules' slope in its reason;
-7. the local slopes approach the claim's into the regime: "approaches its bound from below";
-8. otherwise "slower / faster than claimed", "... even with logs" where logs were allowed.
+Two tests, each with a declared margin m (`margins.margin`) and its resolution on the row's own
+design, and a chain that links them:
+
+1. **The primary test: the curve against its own rules** (`rules_test`): the residual slope
+   (measured minus the rules' slope) with its CI against [-m, m]: "follows its rules", "slower /
+   faster than its rules by X", "undecided against its rules", or "no rules curve" (why).
+   Column `rules_verdict`, the residual in `rules_residual*`, the pure power laws it would call
+   "follows" in `rules_accepts_*`.
+2. **The claim as the rules' asymptote** (`asymptote`): the rules' local slope in the claim's
+   limit, computed beyond the design (`asymptote*` columns). A row that follows its rules whose
+   asymptote meets the claim reads "follows its rules, whose asymptote is the claim": a chain
+   in two links, each able to break.
+3. **The O~ test, named for what it is** (`claim_test`): the seeds' CI against the claim with
+   its declared logs (the band p + [min(0, A), max(0, A)] +- m): "consistent", "not refuted by
+   the O~ claim (accepts a..b)", "slower / faster than claimed (even with logs)". Where the range
+   of pure power laws it accepts holds the rival claim or is wider than the gap to it, the row
+   reads "the O~ claim is untestable on this window (accepts a..b)".
+
+The verdict, in a fixed order: no prediction keeps "no claim" / "inconclusive"; a design with
+fewer than 5 points or under 1.5 decades reads "design too short" with the design that would
+do; the chain where it holds; "follows its rules, whose asymptote is not the claim" where only
+its first link does; the O~ test's direction where its CI clears the band; "approaches its bound
+from below" where the measured local slopes, extrapolated in 1 / |ln x| to the claim's limit,
+meet the claim within m and move toward it into the regime; else the O~ test's label
+(untestable where it is). The privacy-share gate adds a floor flag (median share below
+PRIVATE_SHARE_MIN: measured from eps = inf controls where at least half the design points have
+one, else the rules' split, said in `private_share_source`), so the regime gate makes the row
+"not in regime" whatever the above. No verdict changes on a difference smaller than m.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from typing import Any
 import numpy as np
 
 from algorithms.claims import Claim
-from analysis.verdict_engine import bound_level, log_aware, log_factors, verdicts, window
+from analysis.verdict_engine import bound_level, log_aware, log_factors, margins, rules_test, window
+from analysis.verdict_engine.asymptote import rules_asymptote
+from analysis.verdict_engine.claim_test import UNTESTABLE, claim_test, window_that_would_test
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.rules_curve import (
     PRIVATE_SHARE_MIN,
@@ -39,75 +49,179 @@ from analysis.verdict_engine.rules_curve import (
     rules_binding_n,
 )
 
-UP_TO_LOGS = "consistent up to logs"
+#: The verdicts of the fifth edition besides the O~ test's labels (`claim_test`).
+FOLLOWS_CHAIN = "follows its rules, whose asymptote is the claim"
+FOLLOWS_OTHER = "follows its rules, whose asymptote is not the claim"
 APPROACHES = "approaches its bound from below"
-EVEN_WITH_LOGS = " even with logs"
-#: The widest CI of the log power share t that decides a pure polylog claim (exponent 0 in x)
-#: whose power CI is too wide (the declared allowance [0, 1] has width 1: a wider t CI cannot
-#: tell inside from outside).
-T_CI_MAX = 1.0
+DESIGN_TOO_SHORT = "design too short"
+#: Kept for readers of fourth-edition CSVs (verdict_changes): the old allowance's label.
+UP_TO_LOGS = "consistent up to logs"
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: Any) -> str:
     return f"{v:.3g}" if isinstance(v, (int, float)) and math.isfinite(v) else "-"
+
+
+def _rules_columns(out: dict[str, Any], design: Design, rules: RulesCurve, view: str,
+                   calibration: str, row: dict[str, Any]) -> None:
+    med = design.medians
+    ratio, trend = ratio_trend(design.x, med, rules)
+    start = row.get("alpha_x0", math.nan)
+    if view == "error" and isinstance(start, float) and rules.source:
+        out["rules_binding_n"] = rules_binding_n(design, calibration, start)
+    share = rules.share
+    out.update(rules_predicted=rules.slope(design.x), rules_source=rules.source,
+               rules_ratio=" ".join(_fmt(v) for v in ratio) if rules.available else "",
+               rules_ratio_trend=trend)
+    if np.isfinite(share).any():
+        out.update(private_share=float(np.nanmedian(share)),
+                   private_share_min=float(np.nanmin(share)),
+                   private_share_source="the rules' bound (no eps = inf control)",
+                   rules_private_share=float(np.nanmedian(share)))
+    # budget use (issue 43, item 2): the steps run against the rules' horizon T, per point
+    steps = design.context["n_steps"].to_numpy(float) / rules.horizon
+    out["steps_per_horizon"] = " ".join(_fmt(v) for v in steps) if np.isfinite(steps).any() else ""
 
 
 def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: RulesCurve | None,
            rng: np.random.Generator, calibration: str = "theory",
            measured_share: np.ndarray | None = None) -> dict[str, Any]:
     """The engine's columns for one fit row (`row`: a `run_fit` row with exponent, ci_low,
-    ci_high, predicted, view, x, verdict, flags). Returns the updated columns: the verdict and
-    its reason, the CI the verdict reads (ci_low / ci_high) beside the seeds' (seed_ci_*), the
-    window spread, the log power share t, the bound's measured constant, the local slopes, the
-    rules' slope / ratio / private share (`rules`: `rules_curve` on the design, None for none);
-    `measured_share`: the measured private share per design point (None: no eps = inf control)."""
+    ci_high, predicted, view, x, verdict, flags and, for a Spider, rival_predicted). Returns the
+    updated columns (module docstring): the verdict and its reason; the primary test's residual,
+    CI, decision and acceptance range; the rules' asymptote; the O~ test's band, label and
+    acceptance range; the margin, the resolution and the chain in one line; the log power share
+    t, the bound's measured constant and the local slopes (reported, not deciding); the rules'
+    slope / ratio / private share (`rules`: `rules_curve` on the design, None for none);
+    `measured_share`: the measured private share per design point (None: no eps = inf
+    control)."""
     view, x = row["view"], row["x"]
-    out: dict[str, Any] = {"seed_ci_low": row["ci_low"], "seed_ci_high": row["ci_high"]}
+    seed_lo, seed_hi = row["ci_low"], row["ci_high"]
+    out: dict[str, Any] = {"seed_ci_low": seed_lo, "seed_ci_high": seed_hi}
     med = design.medians if len(design) else np.array([])
     ly = np.log(med) if len(med) else med
     if rules is not None:
-        ratio, trend = ratio_trend(design.x, med, rules)
-        start = row.get("alpha_x0", math.nan)
-        if view == "error" and isinstance(start, float) and rules.source:
-            out["rules_binding_n"] = rules_binding_n(design, calibration, start)
-        share = rules.share
-        out.update(rules_predicted=rules.slope(design.x), rules_source=rules.source,
-                   rules_ratio=" ".join(_fmt(v) for v in ratio) if rules.available else "",
-                   rules_ratio_trend=trend)
-        if np.isfinite(share).any():
-            out.update(private_share=float(np.nanmedian(share)),
-                       private_share_min=float(np.nanmin(share)),
-                       private_share_source="the rules' bound",
-                       rules_private_share=float(np.nanmedian(share)))
-        # budget use (issue 43, item 2): the steps run against the rules' horizon T, per point
-        steps = design.context["n_steps"].to_numpy(float) / rules.horizon
-        out["steps_per_horizon"] = " ".join(_fmt(v) for v in steps) if np.isfinite(steps).any() else ""
+        _rules_columns(out, design, rules, view, calibration, row)
     if measured_share is not None and 2 * int(np.isfinite(measured_share).sum()) >= len(measured_share):
         out.update(private_share=float(np.nanmedian(measured_share)),
                    private_share_min=float(np.nanmin(measured_share)),
                    private_share_source="measured: 1 - eps = inf control / median")
     spread = window.drop_end_spread(design.x, ly, window.ols_slope) if len(design) else math.nan
     est = row["exponent"]
-    lo, hi = window.widen(est, row["ci_low"], row["ci_high"], spread) if math.isfinite(est) else \
-        (row["ci_low"], row["ci_high"])
-    out.update(window_spread=spread, ci_low=lo, ci_high=hi)
     p = row.get("predicted")
-    if p is None or not isinstance(p, (int, float)) or not math.isfinite(p) or claim is None:
+    has_p = isinstance(p, (int, float)) and math.isfinite(p) and claim is not None
+    m = margins.margin(p if has_p else None)
+    out.update(window_spread=spread, ci_low=seed_lo, ci_high=seed_hi, margin=m,
+               design_points=len(design), design_decades=margins.decades(design.x))
+    # 1. the primary test: the curve against its own rules
+    rt = rules_test.rules_test(design.x, ly, rules, est, seed_lo, seed_hi, m, view, x)
+    out.update(rules_residual=rt.residual, rules_residual_low=rt.low, rules_residual_high=rt.high,
+               rules_residual_spread=rt.spread, rules_verdict=rt.text,
+               rules_accepts_low=rt.accepts_low, rules_accepts_high=rt.accepts_high)
+    if rt.decision == rules_test.NO_RULES:
+        why = (rules.source and "the rules give no positive finite value at every design point") \
+            if rules is not None else "the family states no rules bound"
+        out["rules_verdict"] = f"{rules_test.NO_RULES}: {why or 'the family states no rules bound'}"
+    half = (seed_hi - seed_lo) / 2 if math.isfinite(seed_hi - seed_lo) else math.nan
+    out["resolution"] = (f"CI half-width {_fmt(half)} against m {_fmt(m)}"
+                         + ("; the design cannot show equivalence to its rules at m"
+                            if rt.decision != rules_test.NO_RULES
+                            and not math.isfinite(rt.accepts_low) else ""))
+    if not has_p:
         return out
+    # 2. the claim as the rules' asymptote
+    asym = rules_asymptote(design, view, calibration, p, m) if rules is not None and rules.available \
+        else None
+    if asym is not None:
+        out.update(asymptote=asym.limit, asymptote_accuracy=asym.accuracy,
+                   asymptote_meets=asym.meets, asymptote_x_within_m=asym.x_within_m,
+                   asymptote_note=asym.note)
+    # 3. the O~ test with its declared logs (t is reported; the band decides)
     reg = log_factors.log_regressor(claim, design, view, x,
                                     rules.horizon if rules is not None else None)
+    allowance = log_factors.slope_allowance(reg, design.x) if reg.varying else 0.0
     lp = log_aware.log_power_fit(design, p, reg.z, rng=rng)
-    t_spread = window.drop_end_spread(
-        design.x, ly, lambda xx, yy: _t_of(xx, yy, p, reg.z, design.x)) if reg.varying else math.nan
-    t_lo, t_hi = window.widen(lp.t, lp.t_low, lp.t_high, t_spread) if math.isfinite(lp.t) else \
-        (lp.t_low, lp.t_high)
+    rival = row.get("rival_predicted", math.nan)
+    rival = float(rival) if isinstance(rival, (int, float)) else math.nan
+    ct = claim_test(est, seed_lo, seed_hi, p, allowance, m, view, x, rival)
     c, c_at = bound_level.measured_constant(claim, design, view)
-    local, approaching = bound_level.approach(design.x, ly, p, x,
-                                              rules.share if rules is not None else None)
+    local = window.local_slopes(design.x, ly) if len(design) >= 2 else np.array([])
+    limit, approaching = bound_level.approaches_limit(design.x, ly, p, x, m) \
+        if len(design) >= 4 else (math.nan, False)
     out.update(log_factors=reg.text, log_missing="; ".join(reg.missing), log_power=lp.t,
-               log_power_low=t_lo, log_power_high=t_hi, bound_constant=c, bound_at=c_at,
-               local_slopes=" ".join(_fmt(v) for v in local), approaching=approaching)
-    # The privacy-share gate: a floor flag, so the one regime gate (verdicts.apply_gate) acts.
+               log_power_low=lp.t_low, log_power_high=lp.t_high, log_allowance=allowance,
+               claim_band_low=ct.band_low, claim_band_high=ct.band_high, claim_test=ct.label,
+               accepts_low=ct.accepts_low, accepts_high=ct.accepts_high,
+               untestable=ct.why_untestable if ct.untestable else "",
+               rival_predicted=rival, bound_constant=c, bound_at=c_at,
+               local_slopes=" ".join(_fmt(v) for v in local), local_limit=limit,
+               approaching=approaching)
+    if ct.untestable:
+        would = window_that_would_test(design.x, x, est, seed_lo, seed_hi, p, allowance, m, rival)
+        out["untestable"] = f"{ct.why_untestable}; {would}" if would else ct.why_untestable
+    out["chain"] = _chain(rt, asym, p, x)
+    if math.isfinite(rival) and abs(rival - p) > 1e-12:
+        out["separates_rival"] = _separates(rt, asym, rival)
+    _gate(out, row, design)
+    seed_ci = f"{_fmt(est)} [{_fmt(seed_lo)}, {_fmt(seed_hi)}]"
+    band = f"[{_fmt(ct.band_low)}, {_fmt(ct.band_high)}]"
+    o_text = (f"O~ test: {seed_ci} against {_fmt(p)}{' times ' + reg.text if reg.varying else ''} "
+              f"+- m {_fmt(m)}, band {band}: {ct.label}; {ct.accepts}")
+    short = margins.design_check(design.x, x)
+    if short:
+        out.update(verdict=DESIGN_TOO_SHORT, verdict_reason=f"{short}; {out['chain']}; {o_text}")
+        return out
+    directional = "than claimed" in ct.label
+    if rt.decision == rules_test.FOLLOWS and asym is not None and asym.meets:
+        out.update(verdict=FOLLOWS_CHAIN, verdict_reason=f"{out['chain']}; {o_text}")
+    elif rt.decision == rules_test.FOLLOWS and asym is not None and math.isfinite(asym.limit):
+        out.update(verdict=FOLLOWS_OTHER, verdict_reason=f"{out['chain']}; {o_text}")
+    elif directional and out["approaching"]:
+        out.update(verdict=APPROACHES, verdict_reason=(
+            f"secant {seed_ci} against {_fmt(p)}, but the local slopes {out['local_slopes']} "
+            f"move toward it and extrapolate to {_fmt(limit)} (within m {_fmt(m)}); {o_text}"))
+    elif ct.untestable and not directional:
+        out.update(verdict=f"{UNTESTABLE} ({ct.accepts})",
+                   verdict_reason=f"{out['untestable']}; {o_text}; {out['chain']}")
+    else:
+        label = ct.label + (f" ({ct.accepts})" if ct.label != "consistent" and not directional
+                            else "")
+        out.update(verdict=label, verdict_reason=f"{o_text}; {out['chain']}")
+    return out
+
+
+def _chain(rt: rules_test.RulesTest, asym: Any, p: float, x: str) -> str:
+    """The chain in one line: the rules test, then the rules' asymptote against the claim."""
+    if rt.decision == rules_test.NO_RULES:
+        return "no rules curve: the chain cannot be formed"
+    first = (f"{rt.text} (residual {_fmt(rt.residual)} [{_fmt(rt.low)}, {_fmt(rt.high)}], m "
+             f"{_fmt(rt.margin)}; accepts "
+             + (f"{_fmt(rt.accepts_low)}..{_fmt(rt.accepts_high)}" if math.isfinite(rt.accepts_low)
+                else "nothing at m") + ")")
+    if asym is None or not math.isfinite(asym.limit):
+        return f"{first}; the rules' asymptote: {asym.note if asym is not None else 'no rules'}"
+    where = (f", within m of the claim from {x} {asym.x_within_m:.2g}"
+             if math.isfinite(asym.x_within_m) else ", never within m of the claim")
+    verdict = "is the claim" if asym.meets else f"is not the claim's {_fmt(p)}"
+    note = f" ({asym.note})" if asym.note else ""
+    return f"{first}; the rules' slope tends to {asym.text}{where}: its asymptote {verdict}{note}"
+
+
+def _separates(rt: rules_test.RulesTest, asym: Any, rival: float) -> str:
+    """Whether the chain tells this claim from the rival's on this window."""
+    if rt.decision == rules_test.NO_RULES or not math.isfinite(rt.accepts_low):
+        return "no: the rules test accepts nothing at m on this design"
+    if asym is None or not asym.meets:
+        return "no: the rules' asymptote is not the claim"
+    if rt.accepts_low <= rival <= rt.accepts_high:
+        return (f"no: the rules test accepts {_fmt(rt.accepts_low)}..{_fmt(rt.accepts_high)}, "
+                f"the rival's {_fmt(rival)} among them")
+    return (f"yes: the rules test accepts {_fmt(rt.accepts_low)}..{_fmt(rt.accepts_high)}, not the "
+            f"rival's {_fmt(rival)}, and the rules' asymptote is the claim")
+
+
+def _gate(out: dict[str, Any], row: dict[str, Any], design: Design) -> None:
+    """The privacy-share gate: a floor flag, so the one regime gate (verdicts.apply_gate) acts."""
     share_med = out.get("private_share", math.nan)
     if math.isfinite(share_med) and share_med < PRIVATE_SHARE_MIN and design.private:
         whose = "measured" if out.get("private_share_source", "").startswith("measured") \
@@ -115,89 +229,3 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
         flag = (f"floor: {whose} private share over the window (median {share_med:.2f}) is "
                 f"below {PRIVATE_SHARE_MIN:g}: the statistical term carries part of the slope")
         out["flags"] = "; ".join(f for f in (row.get("flags", ""), flag) if f)
-    width = verdicts.MAX_CI_WIDTH.get(view, math.inf)
-    seed_ci = (f"{_fmt(est)} [{_fmt(lo)}, {_fmt(hi)}] (seeds [{_fmt(row['ci_low'])}, "
-               f"{_fmt(row['ci_high'])}], window spread {_fmt(spread)})")
-    # A pure polylog claim in x (no power of x: Pagan in d) is read by its log model alone.
-    t_ok = p == 0 and reg.varying and math.isfinite(t_lo) and math.isfinite(t_hi) \
-        and t_hi - t_lo <= T_CI_MAX
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > width:
-        if not t_ok:
-            out.update(verdict="inconclusive", verdict_reason=f"CI {seed_ci} wider than {width:g}")
-            return out
-        # The power's CI is wide from curvature the claim's own logs predict (a polylog's local
-        # slopes fall like K / log x): the log model is the claim's model, and its t is narrow.
-        fits = t_lo <= 1 and t_hi >= 0
-        # t multiplies the bound's own logs: above 1 the curve needs more than the claim allows
-        # (slower), below 0 less than the claim without logs (faster), in every view.
-        worse = "slower than claimed" if t_lo > 1 else "faster than claimed"
-        out.update(verdict=UP_TO_LOGS if fits else worse + EVEN_WITH_LOGS, verdict_reason=(
-            f"secant CI {seed_ci} wider than {width:g} (curvature), but {_fmt(p)} times "
-            f"{reg.text} fits with t = {_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}] of the declared "
-            f"powers{'' if fits else ', outside [0, 1]'}"))
-        return out
-    if lo <= p <= hi:
-        out.update(verdict="consistent", verdict_reason=f"{seed_ci} covers {_fmt(p)}")
-        return out
-    if reg.varying and math.isfinite(t_lo) and t_lo <= 1 and t_hi >= 0:
-        out.update(verdict=UP_TO_LOGS, verdict_reason=(
-            f"{seed_ci} against {_fmt(p)}; {_fmt(p)} times {reg.text} fits with t = "
-            f"{_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}] of the declared powers"))
-        return out
-    rules_slope = out.get("rules_predicted", math.nan)
-    follows = math.isfinite(rules_slope) and lo <= rules_slope <= hi
-    if follows and rules is not None and _rules_are_claim_times_logs(design.x, rules.values, p, reg):
-        out.update(verdict=verdicts.UP_TO_LOGS, verdict_reason=(
-            f"{seed_ci} against {_fmt(p)}: it follows the rules' own slope {_fmt(rules_slope)} "
-            f"({out.get('rules_source', '')})"))
-        return out
-    if approaching:
-        out.update(verdict=APPROACHES, verdict_reason=(
-            f"secant {_fmt(est)} against {_fmt(p)}, but the local slopes "
-            f"{out['local_slopes']} move toward {_fmt(p)} as x moves into the regime"))
-        return out
-    base = verdicts.verdict({"ci_low": lo, "ci_high": hi, "x": x}, p, view, x, max_width=math.inf)
-    logs = f"; {reg.text} allows t in [0, 1], measured t = {_fmt(lp.t)} [{_fmt(t_lo)}, {_fmt(t_hi)}]" \
-        if reg.varying else "; no declared log factor moves over this window"
-    rules_note = (f"; it follows the rules' own slope {_fmt(rules_slope)}, whose bound is not the "
-                  f"claim times its declared logs ({out.get('rules_source', '')})" if follows else "")
-    out.update(verdict=base + (EVEN_WITH_LOGS if reg.varying else ""),
-               verdict_reason=f"{seed_ci} against {_fmt(p)}{logs}{rules_note}")
-    return out
-
-
-#: How far outside [0, 1] the rules' own log power share may sit (numerical slack), and how far
-#: the rules' slope may sit from the claim's where no declared log moves over the window.
-RULES_T_SLACK, RULES_SLOPE_SLACK = 0.1, 0.02
-
-
-def _rules_are_claim_times_logs(x: np.ndarray, values: np.ndarray, p: float, reg: Any) -> bool:
-    """Whether the rules' own curve is the claim's power times the claim's declared logs (its
-    log power share t in [0, 1], up to RULES_T_SLACK): only then is a curve that follows its rules
-    "consistent up to the rules' log factors". A rules bound with another power of x (e.g. the
-    statistical term sqrt(d/n) of a theorem against a printed sqrt(d)/n) is not a log factor."""
-    ok = np.isfinite(values) & (values > 0)
-    if ok.sum() < 2:
-        return False
-    lx, r = np.log(x[ok]), np.log(values[ok]) - p * np.log(x[ok])
-    if not reg.varying:
-        return abs(float(np.polyfit(lx, np.log(values[ok]), 1)[0]) - p) <= RULES_SLOPE_SLACK
-    z = np.asarray(reg.z, float)[ok]
-    zc = z - z.mean()
-    if float(zc @ zc) < 1e-12:
-        return False
-    t = float((r - r.mean()) @ zc / float(zc @ zc))
-    return -RULES_T_SLACK <= t <= 1 + RULES_T_SLACK
-
-
-def _t_of(xx: np.ndarray, yy: np.ndarray, p: float, z_all: np.ndarray, x_all: np.ndarray) -> float:
-    """t on a sub-window (the design points xx of x_all), for the window spread."""
-    if len(xx) < 3:
-        return math.nan
-    idx = np.searchsorted(x_all, xx)
-    z = z_all[idx]
-    zc = z - z.mean()
-    if float(zc @ zc) < 1e-12:
-        return math.nan
-    r = yy - p * np.log(xx)
-    return float((r - r.mean()) @ zc / float(zc @ zc))

@@ -8,8 +8,8 @@ slope over its prediction, r_i = s_i / p_i, estimates the same ratio 1. They are
 inverse variance (each fit's CI half-width / 1.96 as its standard error; fits on different
 cells are independent):
 
-- every in-regime fit reads consistent (or up to logs, or follows its rules, or approaches its
-  bound): the claim reads the weakest of those;
+- every in-regime fit agrees (consistent, follows its rules whose asymptote is the claim, not
+  refuted by the O~ claim, approaches its bound): the claim reads the weakest of those;
 - otherwise the joint ratio decides: its CI covers 1 -> "consistent (joint over k fits)"; it
   excludes 1 and the "than claimed" fits agree in direction -> that direction (joint); they
   disagree -> "inconclusive: fits disagree";
@@ -24,12 +24,18 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.verdict_engine.decide import APPROACHES, UP_TO_LOGS
-from analysis.verdict_engine.verdicts import UP_TO_LOGS as FOLLOWS_RULES
+from analysis.verdict_engine.claim_test import CONSISTENT, NOT_REFUTED
+from analysis.verdict_engine.decide import APPROACHES, FOLLOWS_CHAIN
 
 #: Verdicts that say the data agree with the claim, strongest first (a claim reads the weakest
-#: of its fits').
-AGREEING = ("consistent", UP_TO_LOGS, FOLLOWS_RULES, APPROACHES)
+#: of its fits'). A verdict may carry its acceptance range after the name ("not refuted by the
+#: O~ claim (accepts a..b)"): it is read by its name (`_name`).
+AGREEING = (CONSISTENT, FOLLOWS_CHAIN, NOT_REFUTED, APPROACHES)
+
+
+def _name(verdict: str) -> str:
+    """A verdict's name without its acceptance range."""
+    return verdict.split(" (accepts")[0]
 Z95 = 1.959963984540054
 
 
@@ -51,7 +57,7 @@ def combine(rows: pd.DataFrame) -> dict[str, object]:
     """The claim's verdict from its in-regime fit rows (module docstring)."""
     labels = "; ".join(_fit_label(r) for _, r in rows.iterrows())
     judged = rows[rows["verdict"].astype(str).map(
-        lambda v: v in AGREEING or "than claimed" in v)]
+        lambda v: _name(v) in AGREEING or "than claimed" in v)]
     out: dict[str, object] = {"claim_fits": labels, "claim_ratio": math.nan,
                               "claim_ratio_low": math.nan, "claim_ratio_high": math.nan}
     if judged.empty:
@@ -61,8 +67,8 @@ def combine(rows: pd.DataFrame) -> dict[str, object]:
         out["claim_verdict"] = str(judged["verdict"].iloc[0])
         return out
     verdicts = [str(v) for v in judged["verdict"]]
-    if all(v in AGREEING for v in verdicts):
-        out["claim_verdict"] = max(verdicts, key=AGREEING.index)
+    if all(_name(v) in AGREEING for v in verdicts):
+        out["claim_verdict"] = max(verdicts, key=lambda v: AGREEING.index(_name(v)))
         return out
     pooled = judged[judged["predicted"].astype(float).abs() > 1e-12]
     r, w = [], []

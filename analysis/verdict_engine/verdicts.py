@@ -1,8 +1,8 @@
-"""Verdicts: a fit's CI read against a prediction (`verdict`: consistent / faster than claimed /
-slower than claimed / inconclusive), the direction in which each x counts as faster
-(`FAVOURABLE`) and the CI width beyond which nothing is concluded (`MAX_CI_WIDTH`); the names of
-the other verdicts; and the regime gate (issue 28, point 1): a fit whose window fails it (a
-ceiling or floor flag) gets "not in regime" with that reason, whatever its CI (`apply_gate`).
+"""Verdicts: a fit's CI read against a prediction with the declared margin (`verdict`:
+consistent / faster than claimed / slower than claimed / inconclusive), the direction in which
+each x counts as faster (`FAVOURABLE`); the names of the other verdicts; and the regime gate
+(issue 28, point 1): a fit whose window fails it (a ceiling or floor flag) gets "not in regime"
+with that reason, whatever its CI (`apply_gate`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ import pandas as pd
 
 from analysis.verdict_engine.rates import ExponentFit
 
-#: A CI wider than this makes a verdict "inconclusive": about twice the gap between the two
-#: headline predictions (0.071 in the error view, 0.33 in the sample-complexity view).
-MAX_CI_WIDTH = {"error": 0.15, "sample_complexity": 0.66}
 #: Direction of "faster than claimed": +1 if an exponent above the prediction is more
 #: favourable in the regime the claim is about (large n, small target alpha, strong privacy
 #: i.e. small eps, high dimension), -1 if below. Example: n* ~ alpha^-1 measured against a
@@ -31,21 +28,25 @@ FAVOURABLE = {
 
 
 def verdict(fit: ExponentFit | dict, predicted: float | None, view: str = "error",
-            x: str | None = None, max_width: float | None = None) -> str:
-    """consistent (prediction inside the CI), faster / slower than claimed (CI entirely on the
-    favourable / unfavourable side, see FAVOURABLE), or inconclusive (no prediction, no CI,
-    or a CI wider than `max_width`, by default MAX_CI_WIDTH[view])."""
+            x: str | None = None, margin: float | None = None) -> str:
+    """A CI against a prediction with the declared margin m (`analysis.verdict_engine.margins`;
+    fifth edition, issue 55): consistent (the CI inside [p - m, p + m]), faster / slower than
+    claimed (the CI entirely beyond p + m or p - m, on the favourable / unfavourable side, see
+    FAVOURABLE), inconclusive (no prediction, no CI, or a CI across p +- m). No absolute width
+    rule: a CI that clears the prediction by more than m is conclusive however wide."""
+    from analysis.verdict_engine.margins import margin as declared_margin
+
     f = fit if isinstance(fit, dict) else asdict(fit)
     lo, hi = f["ci_low"], f["ci_high"]
     xname = x or f["x"]
-    width = MAX_CI_WIDTH.get(view, math.inf) if max_width is None else max_width
     if predicted is None or not (math.isfinite(lo) and math.isfinite(hi)):
         return "inconclusive"
-    if hi - lo > width:
-        return "inconclusive"
-    if lo <= predicted <= hi:
+    m = declared_margin(predicted) if margin is None else margin
+    if predicted - m <= lo and hi <= predicted + m:
         return "consistent"
-    above = lo > predicted
+    if predicted - m <= hi and lo <= predicted + m:
+        return "inconclusive"
+    above = lo > predicted + m
     sign = FAVOURABLE.get((view, xname))
     if sign is None:
         raise ValueError(f"(view, x)=({view!r}, {xname!r}) is invalid: no favourable direction "
@@ -53,9 +54,6 @@ def verdict(fit: ExponentFit | dict, predicted: float | None, view: str = "error
     return "faster than claimed" if (above == (sign > 0)) else "slower than claimed"
 
 
-#: The verdict when the O~ exponent is outside the CI but the implemented rules' own slope is
-#: inside it: the claim holds up to the polylog factors its O~ hides.
-UP_TO_LOGS = "consistent up to the rules' log factors"
 #: The verdict of a fit that fails the regime gate (a ceiling or floor flag): its slope says
 #: nothing about the claim, whatever its CI (issue 28, point 1). Its reason is in `regime`.
 NOT_IN_REGIME = "not in regime"

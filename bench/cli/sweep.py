@@ -104,7 +104,11 @@ def print_forecast(spec: Any, cells: list) -> None:
     from analysis.verdict_engine.predictions import fit_metric
 
     for fit in spec.fits:
-        rows = forecast_fit(fit, cells, fit_metric)
+        # eps = inf controls (issue 55, item 6) are not the fit's points unless its `where`
+        # asks for them (fit_points_table keeps them out the same way): no forecast line each
+        eps_where = fit.where.get("eps")
+        wants_inf = eps_where is not None and math.isinf(float(eps_where))
+        rows = forecast_fit(fit, [c for c in cells if wants_inf or math.isfinite(c.eps)], fit_metric)
         print(f"  fit {fit.name} ({fit.view}, x = {fit.x}, window {fit.window[0]:g}-{fit.window[1]:g}): "
               "regime forecast")
         for r in rows:
