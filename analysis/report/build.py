@@ -67,7 +67,16 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "rules_ratio_trend", "private_share", "private_share_min", "private_share_source",
                "rules_private_share", "claim_verdict",
                "claim_fits", "claim_ratio", "claim_ratio_low", "claim_ratio_high", "rules_binding_n",
-               "steps_per_horizon", "spent_fraction", "spent_fraction_min", "spent_fraction_max"]
+               "steps_per_horizon", "spent_fraction", "spent_fraction_min", "spent_fraction_max",
+               # the fifth edition (issue 55): the rules test, the asymptote, the O~ test, the
+               # margin, the resolution and the chain
+               "margin", "design_points", "design_decades", "rules_residual",
+               "rules_residual_low", "rules_residual_high", "rules_residual_spread",
+               "rules_accepts_low", "rules_accepts_high", "asymptote", "asymptote_accuracy",
+               "asymptote_meets", "asymptote_x_within_m", "asymptote_note", "log_allowance",
+               "claim_band_low", "claim_band_high", "claim_test", "accepts_low", "accepts_high",
+               "untestable", "rival_predicted", "separates_rival", "local_limit", "resolution",
+               "chain"]
 
 
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
