@@ -18,12 +18,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from analysis.privacy_checks.ledger import FAILED_MARK, bracket
 from analysis.report.latex import to_latex
-from analysis.report.verdict_cells import resolution_text, rules_text
+from analysis.report.verdict_cells import finite, resolution_text, rules_text
 from analysis.verdict_engine.verdicts import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
 
 #: What "faster / slower than claimed" means for each (view, x): said on every fit table, so
@@ -444,7 +443,3 @@ def privacy_failure_lines(summary: pd.DataFrame) -> list[str]:
     return [f"PRIVACY FAILED: {a}: {note.removeprefix(FAILED_MARK).lstrip(': ')} (its cells ran "
             "with --allow-unverified: its results are not private results)"
             for a, note in seen.items()]
-
-
-def finite(v: Any) -> bool:
-    return isinstance(v, (int, float, np.floating)) and math.isfinite(float(v))

@@ -7,9 +7,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 
 def finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(float(v))
+    return isinstance(v, (int, float, np.floating)) and math.isfinite(float(v))
 
 
 def rules_text(row: Mapping[str, Any]) -> str:

@@ -103,12 +103,6 @@ def _shifted(design: Design, i: int, xs: np.ndarray, eps_scale: float = 1.0) -> 
     return Design(np.asarray(xs, float), tuple(np.ones(1) for _ in xs), pd.DataFrame(rows), name)
 
 
-def _extrapolate(u: np.ndarray, s: np.ndarray, k: int) -> float:
-    if len(u) < k:
-        return math.nan
-    return float(np.polyfit(u[-k:], s[-k:], 1)[1])
-
-
 def rules_asymptote(design: Design, view: str, calibration: str, predicted: float,
                     m: float) -> Asymptote:
     """The rules' limit slope and where it comes within m of `predicted` (module docstring)."""

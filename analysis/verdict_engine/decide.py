@@ -119,9 +119,9 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
                rules_residual_spread=rt.spread, rules_verdict=rt.text,
                rules_accepts_low=rt.accepts_low, rules_accepts_high=rt.accepts_high)
     if rt.decision == rules_test.NO_RULES:
-        why = (rules.source and "the rules give no positive finite value at every design point") \
-            if rules is not None else "the family states no rules bound"
-        out["rules_verdict"] = f"{rules_test.NO_RULES}: {why or 'the family states no rules bound'}"
+        why = ("the rules give no positive finite value at every design point"
+               if rules is not None and rules.source else "the family states no rules bound")
+        out["rules_verdict"] = f"{rules_test.NO_RULES}: {why}"
     half = (seed_hi - seed_lo) / 2 if math.isfinite(seed_hi - seed_lo) else math.nan
     out["resolution"] = (f"CI half-width {_fmt(half)} against m {_fmt(m)}"
                          + ("; the design cannot show equivalence to its rules at m"

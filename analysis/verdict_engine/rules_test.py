@@ -66,18 +66,17 @@ def residual_spread(x: np.ndarray, log_measured: np.ndarray, rules: RulesCurve) 
     return window.drop_end_spread(x, log_measured - np.log(rules.values), window.ols_slope)
 
 
+#: verdicts.verdict's labels for a residual read against 0 with the margin, as this test says them
+_LABELS = {"consistent": FOLLOWS, "inconclusive": UNDECIDED, "faster than claimed": FASTER,
+           "slower than claimed": SLOWER}
+
+
 def decide_against(residual: float, low: float, high: float, m: float, view: str,
                    x: str) -> str:
-    """The decision label from the residual CI and the margin (module docstring)."""
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return UNDECIDED
-    if -m <= low and high <= m:
-        return FOLLOWS
-    if low > m or high < -m:
-        above = low > m
-        sign = verdicts.FAVOURABLE.get((view, x), +1)
-        return FASTER if above == (sign > 0) else SLOWER
-    return UNDECIDED
+    """The decision label from the residual CI and the margin (module docstring): the one
+    margin rule of `verdicts.verdict`, read against a residual of 0."""
+    return _LABELS[verdicts.verdict({"ci_low": low, "ci_high": high, "x": x}, 0.0, view, x,
+                                    margin=m)]
 
 
 def rules_acceptance(x: np.ndarray, rules: RulesCurve, est: float, seed_low: float,
