@@ -50,6 +50,11 @@ class Trajectory:
     samples_at int64.
     `samples_used`, `grad_evals` (per-sample gradient evaluations), `stop_reason`,
     `privacy_spent` (eps, delta, mu), `params` (every parameter used), `n_steps`.
+    What a run releases is a function of its public inputs and its noised releases; so are
+    these fields, with one exception kept apart: `evaluation_only` holds values the accountant
+    treats as hidden (a Poisson-sampled step's realized batch size |B_t|), for cost studies
+    only. A Poisson-sampled loop logs the expected batch q n in `records["batch"]` and counts
+    q n a step in `grad_evals`; its realized sizes go to `evaluation_only` (`bench.disclosure`).
     Storage rule: every `keep_every`-th iterate, plus each iterate whose private estimate
     norm is a new running minimum, plus the last one. `sample`: the run's finite data set
     (empirical-risk algorithms only), so the metrics can evaluate grad F_S exactly.
@@ -69,6 +74,9 @@ class Trajectory:
     warnings: list[str] = field(default_factory=list)
     #: The finite sample S an empirical-risk algorithm optimized (metrics: ||grad F_S||).
     sample: np.ndarray | None = None
+    #: Values that depend on what the accountant keeps hidden (the realized Poisson batch
+    #: sizes): never a run fact, never printed by an export or a report (`bench.disclosure`).
+    evaluation_only: dict = field(default_factory=dict)
 
     @property
     def last(self) -> np.ndarray:

@@ -108,6 +108,10 @@ def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
     res["accountant"] = spent.get("accountant", "gdp")
     res["privacy_ledger"] = {k: v for k, v in spent.items()
                              if k not in ("eps", "delta", "mu", "accountant")} or None
+    if cell.data == "counts":  # its float rounding, declared (accounting.rounding)
+        from algorithms.privacy.accounting.rounding import run_rounding_entry
+
+        res["privacy_ledger"] = {**(res["privacy_ledger"] or {}), **run_rounding_entry(traj)}
     return res
 
 
@@ -200,7 +204,8 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
         rec.update(metrics)
         rec.update({k: res.get(k) for k in ("warnings", "data_digest", "curves", "first_o1_batch",
                                              "delta_spent", "mu_spent", "accountant",
-                                             "privacy_ledger", "grad_evals")})
+                                             "privacy_ledger", "grad_evals",
+                                             "evaluation_only")})
         rec["params_used"] = res.get("params")
         timing = res.get("timing", {})
         rec["run_wall"], rec["eval_wall"] = timing.get("run_wall"), timing.get("eval_wall")

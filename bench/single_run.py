@@ -126,6 +126,8 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
         "algorithm": algorithm, "problem": problem, "n": n, "d": d, "eps": eps, "delta": delta,
         "seed": seed, "params": params_used, "metrics": ev["metrics"], "curve": ev["curve"],
         "warnings": traj.warnings, "trajectory": traj, "problem_obj": prob,
+        # hidden by the accountant (realized Poisson sizes): never a run fact (bench.disclosure)
+        "evaluation_only": dict(traj.evaluation_only) or None,
         "data": data, "data_digest": digest if data == "counts" else stream.digest,
         "counts_stream": counts_version if data == "counts" else None,
         "timing": {"run_wall": t1 - t0, "run_cpu": c1 - c0, "eval_wall": t2 - t1},

@@ -29,46 +29,19 @@ import numpy as np
 import pandas as pd
 
 from analysis.declarations import StoreData
+
+# The columns live in their own module (bench.disclosure reads them too); re-exported here.
+from bench.store_columns import ALL_COLUMNS as ALL_COLUMNS
+from bench.store_columns import CELL_COLUMNS as CELL_COLUMNS
+from bench.store_columns import JSON_COLUMNS as JSON_COLUMNS
+from bench.store_columns import METRIC_COLUMNS as METRIC_COLUMNS
+from bench.store_columns import RUN_COLUMNS as RUN_COLUMNS
 from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 
 SCHEMA_VERSION = 4
 #: Older versions this one reads after adding the columns they lack (additive changes only).
 MIGRATABLE = (3,)
 
-#: Cell fields (bench.cells.Cell), stored as columns.
-CELL_COLUMNS = {
-    "problem": "TEXT", "problem_params": "TEXT", "algorithm": "TEXT", "params": "TEXT",
-    "knobs": "TEXT", "n": "INTEGER", "d": "INTEGER", "eps": "REAL", "delta": "REAL",
-    "rep": "INTEGER", "calibration": "TEXT", "base_seed": "INTEGER", "target_alpha": "REAL",
-    "stop_at_target": "INTEGER", "data": "TEXT",
-}
-#: Every metric of analysis.metrics.evaluate (a test checks that none is missing).
-METRIC_COLUMNS = {
-    "alpha_best": "REAL", "grad_norm_best": "REAL", "lambda_min_best": "REAL",
-    "samples_at_best": "INTEGER", "alpha_last": "REAL", "grad_norm_last": "REAL",
-    "lambda_min_last": "REAL", "alpha_selected": "REAL", "grad_norm_selected": "REAL",
-    "lambda_min_selected": "REAL", "alpha_x0": "REAL", "left_saddle": "INTEGER",
-    "samples_used": "INTEGER", "n_steps": "INTEGER", "stop_reason": "TEXT", "eps_spent": "REAL",
-    "n_o1": "INTEGER", "n_escapes": "INTEGER", "samples_to_target": "REAL",
-    "target_metric": "TEXT", "pop_grad_best": "REAL", "pop_grad_last": "REAL",
-    "emp_grad_best": "REAL", "emp_grad_last": "REAL", "emp_grad_selected": "REAL",
-    "grad_x0": "REAL", "excess_best": "REAL", "excess_last": "REAL",
-    # the empirical route (analysis.empirical_route): alpha_SOSP of F_S, issue 29
-    "emp_alpha_best": "REAL", "emp_alpha_last": "REAL", "emp_alpha_selected": "REAL",
-    "emp_lambda_min_best": "REAL", "alpha_at_emp_best": "REAL",
-}
-RUN_COLUMNS = {
-    "status": "TEXT", "error_type": "TEXT", "error_message": "TEXT", "traceback": "TEXT",
-    "params_used": "TEXT", "warnings": "TEXT", "data_digest": "TEXT", "first_o1_batch": "INTEGER",
-    "delta_spent": "REAL", "mu_spent": "REAL", "accountant": "TEXT", "privacy_ledger": "TEXT",
-    "privacy_check": "TEXT", "grad_evals": "INTEGER",
-    "wall": "REAL", "cpu": "REAL", "run_wall": "REAL", "eval_wall": "REAL",
-    "dprates_version": "TEXT", "git_commit": "TEXT", "python": "TEXT", "numpy": "TEXT",
-    "plugins": "TEXT",
-    "host": "TEXT", "pid": "INTEGER", "started": "TEXT", "finished": "TEXT",
-}
-ALL_COLUMNS = {**CELL_COLUMNS, **METRIC_COLUMNS, **RUN_COLUMNS}
-JSON_COLUMNS = ("problem_params", "params", "knobs", "params_used", "warnings", "privacy_ledger")
 #: Statuses are ok, diverged, error and timeout; these two are what --retry-failed reruns.
 FAILED = ("error", "timeout")
 
@@ -230,6 +203,10 @@ def load(path: str | Path, current: bool = True) -> pd.DataFrame:
         df = pd.read_sql_query(query + " ORDER BY key", st.conn)
     for col in JSON_COLUMNS:
         df[col] = [json.loads(v) if isinstance(v, str) else None for v in df[col]]
+    # a store written before the disclosure rule: realized Poisson sizes out of the run facts
+    from bench.disclosure import public_cells  # it reads this module's column lists
+
+    df = public_cells(df)
     # The knob names as a tuple, not a list: a DataFrame can group by it (groupby("knobs")).
     df["knobs"] = [tuple(k) if k is not None else () for k in df["knobs"]]
     names = sorted({k for p in df["params"] if p for k in p})
@@ -254,8 +231,22 @@ def load_curves(path: str | Path, kind: str, keys: Iterable[str] | None = None) 
     """key -> decoded curve of `kind` ("samples_to_accuracy" or "trajectory")."""
     with Store(path, create=False) as st:
         rows = st.conn.execute("SELECT key, data FROM curves WHERE kind = ?", (kind,)).fetchall()
+        cells = {}
+        if kind == "trajectory":  # what `public_trajectory` needs of each cell
+            cols = {r[1] for r in st.conn.execute("PRAGMA table_info(cells)")}
+            hidden = "evaluation_only" if "evaluation_only" in cols else "NULL"
+            cells = {r[0]: {"algorithm": r[1], "n": r[2],
+                            "params_used": json.loads(r[3]) if r[3] else None,
+                            "evaluation_only": r[4]}
+                     for r in st.conn.execute("SELECT key, algorithm, n, params_used, "
+                                              f"{hidden} FROM cells")}
     wanted = None if keys is None else set(keys)
-    return {k: json.loads(v) for k, v in rows if wanted is None or k in wanted}
+    out = {k: json.loads(v) for k, v in rows if wanted is None or k in wanted}
+    if cells:
+        from bench.disclosure import public_trajectory
+
+        out = {k: public_trajectory(cells[k], v) if k in cells else v for k, v in out.items()}
+    return out
 
 
 def load_meta(path: str | Path) -> dict[str, str]:

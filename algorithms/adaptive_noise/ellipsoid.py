@@ -59,6 +59,7 @@ from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import mapped_grad_sum
 from algorithms.first_order.base import (
     FirstOrderAlgorithm,
+    RealizedCounts,
     TrajectoryBuilder,
     batch_size,
 )
@@ -76,6 +77,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     """Shared step of Pasan / Pagan and their isotropic baselines (module docstring)."""
 
     setting = "empirical"
+    hidden_batch_sizes = True
     params_used = ("alpha", "alpha_mult", "b", "B", "c_T", "T", "delta0", "noise_multiplier",
                    "projection")
     knob_defaults: ClassVar[dict[str, Any]] = {"c_T": 1.0, "B": 1.0, "alpha_mult": 1.0,
@@ -93,6 +95,17 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     #: counts mode on atoms layouts: Poisson thinning and the projection per atom (exact)
     data_modes: ClassVar[tuple[str, ...]] = ("records", "counts")
     counts_rereads: ClassVar[str] = "Poisson subsamples of one sample"
+
+    @classmethod
+    def public_batch(cls, p: dict[str, Any], n: int, oracle: int = 1) -> int:
+        """The expected Poisson batch q n = min(b, n), rounded to a whole record, for the n
+        records the steps read (a held-out moment sample's m records excluded: `n` here)."""
+        return round(min(float(p["b"]), float(n)))
+
+    @classmethod
+    def public_grad_evals(cls, p: dict[str, Any], n: int, n_steps: int) -> int:
+        """q n T: the expected batch (unrounded) times the steps run, rounded once."""
+        return round(min(float(p["b"]), float(n)) * int(n_steps))
 
     def _take_sample(self, stream: Any, n: int, p: dict[str, Any]) -> tuple[Any, Any]:
         """(records held out for the scale estimate or None, the sample the steps read): the
@@ -205,14 +218,14 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         avg = x.copy()
         traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
         acc_norm, acc_diag = 0.0, np.zeros(d)
-        evals, stop, t = 0, "T_reached", 0
+        stop, t, hidden = "T_reached", 0, RealizedCounts()
         while t < T:
             batch = poisson_subsample(sample, q, rng)  # records, or counts thinned
             # each per-sample gradient projected onto E_A: per atom from counts (counts_maps)
             total = mapped_grad_sum(problem, x, batch, lambda g: project(g, a_proj),
                                     "ellipsoid projection")
-            read = batch_size(batch)
-            evals += read
+            hidden.add(batch_size(batch))  # |B_t| is the accountant's secret (RealizedCounts)
+            read = self.public_batch(p, n)
             released = (total + noise_sd * rng.standard_normal(d)) / b if z > 0 else total / b
             if probe is not None:
                 probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
@@ -234,7 +247,8 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                 stop = "timeout"
                 break
         p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]  # None: not mu-GDP
-        return traj.build(avg, t, n, evals, stop, spent, p, sample, [])
+        return traj.build(avg, t, n, self.public_grad_evals(p, n, t), stop, spent, p, sample,
+                          [], hidden.record())
 
 
 class Pasan(_EllipsoidMethod):

@@ -78,6 +78,28 @@ class FirstOrderAlgorithm:
     #: Problem constants the parameter rules divide by (constant -> the rule): a problem stating
     #: one of them as 0 is refused with one line before any work (`algorithms.rule_constants`).
     rule_constants: ClassVar[dict[str, str]] = {}
+    #: True where some step's batch is Poisson-sampled: its realized size |B_t| is hidden by the
+    #: accountant, so the step log and grad_evals carry `public_batch` (the expected q n) and
+    #: the realized sizes are evaluation-only (`RealizedCounts`, `bench.disclosure`).
+    hidden_batch_sizes: ClassVar[bool] = False
+
+    @classmethod
+    def public_batch(cls, p: dict[str, Any], n: int, oracle: int = 1) -> int:
+        """The batch an `oracle` step logs, from public values only (the parameters used and
+        the n records the steps read). Families with hidden batch sizes override it; the
+        others log what they read, which is then public (fixed or set by released values)."""
+        raise NotImplementedError(f"{cls.name} logs the batches it reads (they are public)")
+
+    @classmethod
+    def public_grad_evals(cls, p: dict[str, Any], n: int, n_steps: int) -> int:
+        """The per-sample gradient evaluations a run of `n_steps` steps is said to make, from
+        public values (families with hidden batch sizes override it)."""
+        raise NotImplementedError(f"{cls.name} counts the evaluations it makes (they are public)")
+
+    @classmethod
+    def step_oracle(cls, p: dict[str, Any], t: int) -> int:
+        """The oracle of step t (1-based): 1 here; a schedule of anchors overrides it."""
+        return 1
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """The Spider-era exponent and rate text follow the first declared claim unless set."""
@@ -207,6 +229,29 @@ def batch_size(batch: Any) -> int:
     return int(batch.k) if isinstance(batch, CountsBatch) else len(batch)
 
 
+class RealizedCounts:
+    """A Poisson-sampled loop's realized batch sizes, kept out of what the run releases.
+
+    The subsampled accountant (replace-one, dp-accounting's PoissonSampledDpEvent) treats each
+    step's size |B_t| as hidden: with the sizes public, the eps of what is released is larger
+    (a Binomial(n, q) mixture of (k/n)-subsampled Gaussians: +1.2% at n 2000, eps 0.3). So the
+    step log and `grad_evals` carry the expected batch q n, and these realized counts reach
+    the store only under `Trajectory.evaluation_only` (cost studies; never a run fact).
+    """
+
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.grad_evals = 0
+
+    def add(self, size: int, evals_per_record: int = 1) -> None:
+        if self.first is None:
+            self.first = int(size)
+        self.grad_evals += evals_per_record * int(size)
+
+    def record(self) -> dict[str, int | None]:
+        return {"realized_first_batch": self.first, "realized_grad_evals": self.grad_evals}
+
+
 class TrajectoryBuilder:
     """Collects iterates (thinned to a memory cap) and per-step records into a Trajectory."""
 
@@ -234,7 +279,8 @@ class TrajectoryBuilder:
         return False
 
     def build(self, x: np.ndarray, t: int, samples: int, grad_evals: int, stop: str,
-              spent: dict, p: dict, sample: np.ndarray | None, warnings: list[str]) -> Trajectory:
+              spent: dict, p: dict, sample: np.ndarray | None, warnings: list[str],
+              evaluation_only: dict | None = None) -> Trajectory:
         if self.kept.last("t") != t:
             self.kept.append(x, t, samples)
         rec, kept = self.log.arrays(), self.kept.arrays()
@@ -250,4 +296,4 @@ class TrajectoryBuilder:
                           est_norm_at=norms[np.minimum(kept["t"], steps)], records=records,
                           samples_used=samples, grad_evals=grad_evals, stop_reason=stop,
                           privacy_spent=spent, params=p, n_steps=t, warnings=warnings,
-                          sample=sample)
+                          sample=sample, evaluation_only=dict(evaluation_only or {}))

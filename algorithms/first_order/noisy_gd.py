@@ -48,7 +48,12 @@ from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
+from algorithms.first_order.base import (
+    FirstOrderAlgorithm,
+    RealizedCounts,
+    TrajectoryBuilder,
+    batch_grad_sum,
+)
 from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_pld
 from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with_noise_factor
@@ -121,6 +126,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
         traj = TrajectoryBuilder(x, steps_max, p["max_iterate_floats"])
         used = n if sample is not None else 0
         grad_evals, stop, t, warnings = 0, "T_reached", 0, []
+        hidden = RealizedCounts() if self.sampling == "poisson" else None
         while t < T:
             if self.sampling == "full":
                 batch, denom = sample, n
@@ -140,6 +146,9 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 sens = 2 * C / b
                 noise_std = z * sens
             grad_sum, read = batch_grad_sum(problem, x, batch, clip)
+            if hidden is not None:  # |B_t| is the accountant's secret: log the expected q n
+                hidden.add(read)
+                read = self.public_batch(p, n)
             grad_evals += read
             released = grad_sum / denom
             if z > 0:
@@ -164,7 +173,8 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 break
         spent = self._spent(privacy, p, n, z / z_needed if z_needed > 0 else 1.0)
         p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]
-        return traj.build(x, t, used, grad_evals, stop, spent, p, sample, warnings)
+        return traj.build(x, t, used, grad_evals, stop, spent, p, sample, warnings,
+                          hidden.record() if hidden is not None else None)
 
 
 class DPGD(_NoisyGradientMethod):
@@ -207,9 +217,20 @@ class DPSGD(_NoisyGradientMethod):
     paper = "Abadi et al. 2016 (arXiv 1607.00133); rate: " + _WANG
     setting = "empirical"
     sampling = "poisson"
+    hidden_batch_sizes = True
     data_modes = ("records", "counts")
     counts_rereads = "Poisson subsamples of one sample"
     claims = (_empirical_baseline_claim("dp_sgd"),)
+
+    @classmethod
+    def public_batch(cls, p: dict[str, Any], n: int, oracle: int = 1) -> int:
+        """The expected Poisson batch q n = min(b, n) (q = b / n, at most 1)."""
+        return min(int(p["b"]), int(n))
+
+    @classmethod
+    def public_grad_evals(cls, p: dict[str, Any], n: int, n_steps: int) -> int:
+        """q n T: the expected batch at each of the steps run."""
+        return cls.public_batch(p, n) * int(n_steps)
 
     @classmethod
     def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:

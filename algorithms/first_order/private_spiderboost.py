@@ -49,6 +49,7 @@ from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import (
     FirstOrderAlgorithm,
+    RealizedCounts,
     TrajectoryBuilder,
     batch_size,
 )
@@ -84,6 +85,25 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
     rule_constants: ClassVar[dict[str, str]] = {
         "M": "eta = eta_mult / (2 M)", "G": "T = c_T ((M B0)^(1/4) / (sqrt(G) abar))^(4/3)"}
     counts_rereads = "full-batch anchors and Poisson subsamples of one sample"
+    hidden_batch_sizes = True
+
+    @classmethod
+    def public_batch(cls, p: dict[str, Any], n: int, oracle: int = 1) -> int:
+        """n at an anchor (O1, full batch); the expected Poisson batch min(b, n) at a
+        difference step (O2, q = b / n)."""
+        return int(n) if oracle == 1 else min(int(p["b"]), int(n))
+
+    @classmethod
+    def public_grad_evals(cls, p: dict[str, Any], n: int, n_steps: int) -> int:
+        """n a full-batch anchor (one every q steps, from t = 0), 2 q n a difference step
+        (two gradients a record)."""
+        anchors = -(-int(n_steps) // int(p["q"]))
+        return int(n) * anchors + 2 * cls.public_batch(p, n, 2) * (int(n_steps) - anchors)
+
+    @classmethod
+    def step_oracle(cls, p: dict[str, Any], t: int) -> int:
+        """Step t (1-based) is an anchor (O1) when t - 1 is a multiple of q."""
+        return 1 if (int(t) - 1) % int(p["q"]) == 0 else 2
 
     @classmethod
     def rules_bound(cls, problem: Problem, n: int, d: int, privacy: Privacy) -> RulesBound:
@@ -135,6 +155,7 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
         est = np.zeros(d)
         traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
         evals, stop = 0, "T_reached"
+        hidden = RealizedCounts()
         t = 0
         while t < T:
             if t % q == 0:
@@ -142,6 +163,7 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
                 leaf = clipped_grad_sum(problem, x, sample, clip) / n
                 sens, noise_std, batch, oracle = 2 * G / n, z1 * G / n, n, 1
                 evals += n
+                hidden.add(n)
                 noisy = leaf + noise_factor * noise_std * rng.standard_normal(d) if s > 0 else leaf
                 est = noisy
             else:
@@ -149,7 +171,10 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
                 c2 = min(M * float(np.linalg.norm(x - x_prev)), 2 * G)
                 clip = math.inf if "no_clipping" in faults else c2
                 leaf = clipped_grad_diff_sum(problem, x, x_prev, rows, clip) / b2
-                sens, noise_std, batch, oracle = 2 * c2 / b2, z2 * c2 / b2, batch_size(rows), 2
+                # |B_t| is the accountant's secret: the log and evals carry the expected q n
+                hidden.add(batch_size(rows), 2)
+                sens, noise_std, batch, oracle = 2 * c2 / b2, z2 * c2 / b2, \
+                    self.public_batch(p, n, 2), 2
                 evals += 2 * batch
                 noisy = leaf + noise_factor * noise_std * rng.standard_normal(d) if s > 0 else leaf
                 est = est + noisy
@@ -172,4 +197,4 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
                 stop = "timeout"
                 break
         p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]  # None: not mu-GDP
-        return traj.build(x, t, n, evals, stop, spent, p, sample, [])
+        return traj.build(x, t, n, evals, stop, spent, p, sample, [], hidden.record())

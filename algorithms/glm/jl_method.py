@@ -96,6 +96,20 @@ class JLMethod(FirstOrderAlgorithm):
         cls.setting = cls.base.setting
         cls.data_modes = cls.base.data_modes
         cls.counts_rereads = cls.base.counts_rereads
+        cls.hidden_batch_sizes = cls.base.hidden_batch_sizes
+
+    @classmethod
+    def public_batch(cls, p: dict[str, Any], n: int, oracle: int = 1) -> int:
+        """The base algorithm's (the projection changes no batch)."""
+        return cls.base.public_batch(p, n, oracle)
+
+    @classmethod
+    def public_grad_evals(cls, p: dict[str, Any], n: int, n_steps: int) -> int:
+        return cls.base.public_grad_evals(p, n, n_steps)
+
+    @classmethod
+    def step_oracle(cls, p: dict[str, Any], t: int) -> int:
+        return cls.base.step_oracle(p, t)
 
     def __init__(self, *, planted_faults: tuple[str, ...] = (), **overrides: Any) -> None:
         super().__init__(planted_faults=planted_faults, **overrides)

@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", default=None)
     p.add_argument("--parquet", default=None)
     p.add_argument("--all", action="store_true", help="include cells no longer in the spec")
+    p.add_argument("--with-evaluation-only", action="store_true",
+                   help="also write the evaluation-only column (a Poisson family's realized batch "
+                        "sizes, which its accountant keeps hidden: never a run fact; "
+                        "bench/README.md, 'What a store reveals')")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("fit", help="exponent table with 95%% CIs and verdicts (declared fits)")
     p.add_argument("store")

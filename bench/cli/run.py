@@ -64,6 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    stop_at_target=args.stop_at_target, counts_version=args.counts_stream)
     res.pop("trajectory")
     res.pop("problem_obj")
+    res.pop("evaluation_only", None)  # hidden by the accountant: never a run fact (bench.disclosure)
     if args.json:
         print(json.dumps(_jsonable(res)))
         return 0

@@ -62,8 +62,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         except ImportError:
             raise ValueError("--parquet needs pyarrow, which is not installed: pip install pyarrow "
                              "(or use --csv FILE)") from None
+    from bench.disclosure import EVALUATION_ONLY_COLUMNS
+
     df = load(args.store, current=not args.all)
-    for col in ("problem_params", "params", "knobs", "params_used", "warnings"):
+    if not getattr(args, "with_evaluation_only", False):  # hidden by the accountant: not a fact
+        df = df.drop(columns=[c for c in EVALUATION_ONLY_COLUMNS if c in df])
+    for col in ("problem_params", "params", "knobs", "params_used", "warnings",
+                *(c for c in EVALUATION_ONLY_COLUMNS if c in df)):
         df[col] = [json.dumps(v, default=str) for v in df[col]]
     if args.csv:
         df.to_csv(args.csv, index=False)

@@ -62,6 +62,10 @@ from algorithms.privacy.accounting.pld import (
     two_family_noise_scale,
     with_noise_factor,
 )
+from algorithms.privacy.accounting.rounding import (
+    counts_rounding_allowance,
+    rounding_ledger_entry,
+)
 
 __all__ = [
     "CALIBRATIONS",
@@ -72,6 +76,7 @@ __all__ = [
     "PldCalibration",
     "calibrate",
     "composed_gaussian_multiplier",
+    "counts_rounding_allowance",
     "gaussian_sigma",
     "gdp_delta",
     "gdp_eps",
@@ -87,6 +92,7 @@ __all__ = [
     "poisson_gaussian_eps",
     "poisson_gaussian_multiplier",
     "require_calibration",
+    "rounding_ledger_entry",
     "spent_eps",
     "two_family_calibration",
     "two_family_noise_scale",
