@@ -415,22 +415,23 @@ def privacy_checks(cells: list[Cell], quiet_failures: bool = False) -> dict[str,
     that algorithm; a FAILED one is too, unless `quiet_failures` (the sweep then stops on it
     with one line of its own))."""
 
-    from analysis.privacy_checks.plugin_checks import CHECK_RECORDS, builtin_label, check_plugin
+    from analysis.privacy_checks import plugin_checks as pc
 
     out: dict[str, str] = {}
     for c in cells:
         if c.algorithm in out:
             continue
-        label = builtin_label(c.algorithm)
+        label = pc.builtin_label(c.algorithm)
         if label is None:
             private = [x for x in cells if x.algorithm == c.algorithm and math.isfinite(x.eps)]
             first = private[0] if private else c
-            label = check_plugin(c.algorithm, problem=first.problem, d=first.d, eps=first.eps,
+            label = pc.check_plugin(c.algorithm, problem=first.problem, d=first.d, eps=first.eps,
                                  delta=first.delta, params=first.run_params(),
                                  problem_params=dict(first.problem_params),
                                  calibration=first.calibration,
-                                 n=min(first.n or CHECK_RECORDS, CHECK_RECORDS)).label
-            if not label.startswith(("passed", "non-private")) and not (
+                                 n=min(first.n or pc.CHECK_RECORDS, pc.CHECK_RECORDS)).label
+            label = pc.construction_label(c.algorithm, label)
+            if not label.startswith(("passed", "non-private", "private by")) and not (
                     quiet_failures and label.startswith("FAILED")):
                 print(f"dprates: warning: {c.algorithm}: privacy {label}", file=sys.stderr)
         out[c.algorithm] = label

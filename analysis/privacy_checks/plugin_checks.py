@@ -114,12 +114,29 @@ def builtin_label(algorithm: str) -> str | None:
     return "built-in" if algorithm in BUILTIN else None
 
 
+#: A plugin on the release API (algorithms.release_api) whose black-box checks also passed.
+BY_CONSTRUCTION = "private by construction"
+
+
+def construction_label(algorithm: str, label: str) -> str:
+    """The label of a checked plugin: "private by construction" where it runs on the suite's
+    release API (the suite clips, noises and accounts) and its checks passed; else `label`."""
+    import algorithms
+
+    try:
+        cls = algorithms.get_algorithm(algorithm)
+    except ValueError:
+        return label
+    return BY_CONSTRUCTION if label == "passed" and getattr(cls, "by_construction", False) \
+        else label
+
+
 def is_verified(label: object, algorithm: str) -> bool:
     """Whether a stored `privacy_check` label counts as verified. A cell without one (a store
     written before plugins were checked) is verified only for a built-in algorithm."""
     if label is None or (isinstance(label, float) and math.isnan(label)):
         return algorithm in BUILTIN
-    return label in ("built-in", "passed", "non-private")
+    return label in ("built-in", "passed", "non-private", BY_CONSTRUCTION)
 
 
 def _not_covered(algorithm: str) -> str | None:

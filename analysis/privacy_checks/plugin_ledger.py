@@ -77,17 +77,32 @@ class NoiseGroups:
     sigma: np.ndarray
     sigma_hi: np.ndarray
     reruns: int
+    #: the groups' upper bounds per unit of told sensitivity, and each release's unit
+    ratio_hi: np.ndarray | None = None
+    units: np.ndarray | None = None
 
     def of_release(self, r: int) -> int:
         return int(np.searchsorted(self.stops, r, side="right"))
+
+    def std_hi_of(self, r: int) -> float:
+        """The upper bound on release r's noise std (its group's, at its own sensitivity)."""
+        g = self.of_release(r)
+        if self.ratio_hi is None or self.units is None:
+            return float(self.sigma_hi[g])
+        return float(self.ratio_hi[g] * self.units[r])
 
 
 def measure_noise(algorithm: str, prob: Any, run: RecordedRun, privacy: Privacy, params: dict,
                   seed: int, run_seconds: float) -> NoiseGroups:
     """The noise std of every release, pooled into groups (module docstring)."""
     made = len(run.events)
+    # Each release's noise in units of its told sensitivity (the accountant's z / 2): releases
+    # whose sensitivity differs (a Spider's O1 and its O2 clipped at M |x - x_prev|) pool on
+    # one scale; where every told value is equal this is the absolute pooling scaled once.
+    unit = [float(e["told"]) if float(e["told"]) > 0 else 1.0 for e in run.events]
     per_release: list[list[np.ndarray]] = [
-        [np.ravel(np.asarray(e["released"], dtype=float) - pre_noise(e))] for e in run.events]
+        [np.ravel(np.asarray(e["released"], dtype=float) - pre_noise(e)) / u]
+        for e, u in zip(run.events, unit, strict=True)]
     reruns = int(min(MAX_RERUNS, max(MIN_RERUNS, NOISE_SECONDS // max(run_seconds, 1e-3))))
     t0, done = time.perf_counter(), 0
     for r in range(reruns):
@@ -97,7 +112,9 @@ def measure_noise(algorithm: str, prob: Any, run: RecordedRun, privacy: Privacy,
                         np.random.default_rng([seed, 3, r]))
         for i, e in enumerate(evs[:made]):
             if e["t"] == run.events[i]["t"]:
-                per_release[i].append(np.ravel(np.asarray(e["released"], dtype=float) - pre_noise(e)))
+                own = float(e["told"]) if float(e["told"]) > 0 else 1.0  # this rerun's own
+                per_release[i].append(
+                    np.ravel(np.asarray(e["released"], dtype=float) - pre_noise(e)) / own)
         done += 1
     counts = [sum(v.size for v in vals) for vals in per_release]
     starts, stops = [], []
@@ -121,7 +138,11 @@ def measure_noise(algorithm: str, prob: Any, run: RecordedRun, privacy: Privacy,
         s = math.sqrt(float(values @ values) / m) if m else 0.0
         sigma.append(s)
         sigma_hi.append(s * math.sqrt(m / stats.chi2.ppf(level, m)) if m else math.inf)
-    return NoiseGroups(starts, stops, np.array(sigma), np.array(sigma_hi), done)
+    # back to absolute std at each group's first release (what the messages quote); the
+    # per-unit values are kept for releases of other sensitivity (`std_hi_of`)
+    first = np.array([unit[a] for a in starts])
+    return NoiseGroups(starts, stops, np.array(sigma) * first, np.array(sigma_hi) * first, done,
+                       np.array(sigma_hi), np.array(unit))
 
 
 def _structure(run: RecordedRun) -> str:
@@ -165,7 +186,7 @@ def rebuild_ledger(run: RecordedRun, noise: NoiseGroups, delta: float) -> Rebuil
     """The ledger of the releases the run made (module docstring)."""
     events, n = run.events, len(run.data)
     told = np.array([float(e["told"]) for e in events])
-    sig = np.array([noise.sigma_hi[noise.of_release(r)] for r in range(len(events))])
+    sig = np.array([noise.std_hi_of(r) for r in range(len(events))])
     with np.errstate(divide="ignore"):
         mus = np.where(told > 0, told / sig, 0.0)
     structure = _structure(run)
