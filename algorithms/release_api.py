@@ -275,9 +275,10 @@ class PrivateByConstruction(FirstOrderAlgorithm):
         else:
             if desk.remaining > 0:
                 stop = "data_exhausted" if not desk.data_left() else "stopped_by_algorithm"
-        p["privacy_mu"] = math.nan if desk.ledger()["mu"] is None else desk.ledger()["mu"]
+        spent = desk.ledger()
+        p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]
         sample = desk.sample if self.setting == "empirical" else None
-        return traj.build(x, t, used, desk.grad_evals, stop, desk.ledger(), p, sample, [],
+        return traj.build(x, t, used, desk.grad_evals, stop, spent, p, sample, [],
                           desk.hidden.record() if desk.hidden is not None else None)
 
 
