@@ -2,8 +2,8 @@
 
 A `PrivateByConstruction` algorithm never touches the data, the run's generator or the
 accountant. It declares its releases up front (`release_plan`: how many, the per-record clip,
-full batch, Poisson batches or one pass), and its `steps` method receives a `ReleaseDesk`
-holding the sample. The desk does the private part:
+full batch, Poisson batches or one pass), and its `steps` method receives a `ReleaseWindow` onto
+a `ReleaseDesk` holding the sample. The desk does the private part:
 
 - it draws each batch itself (Poisson subsampling at rate q = b / n, or the next b records of
   the stream, or the full sample);
@@ -25,9 +25,11 @@ composition, whatever `steps` computes. The desk's draws follow the built-in loo
 (batch, then noise), so DP-GD and DP-SGD written on it reproduce `dp_gd` and `dp_sgd` bit for
 bit on the same seed (tests/test_release_api.py).
 
-What it cannot rule out is Python itself: a plugin that imports the problem module and reads
-a data file, or keeps state across runs, is outside the API; `analysis.privacy_checks`
-still runs its black-box checks on it.
+What it cannot rule out is Python itself: a plugin that digs the desk out of its window,
+imports the problem module and reads a data file, or keeps state across runs, is outside the
+API. So the label "private by construction" also needs the forced-transcript replay of
+`analysis.privacy_checks.transcript_replay` (the run on neighbouring data sets with the recorded
+releases forced must give the same trajectory, field for field) and the black-box checks.
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ class ReleaseDesk:
         self._problem, self._stream, self._rng, self._probe = problem, stream, rng, probe
         self.plan, self.n, self.privacy = plan, n, privacy
         self._sample = stream.take(n) if plan.sampling != "one_pass" else None
+        # a probe holding a recorded transcript (`forced`) has every release return it
+        # (analysis.privacy_checks.transcript_replay); the desk still draws what it draws
+        self._forced = getattr(probe, "forced", None)
         self.made = 0
         self.last_noise_std = 0.0
         self.last_released: np.ndarray | None = None
@@ -188,6 +193,10 @@ class ReleaseDesk:
         self.grad_evals += read * (1 if y is None else 2)
         leaf = total / denom
         released = leaf + noise_std * self._rng.standard_normal(d) if z > 0 else leaf
+        if self._forced is not None:  # the transcript replay: every draw made, value forced
+            if self.made >= len(self._forced):
+                raise TranscriptExhausted(self.made + 1)
+            released = np.array(self._forced[self.made], dtype=float, copy=True)
         self.made += 1
         self.last_noise_std, self.last_released = noise_std, released
         if self._probe is not None:
@@ -207,6 +216,66 @@ class ReleaseDesk:
         if self.plan.sampling == "full":
             return ledger_gdp(math.sqrt(self.plan.releases) / self.multiplier, self.privacy.delta)
         return ledger_gdp(gdp_mu(self.privacy.eps, self.privacy.delta), self.privacy.delta)
+
+
+class TranscriptExhausted(RuntimeError):
+    """A forced replay asked for a release beyond the recorded transcript (the recorded run
+    stopped there: its time limit, or a decision the replay does not repeat)."""
+
+    def __init__(self, release: int) -> None:
+        super().__init__(f"release {release} asked for beyond the forced transcript")
+        self.release = release
+
+
+class ReleaseWindow:
+    """What `steps` holds of the desk: the plan, the public counts and the two release calls.
+    The sample, the run's generator and the probe stay on the desk. (Python cannot seal an
+    object: a plugin that digs the desk out of this window reads the data outside the API,
+    which the forced-transcript replay of `analysis.privacy_checks` then finds.)"""
+
+    __slots__ = ("_ReleaseWindow__desk",)
+
+    def __init__(self, desk: ReleaseDesk) -> None:
+        self.__desk = desk
+
+    @property
+    def plan(self) -> ReleasePlan:
+        return self.__desk.plan
+
+    @property
+    def n(self) -> int | None:
+        return self.__desk.n
+
+    @property
+    def privacy(self) -> Privacy:
+        return self.__desk.privacy
+
+    @property
+    def remaining(self) -> int:
+        """Releases the plan still allows."""
+        return self.__desk.remaining
+
+    @property
+    def public_batch(self) -> int:
+        return self.__desk.public_batch
+
+    @property
+    def last_noise_std(self) -> float:
+        return self.__desk.last_noise_std
+
+    def data_left(self, b: int | None = None) -> bool:
+        return self.__desk.data_left(b)
+
+    def mean_gradient(self, x: np.ndarray, clip: float | None = None,
+                      b: int | None = None) -> np.ndarray:
+        """`ReleaseDesk.mean_gradient`: one noised release of the clipped mean gradient."""
+        return self.__desk.mean_gradient(x, clip, b)
+
+    def mean_gradient_difference(self, x: np.ndarray, y: np.ndarray, clip: float,
+                                 b: int | None = None) -> np.ndarray:
+        """`ReleaseDesk.mean_gradient_difference`: one noised release of the clipped mean
+        gradient difference."""
+        return self.__desk.mean_gradient_difference(x, y, clip, b)
 
 
 @dataclass(frozen=True)
@@ -232,7 +301,7 @@ class PrivateByConstruction(FirstOrderAlgorithm):
     def release_plan(self, p: dict[str, Any], n: int | None, privacy: Privacy) -> ReleasePlan:
         raise NotImplementedError
 
-    def steps(self, desk: ReleaseDesk, public: PublicInputs) -> Iterator[np.ndarray]:
+    def steps(self, desk: ReleaseWindow, public: PublicInputs) -> Iterator[np.ndarray]:
         raise NotImplementedError
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -256,7 +325,7 @@ class PrivateByConstruction(FirstOrderAlgorithm):
         traj = TrajectoryBuilder(x, plan.releases, p["max_iterate_floats"])
         used = n if n is not None else 0
         stop, t = "T_reached", 0
-        for x_new in self.steps(desk, public):
+        for x_new in self.steps(ReleaseWindow(desk), public):
             x = np.asarray(x_new, dtype=float)
             t += 1
             used = n if plan.sampling != "one_pass" else stream.used
@@ -282,4 +351,5 @@ class PrivateByConstruction(FirstOrderAlgorithm):
                           desk.hidden.record() if desk.hidden is not None else None)
 
 
-__all__ = ["SAMPLINGS", "PrivateByConstruction", "PublicInputs", "ReleaseDesk", "ReleasePlan"]
+__all__ = ["SAMPLINGS", "PrivateByConstruction", "PublicInputs", "ReleaseDesk", "ReleasePlan",
+           "ReleaseWindow", "TranscriptExhausted"]

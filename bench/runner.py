@@ -30,6 +30,12 @@ from typing import Any
 from bench.cells import Cell
 from bench.config import Limits, SweepSpec
 from bench.cost import CostModel, Estimate
+from bench.privacy_gate import (  # privacy_checks, PrivacyCheckFailed: re-exported here
+    PrivacyCheckFailed,
+    blocked_labels,
+    privacy_checks,
+    refusal,
+)
 from bench.store import FAILED, Store
 
 BACKENDS = ("loky", "dask", "sequential")
@@ -303,11 +309,6 @@ class SweepResult:
     privacy_failed: dict[str, str] = field(default_factory=dict)
 
 
-class PrivacyCheckFailed(ValueError):
-    """A plugin's privacy check said FAILED and the sweep was not told to run it anyway: the
-    sweep stops before any cell (one line, exit 2 from the CLI)."""
-
-
 def default_jobs() -> int:
     return max(1, os.cpu_count() or 1)
 
@@ -318,9 +319,9 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
               cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None,
               allow_unverified: bool = False) -> SweepResult:
     """Run every pending cell of `spec` into the store at `store_path` (see module docstring).
-    A plugin whose privacy check says FAILED stops the sweep before any cell
-    (`PrivacyCheckFailed`) unless `allow_unverified`; its cells then store the FAILED label and
-    the result lists it in `privacy_failed`."""
+    A plugin whose privacy check says FAILED, unverified or audited (`bench.privacy_gate`)
+    stops the sweep before any cell (`PrivacyCheckFailed`) unless `allow_unverified`; its
+    cells then store the label and the result lists a FAILED one in `privacy_failed`."""
     import joblib
     from tqdm.auto import tqdm
 
@@ -340,13 +341,10 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
     prov = {**provenance(), "plugins": plugin_registry.provenance()}
     counts: dict[str, int] = {}
     checks = privacy_checks(plan.pending, quiet_failures=not allow_unverified)
-    failed = {a: lab for a, lab in checks.items() if lab.startswith("FAILED")}
-    if failed and not allow_unverified:
-        raise PrivacyCheckFailed(
-            "; ".join(f"plugin {a}: privacy {lab}" for a, lab in failed.items())
-            + ". The sweep stops before its cells (rerun with --allow-unverified to run them "
-              "anyway: every table and export then says FAILED, and the command exits with "
-              "status 3)")
+    blocked = blocked_labels(checks)
+    if blocked and not allow_unverified:
+        raise PrivacyCheckFailed(refusal(blocked))
+    failed = {a: lab for a, lab in blocked.items() if lab.startswith("FAILED")}
     with Store(store_path) as store:
         has_counts = any(c.data == "counts" for c in plan.cells)
         store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now(),
@@ -405,37 +403,6 @@ def _first_compile(cells: list[Cell]) -> bool:
         return False
     cache = Path(__file__).resolve().parents[1] / "problems" / "counts" / "__pycache__"
     return not any(cache.glob("kernels.*.nbi"))
-
-
-def privacy_checks(cells: list[Cell], quiet_failures: bool = False) -> dict[str, str]:
-    """algorithm -> the `privacy_check` label its cells are stored with: "built-in" for the
-    algorithms the test suite's three privacy layers cover; for a plugin, the sensitivity check
-    of `analysis.privacy_checks.plugin_checks` on its first private pending cell (run here, in the parent,
-    before any cell; an impossible check is reported on stderr and stored with every cell of
-    that algorithm; a FAILED one is too, unless `quiet_failures` (the sweep then stops on it
-    with one line of its own))."""
-
-    from analysis.privacy_checks import plugin_checks as pc
-
-    out: dict[str, str] = {}
-    for c in cells:
-        if c.algorithm in out:
-            continue
-        label = pc.builtin_label(c.algorithm)
-        if label is None:
-            private = [x for x in cells if x.algorithm == c.algorithm and math.isfinite(x.eps)]
-            first = private[0] if private else c
-            label = pc.check_plugin(c.algorithm, problem=first.problem, d=first.d, eps=first.eps,
-                                 delta=first.delta, params=first.run_params(),
-                                 problem_params=dict(first.problem_params),
-                                 calibration=first.calibration,
-                                 n=min(first.n or pc.CHECK_RECORDS, pc.CHECK_RECORDS)).label
-            label = pc.construction_label(c.algorithm, label)
-            if not label.startswith(("passed", "non-private", "private by")) and not (
-                    quiet_failures and label.startswith("FAILED")):
-                print(f"dprates: warning: {c.algorithm}: privacy {label}", file=sys.stderr)
-        out[c.algorithm] = label
-    return out
 
 
 def format_seconds(s: float) -> str:

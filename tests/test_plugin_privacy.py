@@ -196,26 +196,34 @@ mode = "theory"
 """)
     from bench.runner import PrivacyCheckFailed
 
-    # a FAILED check stops the sweep before any cell, in one line naming the plugin
-    with pytest.raises(PrivacyCheckFailed, match=r"plugin pp_leaky: privacy FAILED: replayed "
-                                                  r".* --allow-unverified"):
+    # a FAILED, unverified or audited check stops the sweep before any cell, in one line
+    # naming each plugin (the honest self-noising pp_ok is audited, never certified)
+    with pytest.raises(PrivacyCheckFailed) as stopped:
         run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False)
+    line = str(stopped.value)
+    assert "\n" not in line and line.endswith("exit with status 3)")
+    assert re.search(r"plugin pp_ok: privacy audited: no leak found \(2 of 2 configurations "
+                     r"checked; check seed \d+, eps 0.5", line), line
+    assert re.search(r"plugin pp_leaky: privacy FAILED: at box_quadratic, d 3, eps 0.5, n 2000: "
+                     r"replayed with one record replaced", line), line
+    assert "plugin pp_broken: privacy unverified" in line and "--allow-unverified" in line
     assert not (tmp_path / "pp.sqlite").exists() or not len(load(tmp_path / "pp.sqlite"))
     capsys.readouterr()
     res = run_sweep(spec, tmp_path / "pp.sqlite", jobs=1, progress=False, allow_unverified=True)
     assert list(res.privacy_failed) == ["pp_leaky"]
     df = load(tmp_path / "pp.sqlite")
     labels = dict(zip(df.algorithm, df.privacy_check, strict=False))
-    assert labels["pp_ok"] == "passed" and labels["noisy_sgd"] == "built-in"
-    assert labels["pp_leaky"].startswith("FAILED: replayed with one record replaced")
+    assert labels["pp_ok"].startswith("audited: no leak found") and labels["noisy_sgd"] == "built-in"
+    assert "replayed with one record replaced" in labels["pp_leaky"]
     assert (df[df.algorithm == "pp_leaky"].privacy_check == labels["pp_leaky"]).all()
     err = capsys.readouterr().err
-    assert "pp_leaky: privacy FAILED" in err and "pp_ok" not in err
+    assert "pp_leaky: privacy FAILED" in err and "pp_ok: privacy audited" in err
     from analysis.privacy_checks.ledger import mark, unverified_algorithms
 
     bad = unverified_algorithms(df)
-    assert set(bad) == {"pp_leaky", "pp_broken"} and len(df) == 12  # no cell lost
-    assert mark("pp_leaky", bad) == "pp_leaky [privacy FAILED]" and mark("pp_ok", bad) == "pp_ok"
+    assert set(bad) == {"pp_leaky", "pp_broken", "pp_ok"} and len(df) == 12  # no cell lost
+    assert mark("pp_leaky", bad) == "pp_leaky [privacy FAILED]"
+    assert mark("pp_ok", bad) == "pp_ok [privacy audited]"
     assert mark("pp_broken", bad) == "pp_broken [privacy unverified]"
     # every fit table and the report's page 1 carry the mark; the report's privacy page gives
     # spent / declared eps per algorithm
@@ -229,17 +237,19 @@ mode = "theory"
     data = open_store_data(tmp_path / "pp.sqlite")
     shown = claims_display(claims_table(data, n_boot=50))
     assert "pp_leaky [privacy FAILED]" in set(shown["algorithm"])
-    assert "pp_ok" in set(shown["algorithm"]) and "noisy_sgd" in set(shown["algorithm"])
+    assert "pp_ok [privacy audited]" in set(shown["algorithm"])
+    assert "noisy_sgd" in set(shown["algorithm"])
     out = write_report(data, tmp_path / "pp.pdf", n_boot=50)
     summary = out["summary"].set_index("algorithm")["privacy"]
-    assert summary["pp_leaky"].startswith("privacy FAILED: replayed") and summary["pp_ok"] == ""
+    assert summary["pp_leaky"].startswith("privacy FAILED: at box_quadratic")
+    assert summary["pp_ok"].startswith("privacy audited: no leak found")
     # the plugin declares a claim: its claim row is first and says FAILED in its privacy cell
     assert out["summary"].iloc[0]["algorithm"] == "pp_leaky"
     pages = [p.extract_text() for p in PdfReader(tmp_path / "pp.pdf").pages]
     text = " ".join(pages)
     assert "PRIVACY FAILED: pp_leaky" in pages[0]  # page 1's banner
     assert "privacy unverified" in " ".join(pages[:3])  # the claims summary's privacy column
-    assert "spent / declared eps" in text and "FAILED: replayed" in text
+    assert "spent / declared eps" in text and "replayed with one record" in text
 
 
 @pytest.mark.slow

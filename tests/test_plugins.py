@@ -31,7 +31,15 @@ def test_the_readme_example_runs_through_sweep_fit_and_report(tmp_path: Path):
     (tmp_path / "my_plugin.py").write_text(readme_block("# my_plugin.py"))
     (tmp_path / "mine.toml").write_text(readme_block("# mine.toml (next to my_plugin.py)"))
     store = tmp_path / "results" / "mine.sqlite"
-    sweep = run_cli("sweep", "mine.toml", "--out", str(store), "--jobs", "2", "--quiet", cwd=tmp_path)
+    # a plugin that noises on its own is audited, never certified: its sweep stops in one line
+    # before any cell unless told --allow-unverified, as the guide says
+    stopped = run_cli("sweep", "mine.toml", "--out", str(store), "--jobs", "2", "--quiet",
+                      cwd=tmp_path)
+    assert stopped.returncode == 2 and "Traceback" not in stopped.stderr, stopped.stderr
+    assert stopped.stderr.startswith("dprates: error: plugin clipped_sgd: privacy audited: no "
+                                     "leak found (4 of 4 configurations checked; check seed ")
+    sweep = run_cli("sweep", "mine.toml", "--out", str(store), "--jobs", "2", "--quiet",
+                    "--allow-unverified", cwd=tmp_path)
     assert sweep.returncode == 0, sweep.stderr
     import json
 
@@ -50,7 +58,8 @@ def test_the_readme_example_runs_through_sweep_fit_and_report(tmp_path: Path):
                                    ["report", str(store), "-o", str(tmp_path / "mine.pdf")],
                                    ["claims", "--plugin", str(tmp_path / "my_plugin.py")])
     assert fit.returncode == 0, fit.stderr
-    assert re.search(r"grad_vs_privacy\s+clipped_sgd\s+box_quadratic", fit.stdout), fit.stdout
+    assert re.search(r"grad_vs_privacy\s+clipped_sgd \[privacy audited\]\s+box_quadratic",
+                     fit.stdout), fit.stdout
     assert report.returncode == 0, report.stderr
     from pypdf import PdfReader
 
@@ -141,7 +150,8 @@ def test_dask_workers_import_the_plugin(tmp_path: Path):
             with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                           dashboard_address=None) as cluster:
                 run_sweep(spec, {str(tmp_path / "d.sqlite")!r}, backend="dask",
-                          scheduler=cluster.scheduler_address, progress=False)
+                          scheduler=cluster.scheduler_address, progress=False,
+                          allow_unverified=True)
             df = load({str(tmp_path / "d.sqlite")!r})
             assert set(df["status"]) == {{"ok"}}, df["error_message"].tolist()
             assert os.getpid() not in set(df["pid"])

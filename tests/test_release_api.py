@@ -114,21 +114,25 @@ def test_the_desk_ledger_matches_dp_accounting_composed_outside():
 def test_a_plugin_on_the_release_api_is_labelled_private_by_construction(monkeypatch):
     import algorithms
     from analysis.privacy_checks.plugin_checks import (
+        AUDITED,
         BY_CONSTRUCTION,
         check_plugin,
-        construction_label,
         is_verified,
+        needs_permission,
     )
 
     for cls in (DeskDPGD, DeskDPSGD):
         monkeypatch.setitem(algorithms._REGISTRY, cls.name, cls)
-        label = check_plugin(cls.name, problem="glm", d=5, eps=1.0, delta=1e-6, params={},
-                             problem_params={}, calibration="tight", n=2000).label
-        assert label == "passed", label
-        assert construction_label(cls.name, label) == BY_CONSTRUCTION
-        assert is_verified(BY_CONSTRUCTION, cls.name)
-    # a plugin of its own (not on the API) keeps the black-box label
-    assert construction_label("dp_gd", "passed") == "passed"
+        res = check_plugin(cls.name, problem="glm", d=5, eps=1.0, delta=1e-6, params={},
+                           problem_params={}, calibration="tight", n=2000)
+        assert res.label == BY_CONSTRUCTION, res
+        assert "10 data sets replayed with all" in res.tried and "outputs identical" in res.tried
+        assert is_verified(res.label, cls.name) and not needs_permission(res.label)
+    # the same loop written as a self-noising plugin is audited, never certified
+    assert check_plugin("dp_gd", problem="glm", d=5, eps=1.0, n=2000).label.startswith(
+        f"{AUDITED} (check seed 0, eps 1, n 2000, d 5: ")
+    assert not is_verified(AUDITED, "x") and needs_permission(AUDITED)
+    assert not is_verified("passed", "x")  # an older store's black-box pass: audited too
 
 
 def test_the_guides_release_api_plugins_sweep_as_private_by_construction(tmp_path):

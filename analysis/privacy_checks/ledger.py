@@ -20,21 +20,33 @@ from analysis.privacy_checks.plugin_checks import is_verified
 #: check found a leak (a plugin run with --allow-unverified after its check said FAILED).
 UNVERIFIED_MARK = "privacy unverified"
 FAILED_MARK = "privacy FAILED"
+#: The mark of a self-noising plugin whose checks found no leak: audited, not certified.
+AUDITED_MARK = "privacy audited"
 
 
 def privacy_note(label: str) -> str:
     """A table's privacy cell for an unverified algorithm's stored `privacy_check` label:
-    "privacy FAILED: <why>" for a check that found a leak, "privacy unverified: <label>" for
-    one that could not run."""
+    "privacy FAILED: <why>" for a check that found a leak, "privacy audited: no leak found
+    (<what was tried>)" for a self-noising plugin whose checks passed (a store written before
+    audits were told apart says "passed"), "privacy unverified: <label>" for one that could
+    not be checked."""
     label = str(label)
     if label.startswith("FAILED"):
         return f"{FAILED_MARK}: {label.removeprefix('FAILED').lstrip(': ')}"
+    if label.startswith("audited"):
+        return f"{AUDITED_MARK}: {label.removeprefix('audited').lstrip(': ')}"
+    if label == "passed":
+        return f"{AUDITED_MARK}: no leak found (an older store's black-box check)"
     return f"{UNVERIFIED_MARK}: {label}"
 
 
 def bracket(note: str) -> str:
-    """The short mark of a privacy cell ("privacy FAILED" or "privacy unverified")."""
-    return FAILED_MARK if str(note).startswith(FAILED_MARK) else UNVERIFIED_MARK
+    """The short mark of a privacy cell ("privacy FAILED", "privacy audited" or "privacy
+    unverified")."""
+    for m in (FAILED_MARK, AUDITED_MARK):
+        if str(note).startswith(m):
+            return m
+    return UNVERIFIED_MARK
 
 
 def unverified_algorithms(df: pd.DataFrame) -> dict[str, str]:
@@ -92,9 +104,12 @@ def spent_text(table: pd.DataFrame) -> str:
                      f"{r.spent_median:7.4f} {r.spent_max:7.4f}          {r.privacy_check}")
     lines += ["", "spent: the eps each cell's accountant composed, at the cell's delta (exact GDP, or "
               "dp-accounting's PLD, whose calibration spends >= 99% of eps); "
-              "'built-in': covered by the test suite's three privacy layers; 'passed': a plugin "
-              "whose sensitivity check passed; anything else is marked 'privacy unverified' in "
-              "every table."]
+              "'built-in': covered by the test suite's three privacy layers; 'private by "
+              "construction': a plugin on the suite's release API whose forced-transcript "
+              "replay and black-box checks passed; 'audited: no leak found': a self-noising "
+              "plugin whose black-box checks found no leak (audited, never certified: marked "
+              "'privacy audited' in every table); anything else is marked 'privacy unverified' "
+              "or 'privacy FAILED'."]
     from analysis.metrics import EVALUATION_ONLY
 
     lines += ["", "Evaluation only (non-private functions of a cell's sample, stored to evaluate "

@@ -1,5 +1,6 @@
-"""Privacy verification of outside algorithms (plugins): the check a sweep runs on a plugin's
-first private cell, and what every stored cell says about its algorithm's privacy.
+"""Privacy verification of outside algorithms (plugins): the check a sweep runs on each private
+configuration of a plugin (`bench.privacy_gate`), and what every stored cell says about its
+algorithm's privacy.
 
 The built-in algorithms pass the three privacy layers in the test suite (sensitivity, noise,
 black-box audit, each with planted bugs that must be caught). An outside algorithm has passed
@@ -7,32 +8,39 @@ none of them, and it can store any `eps_spent` it likes, so its cells carry a `p
 label (stored with every cell, marked in the report):
 
 * "built-in": covered by the test suite's three layers;
-* "passed": a plugin whose sensitivity and noise checks passed on its first private cell;
+* "private by construction": a plugin on the release API (`algorithms.release_api`: the suite
+  clips, noises and accounts) whose forced-transcript replay
+  (`analysis.privacy_checks.transcript_replay`: nothing but the releases reaches its outputs)
+  and black-box checks passed;
+* "audited: no leak found (<what was tried>)": a self-noising plugin whose checks passed. A
+  black-box check finds leaks; it cannot certify their absence, so this label is never
+  "private", and a sweep of such a plugin stops unless --allow-unverified;
 * "unverified: <why>": a plugin that could not be checked (no release reported to the probe,
   a release kind the check does not cover, a problem without adversarial records, a run or a
   check that failed, a noise the check cannot relate to the budget);
-* "FAILED: <why>": a release moving more than the run told its accountant, or less noise than
-  its budget needs;
+* "FAILED: <why>": a leak found, naming the release or field;
 * "non-private": a sweep of a plugin with no finite eps (nothing to verify).
 
-The check, in record mode on the cell's problem, dimension and parameters (at most
-`CHECK_RECORDS` records and `CHECK_SECONDS` of run):
-1. layer 1 of `analysis.privacy_checks.layers` on the releases the run reported to its probe (each
-   release recomputed with one record replaced by an adversarial one, from the same state);
-2. a replay of the plugin's *own* code: the run again, with the same random seed, on the data
-   with the first release's first record replaced by each adversarial record. The seed is the
-   same, so the first release differs only by what the record changed, and that difference may
-   not exceed the sensitivity the run told its accountant. (1) trusts the plugin's report of
-   how it computes a release; (2) does not, so a plugin that reports a clip it never applies is
-   caught by (2);
-3. the noise: the first release, rerun over `NOISE_RUNS` seeds, gives the noise it adds
-   (released - leaf), hence with the told sensitivity a lower confidence bound on one
-   release's Gaussian-DP mu. Composed over the releases a record enters (one for a single
-   pass, every release for a full-batch multi-pass method, the tree's node count for a tree),
-   it may not imply an eps above the budget. A subsampled release is compared with the
-   smallest noise multiplier of the run's PLD ledger instead (the ledger's own eps is then
-   re-derived against the budget).
-Reruns that need only the first release are ended there by the probe itself.
+The check, in record mode on one configuration's problem, dimension, eps and parameters (at
+most `CHECK_RECORDS` records and `CHECK_SECONDS` of run), at the sweep's check seed:
+0. on the release API, the forced-transcript replay (10 data sets, and the probe switched off);
+1. patterns no private mechanism shows (`release_patterns`): a release without noise, two
+   releases with one noise draw, two sampled releases with one batch, a step-log norm that is
+   no release's, iterates that other noise draws leave in place;
+2. layer 1 of `analysis.privacy_checks.layers` on the releases the run reported to its probe
+   (each recomputed with one record replaced by an adversarial one, from the same state);
+3. a replay of the plugin's *own* code (`plugin_replay`) at every release (up to 100): the run
+   again, same seed, with one record of that release's batch replaced by adversarial records
+   (full scale, 1e-4 of it, and scaled to gradient norms 1.5 C, 3 C and 10 C, with their
+   opposites). A release may move by at most the told sensitivity; a replay that crashes or
+   makes another release there is FAILED; from the recorded state it must add the recorded
+   noise. (2) trusts the plugin's report of how it computes a release; (3) does not;
+4. the noise: releases rerun over `NOISE_RUNS` seeds give the noise each adds (released -
+   leaf), hence with the told sensitivity a lower confidence bound on the mu they compose (one
+   for a single pass, every release for a full-batch multi-pass method, the tree's node count
+   for a tree); it may not imply an eps above the budget, and the plugin's ledger may not say
+   less than what its releases compose.
+Reruns that need only the first releases are ended there by the probe itself.
 
 The probe contract (README "Plugins"): `_run(..., probe, ...)` calls, for every release,
 `probe.release(t=, oracle=1, x=, batch=, clip=, leaf=, told=, denom=, released=)` when probe is
@@ -64,7 +72,14 @@ from analysis.privacy_checks.plugin_ledger import (
     rebuild_ledger,
     silent_release,
 )
-from analysis.privacy_checks.plugin_replay import replay_releases
+from analysis.privacy_checks.plugin_lower_bound import lower_bound, no_bound_reason
+from analysis.privacy_checks.plugin_replay import REPLAY_SECONDS, replay_releases, sampled_releases
+from analysis.privacy_checks.release_patterns import (
+    ignores_releases,
+    log_not_released,
+    pattern_violation,
+)
+from analysis.privacy_checks.transcript_replay import replay_transcript
 from problems import get_problem
 
 #: Records the check's run uses at most (record mode; a cell of 1e12 records is checked on a
@@ -94,18 +109,31 @@ class _FirstRelease(Recorder):
         raise _FirstReleaseSeen
 
 
+#: A plugin on the release API (algorithms.release_api) whose forced-transcript replay and
+#: black-box checks passed.
+BY_CONSTRUCTION = "private by construction"
+#: A self-noising plugin whose checks found no leak: audited, never certified.
+AUDITED = "audited: no leak found"
+
+
 @dataclass(frozen=True)
 class PluginCheck:
-    """status: passed, FAILED, unverified or non-private; reason: why (one line)."""
+    """status: passed (the black-box checks), private by construction, FAILED, unverified or
+    non-private; reason: why (one line); tried: what the checks tried (for the label of a
+    self-noising plugin that passed them: audited, not certified)."""
 
     status: str
     reason: str = ""
     releases: int = 0
     max_ratio: float = 0.0
+    tried: str = ""
 
     @property
     def label(self) -> str:
-        """The stored `privacy_check` value."""
+        """The stored `privacy_check` value: "passed" is stored as "audited: no leak found
+        (<what was tried>)"."""
+        if self.status == "passed":
+            return f"{AUDITED} ({self.tried})" if self.tried else AUDITED
         return self.status if not self.reason else f"{self.status}: {self.reason}"
 
 
@@ -114,29 +142,29 @@ def builtin_label(algorithm: str) -> str | None:
     return "built-in" if algorithm in BUILTIN else None
 
 
-#: A plugin on the release API (algorithms.release_api) whose black-box checks also passed.
-BY_CONSTRUCTION = "private by construction"
-
-
-def construction_label(algorithm: str, label: str) -> str:
-    """The label of a checked plugin: "private by construction" where it runs on the suite's
-    release API (the suite clips, noises and accounts) and its checks passed; else `label`."""
-    import algorithms
-
+def on_release_api(algorithm: str) -> bool:
+    """Whether `algorithm` runs on the suite's release API (`PrivateByConstruction`)."""
     try:
-        cls = algorithms.get_algorithm(algorithm)
+        return bool(getattr(get_algorithm(algorithm), "by_construction", False))
     except ValueError:
-        return label
-    return BY_CONSTRUCTION if label == "passed" and getattr(cls, "by_construction", False) \
-        else label
+        return False
 
 
 def is_verified(label: object, algorithm: str) -> bool:
-    """Whether a stored `privacy_check` label counts as verified. A cell without one (a store
-    written before plugins were checked) is verified only for a built-in algorithm."""
+    """Whether a stored `privacy_check` label counts as verified: built-in, private by
+    construction, or non-private. An audited plugin ("audited: ...", or "passed" in a store
+    written before audits were told apart) is not: a black-box check finds leaks, it cannot
+    certify their absence. A cell without a label (a store written before plugins were
+    checked) is verified only for a built-in algorithm."""
     if label is None or (isinstance(label, float) and math.isnan(label)):
         return algorithm in BUILTIN
-    return label in ("built-in", "passed", "non-private", BY_CONSTRUCTION)
+    return label in ("built-in", BY_CONSTRUCTION) or str(label).startswith("non-private")
+
+
+def needs_permission(label: str) -> bool:
+    """Whether a sweep of a plugin with this label stops unless --allow-unverified: anything
+    not built-in, private by construction or non-private (FAILED, unverified, audited)."""
+    return not is_verified(label, "")
 
 
 def _not_covered(algorithm: str) -> str | None:
@@ -156,18 +184,22 @@ def _not_covered(algorithm: str) -> str | None:
 
 def check_plugin(algorithm: str, *, problem: str, d: int, eps: float, delta: float = 1e-6,
                  params: dict | None = None, problem_params: dict | None = None,
-                 calibration: str = "tight", n: int = CHECK_RECORDS, seed: int = 0) -> PluginCheck:
+                 calibration: str = "tight", n: int = CHECK_RECORDS, seed: int = 0,
+                 lower_bound_runs: int = 0) -> PluginCheck:
     """The privacy check of one configuration of an outside algorithm (module docstring). Never
-    raises for the algorithm's failure nor for the check's: those are "unverified" outcomes."""
+    raises for the algorithm's failure nor for the check's: those are "unverified" outcomes.
+    `lower_bound_runs` > 0: a self-noising plugin that passes also gets the empirical eps lower
+    bound of `plugin_lower_bound` over that many runs per data set (FAILED above eps)."""
     try:
         return _check(algorithm, problem, d, eps, delta, dict(params or {}),
-                      dict(problem_params or {}), calibration, n, seed)
+                      dict(problem_params or {}), calibration, n, seed, lower_bound_runs)
     except Exception as exc:  # whatever breaks, a sweep goes on and its cells say so
         return PluginCheck("unverified", f"the check failed: {type(exc).__name__}: {exc}")
 
 
 def _check(algorithm: str, problem: str, d: int, eps: float, delta: float, params: dict,
-           problem_params: dict, calibration: str, n: int, seed: int) -> PluginCheck:
+           problem_params: dict, calibration: str, n: int, seed: int,
+           lower_bound_runs: int = 0) -> PluginCheck:
     if not math.isfinite(eps):
         return PluginCheck("non-private", "no finite eps to verify")
     why = _not_covered(algorithm)
@@ -201,32 +233,70 @@ def _check(algorithm: str, problem: str, d: int, eps: float, delta: float, param
     if missing:
         return PluginCheck("unverified", f"its releases lack probe keys {', '.join(missing)}",
                            len(run.events))
-    report = check_releases(run, list(advs), max_releases=100, seed=seed)
     privacy = Privacy(eps, delta, calibration)
+    made = len(run.events)
+    forced = None
+    if on_release_api(algorithm):  # nothing but the desk's releases may reach the outputs
+        forced = replay_transcript(algorithm, run, privacy, params, seed)
+        if not forced.ok:
+            return PluginCheck("FAILED", forced.reason, made)
+    pattern = pattern_violation(run) or ignores_releases(algorithm, prob, run, privacy, params,
+                                                         seed)
+    if pattern:
+        return PluginCheck("FAILED", pattern, made)
+    logged = log_not_released(run) if forced is None else None  # the desk writes its own log
+    if logged:
+        return PluginCheck("unverified", logged, made)
+    report = check_releases(run, list(advs), max_releases=100, seed=seed)
     replay = replay_releases(algorithm, prob, run, advs, privacy, params, seed)
     worst = max(report.max_ratio, replay.ratio)
-    made = len(run.events)
     if not replay.ok:
         return PluginCheck("FAILED", replay.reason(), made, worst)
     if not report.ok:
         return PluginCheck("FAILED", "; ".join(report.violations), made, worst)
+    tried = (f"check seed {seed}, eps {eps:g}, n {n}, d {d}: {replay.compared} neighbouring "
+             f"replays over {len(sampled_releases(made, seed)) - replay.skipped} of {made} "
+             "releases")
+    if replay.skipped:
+        tried += f" ({replay.skipped} not replayed within {REPLAY_SECONDS:g} s)"
+    if replay.uncomparable:
+        tried += (f" ({replay.uncomparable} replays not compared: another state with no "
+                  "divisor to correct by, a batch of no data row, or a schedule moved by earlier "
+                  "noised releases)")
+    tried += f", noise over {NOISE_RUNS} reruns"
+
+    def outcome(status: str, reason: str = "") -> PluginCheck:
+        if status == "passed" and forced is not None:
+            return PluginCheck(BY_CONSTRUCTION, "", made, worst, f"{tried}; {forced.reason}")
+        return PluginCheck(status, reason, made, worst, tried)
+
     if run.tree:
-        status, reason = _tree_noise_verdict(algorithm, prob, run, privacy, params, seed)
-        return PluginCheck(status, reason, made, worst)
+        return outcome(*_tree_noise_verdict(algorithm, prob, run, privacy, params, seed))
     noise = measure_noise(algorithm, prob, run, privacy, params, seed, run_seconds)
     silent = silent_release(noise, run)
     if silent:
-        return PluginCheck("FAILED", silent, made, worst)
+        return outcome("FAILED", silent)
     rebuilt = rebuild_ledger(run, noise, delta)
     mismatch = ledger_mismatch(run, noise, rebuilt, privacy)
     if mismatch:
-        return PluginCheck("FAILED", mismatch, made, worst)
+        return outcome("FAILED", mismatch)
     if rebuilt.structure == "subsampled" and (run.traj.privacy_spent or {}).get("accountant") != "pld":
-        return PluginCheck("unverified", "its subsampled releases come without a PLD ledger "
-                                         "(ledger_pld) to relate their noise to the budget", made, worst)
+        return outcome("unverified", "its subsampled releases come without a PLD ledger "
+                                     "(ledger_pld) to relate their noise to the budget")
     if rebuilt.eps > eps * (1 + TOLERANCE):
-        return PluginCheck("FAILED", _rebuilt_reason(rebuilt, noise, run, eps), made, worst)
-    return PluginCheck("passed", "", made, worst)
+        return outcome("FAILED", _rebuilt_reason(rebuilt, noise, run, eps))
+    if lower_bound_runs > 0 and forced is None:
+        try:
+            bound = lower_bound(algorithm, prob, run.data, run.events[0], privacy, params, seed,
+                                lower_bound_runs)
+        except Exception as exc:  # the audit above stands; the label says the bound is missing
+            tried += f"; {no_bound_reason(exc)}"
+        else:
+            if bound.flagged:
+                return outcome("FAILED", bound.text().replace(" beside the declared",
+                                                              " > the declared"))
+            tried += f"; {bound.text()}"
+    return outcome("passed")
 
 
 def _rebuilt_reason(rebuilt: Rebuilt, noise: NoiseGroups, run: RecordedRun, eps: float) -> str:

@@ -2,10 +2,17 @@
 `analysis.privacy_checks.plugin_checks`): the check that does not trust what a plugin reports
 about how it computes a release.
 
-For a few releases sampled across the run (the first, the second, the middle one, the last one
-and `RANDOM_RELEASES` random ones), one record of that release's batch is replaced in the data
-set by each adversarial record, and the plugin runs again from the start on that data set, with
-the same seed, up to that release. Two cases:
+For every release (up to `MAX_RELEASES`; past it the first, second, middle and last ones and
+random others), one record of that release's batch is replaced in the data set by each of the
+strongest adversarial records (at full scale, and at 1e-4 of it for later releases) and by
+records scaled so that their gradient has norm 1.5 C, 3 C and 10 C (and their opposites), and
+the plugin runs again from the start on that data set, with the same seed, up to that release.
+A replay that crashes is FAILED (a crash on a record is an output that depends on it), and so is
+one whose release comes at another step or oracle although every release before it was the
+recorded one (a schedule that reads the data; where earlier releases moved, a noised stopping
+rule may flip honestly, and the replay is not compared); one whose release starts from the
+recorded state must add the recorded noise (a noise scale read off the data moves it).
+Two cases:
 
 * the record enters no earlier release (every record of a one-pass run; a record that a
   Poisson-subsampled run reads for the first time there): the run before the release is the
@@ -38,8 +45,12 @@ from algorithms import Privacy, get_algorithm
 from algorithms.privacy.mechanisms import clip_rows
 from analysis.privacy_checks.layers import RecordedRun, Recorder
 
-#: Random releases replayed beside the first, second, middle and last ones.
-RANDOM_RELEASES = 3
+#: Releases replayed: every one of a run of at most this many; past it the first, the second,
+#: the middle, the last and random ones up to this many.
+MAX_RELEASES = 100
+#: Gradient norms (in units of the release's clip C) of the scaled adversarial records replayed
+#: beside the strongest ones: a clip a little above C, or a raise only past 10 C, shows there.
+CLIP_MULTIPLES = (1.5, 3.0, 10.0)
 #: Adversarial records replayed at the first release and at each later one: those with the
 #: largest per-record gradient (difference) at the release's iterate, which a clip the plugin
 #: skips lets through most.
@@ -53,7 +64,7 @@ LATER_SCALE = 1e-4
 RATIO_TOLERANCE = 1e-6
 #: Seconds the replays of later releases may take together (the first release's are always
 #: run); past them the remaining releases are not replayed and the outcome counts them skipped.
-REPLAY_SECONDS = 30.0
+REPLAY_SECONDS = 60.0
 
 
 class _Reached(Exception):
@@ -85,34 +96,73 @@ def run_until(algorithm: str, prob: Any, data: np.ndarray, privacy: Privacy, par
 
 
 def sampled_releases(made: int, seed: int) -> list[int]:
-    """The release indices (0-based) the replay compares: first, second, middle, last and
-    `RANDOM_RELEASES` random ones."""
-    if made <= 0:
-        return []
-    fixed = {0, min(1, made - 1), made // 2, made - 1}
+    """The release indices (0-based) the replay compares: all of them up to `MAX_RELEASES`;
+    past it the first, second, middle and last ones and random others, `MAX_RELEASES` in all."""
+    if made <= MAX_RELEASES:
+        return list(range(max(made, 0)))
+    fixed = {0, 1, made // 2, made - 1}
     rng = np.random.default_rng([seed, 5])
-    rand = rng.choice(made, size=min(RANDOM_RELEASES, made), replace=False)
+    rest = np.setdiff1d(np.arange(made), sorted(fixed))
+    rand = rng.choice(rest, size=MAX_RELEASES - len(fixed), replace=False)
     return sorted(fixed | {int(i) for i in rand})
+
+
+def scaled_records(prob: Any, e: dict, advs: np.ndarray, clip: float,
+                   multiples: tuple[float, ...] = CLIP_MULTIPLES) -> np.ndarray:
+    """For each multiple k: an adversarial record (of the list's first 64) scaled by the
+    factor on a log grid whose per-record gradient (difference) at the release's iterate has
+    norm nearest k C. Empty if the problem's oracle does not take them."""
+    scales = np.logspace(-8, 0, 161)
+    base = np.asarray(advs[:64], dtype=float)
+    if not (math.isfinite(clip) and clip > 0):  # (a Spider's O2 at x = x_prev: nothing to scale)
+        return base[:0]
+    try:
+        rows = (scales[:, None, None] * base[None]).reshape(-1, *base.shape[1:])
+        per = (prob.per_sample_grads(e["x"], rows) if e.get("oracle", 1) == 1
+               else prob.per_sample_grad_diffs(e["x"], e["x_prev"], rows))
+        norms = np.linalg.norm(np.asarray(per, dtype=float).reshape(len(rows), -1), axis=1)
+    except Exception:  # an outside oracle that does not take these records
+        return base[:0]
+    norms = norms.reshape(len(scales), len(base))
+    logn = np.log(np.where(np.isfinite(norms) & (norms > 0), norms, 1e-300))
+    out = []
+    for k in multiples:
+        gap = np.abs(logn - math.log(k * clip))
+        i, j = np.unravel_index(int(np.argmin(gap)), gap.shape)
+        out.append(scales[i] * base[j])
+    return np.array(out)
 
 
 @dataclass(frozen=True)
 class ReplayOutcome:
     """ratio: the largest (corrected) move over the told sensitivity; index: its release
     (0-based); made: releases of the recorded run; compared: replays compared; skipped:
-    replays that could not be compared (the run broke, or the release changed kind)."""
+    releases not replayed for the time budget; broken: the first replay that could not be
+    compared (the run crashed, or made another release there), said as a FAILED reason;
+    noise_moved: the first replay whose noise changed with the data (same state, same seed)."""
 
     ratio: float
     index: int
     made: int
     compared: int
     skipped: int
+    broken: str = ""
+    noise_moved: str = ""
+    #: replays not compared, said in the audit label: another state without a divisor to
+    #: correct the move by (a tree release of the Spider engine reports none), a release whose
+    #: record is no row of the data, or a schedule moved by earlier (noised) releases
+    uncomparable: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.ratio <= 1 + RATIO_TOLERANCE
+        return self.ratio <= 1 + RATIO_TOLERANCE and not self.broken and not self.noise_moved
 
     def reason(self) -> str:
-        """The FAILED line: the release (1-based, of how many) and the factor."""
+        """The FAILED line: the release (1-based, of how many) and what went wrong."""
+        if self.broken:
+            return self.broken
+        if self.noise_moved:
+            return self.noise_moved
         where = ("its first release" if self.index == 0
                  else f"its release {self.index + 1} of {self.made}")
         return (f"replayed with one record replaced, {where} moved {self.ratio:.3g} x the told "
@@ -191,9 +241,9 @@ def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarra
     """Step 2 of the plugin check (module docstring) on the recorded `run`."""
     events, data = run.events, run.data
     made = len(events)
-    worst, worst_at, compared, skipped = 0.0, 0, 0, 0
+    worst, worst_at, compared, skipped, uncomparable = 0.0, 0, 0, 0, 0
     if data is None or not made:
-        return ReplayOutcome(0.0, 0, made, 0, 0)
+        return ReplayOutcome(0.0, 0, made, 0, 0, "its run left no data set or release to replay")
     direction = np.random.default_rng([seed, 6]).standard_normal(
         int(np.prod(np.shape(data)[1:])) or 1)
     keys = _row_keys(data, direction)
@@ -205,31 +255,59 @@ def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarra
             continue
         e = events[i]
         j = _record_index(run, i, keys, order, direction)
-        if j is None:
-            skipped += 1
-            continue
+        where = f"release {i + 1} of {made}"
+        if j is None:  # its batch holds no row of the data (a preprocessed copy)
+            if i > 0:  # the record to replace is unknown: not comparable
+                uncomparable += 1
+                continue
+            j = 0  # from the start, any row: an honest per-record preprocessing moves one
         told = float(e["told"])
         released = np.asarray(e["released"], dtype=float)
         other = data.copy()
         chosen = strongest(prob, e, advs, FIRST_REPLAYS if i == 0 else LATER_REPLAYS)
         if i > 0:  # also at 1e-4 of their size: a record whose leak does not blow the state away
             chosen = np.concatenate([chosen, chosen * LATER_SCALE])
+        scaled = scaled_records(prob, e, advs, float(e.get("clip", told)))
+        if len(scaled):  # and at 1.5 C to 10 C: a clip set a little high, a raise past 10 C
+            chosen = np.concatenate([chosen, scaled, -scaled])
         for adv in chosen:
             other[j] = adv
             try:
                 evs = run_until(algorithm, prob, other, privacy, params,
                                 np.random.default_rng([seed, 1]), index=i)
-            except Exception:  # a run that breaks on an adversarial record tells nothing here
-                skipped += 1
-                continue
+            except Exception as exc:  # a crash on a record is a data-dependent output too
+                return ReplayOutcome(worst, worst_at, made, compared, skipped,
+                                     f"replayed with one record replaced, its run crashed "
+                                     f"before {where} ({type(exc).__name__}: {exc})")
             if len(evs) <= i or evs[i]["t"] != e["t"] or evs[i].get("oracle") != e.get("oracle"):
-                skipped += 1
-                continue
+                same_before = len(evs) >= i and all(
+                    np.array_equal(np.asarray(a["released"]), np.asarray(b["released"]))
+                    for a, b in zip(events[:i], evs[:i], strict=False))
+                if not same_before:  # earlier releases moved: a noised stop may flip, honestly
+                    uncomparable += 1
+                    continue
+                return ReplayOutcome(worst, worst_at, made, compared, skipped,
+                                     f"replayed with one record replaced, every release before "
+                                     f"its {where} identical, that release did not come at the "
+                                     "same step and oracle (a schedule that reads the data)")
             e2 = evs[i]
             move = np.asarray(e2["released"], dtype=float) - released
+            if _same_state(e, e2) and "leaf" in e and "leaf" in e2:
+                noise = released - np.asarray(e["leaf"], dtype=float)
+                noise2 = np.asarray(e2["released"], dtype=float) - np.asarray(e2["leaf"],
+                                                                              dtype=float)
+                scale = max(float(np.linalg.norm(noise)), 1e-300)
+                # rounding: released - leaf loses ~1e-16 |leaf| of the noise it recovers
+                slack = 1e-6 * scale + 1e-9 * float(np.linalg.norm(e["leaf"])) + 1e-12
+                if float(np.linalg.norm(noise2 - noise)) > slack:
+                    return ReplayOutcome(
+                        worst, worst_at, made, compared, skipped, "", f"replayed with one "
+                        f"record replaced (same seed, same state), its {where} added other "
+                        f"noise (norm {np.linalg.norm(noise2):.3g} vs {scale:.3g}): a noise "
+                        "that depends on the data")
             if not _same_state(e, e2):
-                if "denom" not in e:  # no recomputation for this release protocol
-                    skipped += 1
+                if "denom" not in e:  # no recomputation for this protocol (a Spider's tree)
+                    uncomparable += 1
                     continue
                 back = np.array(e2["batch"], dtype=float, copy=True)
                 back[np.all(back.reshape(len(back), -1) == np.ravel(adv), axis=1)] = data[j]
@@ -241,4 +319,4 @@ def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarra
             if ratio > worst:
                 worst, worst_at = ratio, i
         other[j] = data[j]
-    return ReplayOutcome(worst, worst_at, made, compared, skipped)
+    return ReplayOutcome(worst, worst_at, made, compared, skipped, uncomparable=uncomparable)

@@ -48,12 +48,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         from analysis.privacy_checks.plugin_checks import check_plugin
 
         e = eps_list[0]
-        print(f"Sensitivity check of outside algorithms (layer 1 on the releases reported to the "
-              f"probe, and a same-seed replay of the algorithm's own code with one record "
-              f"replaced; problem {args.problem}, d {args.d}, eps {e:g}, record mode):")
+        print(f"Privacy check of outside algorithms (analysis.privacy_checks.plugin_checks: "
+              f"patterns, sensitivity, a same-seed replay of the algorithm's own code at every "
+              f"release, its noise and ledger, the forced-transcript replay on the release API, "
+              f"and an empirical eps lower bound over {args.runs} runs per data set for a "
+              f"self-noising one; problem {args.problem}, d {args.d}, eps {e:g}, record mode):")
         for a in outside:
             r = check_plugin(a, problem=args.problem, d=args.d, eps=e, delta=args.delta,
-                             params=params, seed=args.seed)
+                             params=params, seed=args.seed, lower_bound_runs=args.runs)
             print(f"  {a:22s} {r.label}  ({r.releases} releases, largest move "
                   f"{r.max_ratio:.3g} x the told sensitivity)")
         print()

@@ -1,0 +1,154 @@
+"""The privacy gate of a sweep: the `privacy_check` label each algorithm's cells are stored
+with, decided before any cell runs, and which labels stop the sweep.
+
+* a built-in algorithm: "built-in" (the test suite's three privacy layers cover it);
+* a plugin: `analysis.privacy_checks.plugin_checks.check_plugin` on every distinct private
+  configuration of its pending cells (problem, d, eps, delta, n, parameters; past
+  `MAX_CONFIGS` of them, the extremes of eps, n and d, and the label says how many of how
+  many), with a check seed drawn fresh for each sweep (a plugin cannot be tuned to pass at one
+  seed; the seed is in the label, and `DPRATES_CHECK_SEED` fixes it to reproduce one). The
+  worst outcome is the algorithm's label: FAILED (at the configuration named), unverified,
+  audited (a self-noising plugin: no leak found, never certified; its label carries the
+  empirical eps lower bound of `analysis.privacy_checks.plugin_lower_bound` at the smallest
+  eps checked, beside the declared eps), or private by construction (the release API, every
+  configuration's checks passed).
+
+A sweep stops before any cell on a plugin not built-in, private by construction or non-private
+(`PrivacyCheckFailed`: FAILED, unverified or audited) unless run with --allow-unverified; its
+cells then carry the label into every table, export and PDF.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import sys
+from typing import Any
+
+from bench.cells import Cell
+
+#: Distinct configurations of one plugin checked at most (each check reruns the plugin tens
+#: to hundreds of times at up to `CHECK_RECORDS` records); past it, the extremes.
+MAX_CONFIGS = 6
+#: Outcome order, worst first: the label of an algorithm is its worst configuration's.
+_ORDER = ("FAILED", "unverified", "audited", "passed", "private by construction",
+          "non-private")
+
+
+class PrivacyCheckFailed(ValueError):
+    """A plugin's privacy check said FAILED, unverified or audited and the sweep was not told
+    to run it anyway: the sweep stops before any cell (one line, exit 2 from the CLI)."""
+
+
+def check_seed() -> int:
+    """The check seed of this sweep: fresh, or `DPRATES_CHECK_SEED` when set."""
+    fixed = os.environ.get("DPRATES_CHECK_SEED")
+    if fixed is not None:
+        try:
+            return int(fixed)
+        except ValueError:
+            raise ValueError(f"DPRATES_CHECK_SEED={fixed!r} is invalid: must be an integer"
+                             ) from None
+    return secrets.randbits(31)
+
+
+def _config(c: Cell, cap: int) -> tuple:
+    return (c.problem, c.problem_params, c.d, c.eps, c.delta, c.calibration,
+            min(c.n or cap, cap), tuple(sorted((k, repr(v)) for k, v in c.run_params().items())))
+
+
+def configurations(cells: list[Cell], cap: int) -> tuple[list[Cell], int]:
+    """One cell per distinct private configuration of `cells` (one algorithm's), at most
+    `MAX_CONFIGS` (the extremes of eps, n and d past it), and how many there are."""
+    private = [c for c in cells if math.isfinite(c.eps)] or cells[:1]
+    distinct: dict[tuple, Cell] = {}
+    for c in private:
+        distinct.setdefault(_config(c, cap), c)
+    chosen = list(distinct.values())
+    if len(chosen) > MAX_CONFIGS:
+        ext: dict[tuple, Cell] = {}
+        for key in (lambda c: c.eps, lambda c: c.n or cap, lambda c: c.d):
+            for pick in (min(chosen, key=key), max(chosen, key=key)):
+                ext.setdefault(_config(pick, cap), pick)
+        chosen = list(ext.values())[:MAX_CONFIGS]
+    return chosen, len(distinct)
+
+
+def _kind(label: str) -> str:
+    for k in _ORDER:
+        if label.startswith(k):
+            return k
+    return "unverified"
+
+
+def _where(c: Cell, cap: int) -> str:
+    """The configuration a check ran at (n: the records it used, at most `cap`)."""
+    return f"at {c.problem}, d {c.d}, eps {c.eps:g}, n {min(c.n or cap, cap)}"
+
+
+def plugin_label(algorithm: str, cells: list[Cell], seed: int) -> str:
+    """The stored label of a plugin's cells (module docstring)."""
+    from analysis.privacy_checks import plugin_checks as pc
+    from analysis.privacy_checks.plugin_lower_bound import RUNS
+
+    chosen, total = configurations(cells, pc.CHECK_RECORDS)
+    # the empirical eps lower bound at the smallest budget (where a noise shortfall shows most)
+    tightest = min(range(len(chosen)), key=lambda i: chosen[i].eps)
+    outcomes = []
+    for i, c in enumerate(chosen):
+        res = pc.check_plugin(algorithm, problem=c.problem, d=c.d, eps=c.eps, delta=c.delta,
+                              params=c.run_params(), problem_params=dict(c.problem_params),
+                              calibration=c.calibration,
+                              n=min(c.n or pc.CHECK_RECORDS, pc.CHECK_RECORDS), seed=seed,
+                              lower_bound_runs=RUNS if i == tightest else 0)
+        outcomes.append((c, res))
+    worst_c, worst = min(outcomes, key=lambda o: _ORDER.index(_kind(o[1].label)))
+    label = worst.label
+    scope = (f"{len(chosen)} of {total} configurations checked"
+             + (" (the extremes of eps, n and d)" if len(chosen) < total else ""))
+    if label.startswith(("FAILED", "unverified")) and len(chosen) > 1:
+        status, _, reason = label.partition(": ")
+        return f"{status}: {_where(worst_c, pc.CHECK_RECORDS)}: {reason}" if reason else label
+    if label.startswith(pc.AUDITED):
+        tried = outcomes[tightest][1].tried  # the one with the empirical bound
+        return f"{pc.AUDITED} ({scope}; {tried})"
+    return label
+
+
+def privacy_checks(cells: list[Cell], quiet_failures: bool = False,
+                   seed: int | None = None) -> dict[str, str]:
+    """algorithm -> the `privacy_check` label its cells are stored with (module docstring),
+    run here, in the parent, before any cell. A label that is not a pass is reported on
+    stderr, unless `quiet_failures` (the sweep then stops on it with one line of its own)."""
+    from analysis.privacy_checks import plugin_checks as pc
+
+    out: dict[str, str] = {}
+    for c in cells:
+        if c.algorithm in out:
+            continue
+        label = pc.builtin_label(c.algorithm)
+        if label is None:
+            seed = check_seed() if seed is None else seed
+            label = plugin_label(c.algorithm, [x for x in cells if x.algorithm == c.algorithm],
+                                 seed)
+            if pc.needs_permission(label) and not quiet_failures:
+                print(f"dprates: warning: {c.algorithm}: privacy {label}", file=sys.stderr)
+        out[c.algorithm] = label
+    return out
+
+
+def refusal(blocked: dict[str, str]) -> str:
+    """The one line a sweep stops with."""
+    return ("; ".join(f"plugin {a}: privacy {lab}" for a, lab in blocked.items())
+            + ". The sweep stops before its cells: only built-in algorithms and plugins private "
+              "by construction (the release API) run without --allow-unverified (rerun with it "
+              "to run them anyway: every table and export then carries the label, and a FAILED "
+              "one makes the command exit with status 3)")
+
+
+def blocked_labels(checks: dict[str, Any]) -> dict[str, str]:
+    """The labels that stop a sweep without --allow-unverified."""
+    from analysis.privacy_checks.plugin_checks import needs_permission
+
+    return {a: lab for a, lab in checks.items() if needs_permission(lab)}

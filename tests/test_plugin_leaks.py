@@ -1,0 +1,247 @@
+"""Issue 56: the leaks an outside auditor found passing the plugin check, planted here one by
+one (tests/leak_sources.py), each FAILED with a one-line reason naming the release or field, or
+refused (the sweep stops without --allow-unverified); the honest plugins they derive from
+(DP-GD with momentum, Poisson DP-SGD; self-noised and on the release API) raise no false alarm
+over 4 problems x 3 eps x 3 check seeds.
+
+Each expected reason is derived from the planted bug's definition (which release it touches
+first), not read off the code under test: `tenth` drops the noise at t = 10, `one_draw` reuses
+release 1's draw at release 2, `same_batch` reseeds its sampler so releases 1 and 2 coincide,
+`raise_10C` raises on the first replay with a record past 10 C, the desk leaks change what the
+run does from release 1 or 2 on."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from tests.leak_sources import LEAKS
+
+N, D, T = 2000, 5, 30
+LEAKED = {
+    "clean_step": r"^its release 2 of 30 is computed at the same iterate under 3 other seeds' "
+                  r"noise: its steps do not use the released values",
+    "one_draw": r"^its releases 1 and 2 of 30 add the same noise draw",
+    "same_batch": r"^its releases 1 and 2 of 30 read the same batch of \d+ records",
+    "median_clip": r"^replayed with one record replaced \(same seed, same state\), its release "
+                   r"\d+ of 30 added other noise",
+    "standardize": r"^replayed with one record replaced, its first release moved [\d.e+]+ x the "
+                   r"told sensitivity$",
+    "tenth": r"^its release 10 of 30 adds no noise$",
+    "raise_10C": r"^replayed with one record replaced, its run crashed before release 1 of 30 "
+                 r"\(ValueError: a record's gradient is past 10 C\)$",
+    "refresh": r"^replayed with one record replaced, its release \d+ of 30 moved [\d.e+]+ x the "
+               r"told sensitivity$",
+    "desk_clean_step": r"^with record \d+ replaced by .* and the recorded releases forced, "
+                       r"release 2 was asked for at another iterate x$",
+    "desk_early_stop": r"^with record \d+ replaced by an adversarial record at full scale and "
+                       r"the recorded releases forced, it stopped after release 1 of 30$",
+    "desk_unwatched": r"^with the probe switched off, field iterates at step 1 differs$",
+}
+
+
+@pytest.fixture(scope="module")
+def leaks(tmp_path_factory):
+    import algorithms
+    from bench import plugins as registry
+
+    path = tmp_path_factory.mktemp("leaks") / "leaks.py"
+    path.write_text(LEAKS)
+    registry.load_plugin(str(path))
+    yield path
+    for entry in [e for e in registry.loaded() if e.startswith(str(path))]:
+        info = registry._LOADED.pop(entry)
+        for name in info.algorithms:
+            algorithms._REGISTRY.pop(name, None)
+
+
+def _params(name: str) -> dict:
+    poisson = name in ("same_batch", "median_clip") or "sgd" in name
+    return {"T": T, **({"b": 200} if poisson else {})}
+
+
+def _check(name: str, problem: str = "glm", d: int = D, eps: float = 1.0, seed: int = 0):
+    from analysis.privacy_checks.plugin_checks import check_plugin
+
+    return check_plugin(f"leak_{name}", problem=problem, d=d, eps=eps, n=N,
+                        params=_params(name), seed=seed)
+
+
+@pytest.mark.parametrize("fault", list(LEAKED))
+def test_each_planted_leak_fails_naming_the_release_or_field(leaks, fault):
+    from analysis.privacy_checks.plugin_checks import needs_permission
+
+    res = _check(fault)
+    assert res.status == "FAILED", res
+    assert re.search(LEAKED[fault], res.reason), res.reason
+    assert "\n" not in res.label and needs_permission(res.label)
+
+
+def _spec(algorithm: str, eps: str, params: str = "") -> str:
+    return f"""
+name = "leaks"
+seed = 0
+[grid]
+n = [{N}]
+d = [{D}]
+eps = [{eps}]
+[[problem]]
+name = "glm"
+[[algorithm]]
+name = "{algorithm}"
+params = {{T = {T}{params}}}
+"""
+
+
+def test_leaks_the_black_box_cannot_see_are_refused_not_certified(leaks, tmp_path, monkeypatch):
+    """An early stop on the clean gradient norm (self-noised) passes every black-box check: it
+    is audited, never certified, and its sweep stops before any cell unless allowed; a plugin
+    that reports no release, or logs a norm that is no release's (a clean norm, or an honest
+    post-processed one: the check cannot tell), is unverified and stops too."""
+    from bench.config import parse_spec
+    from bench.runner import PrivacyCheckFailed, run_sweep
+
+    monkeypatch.setenv("DPRATES_CHECK_SEED", "5")
+    early = _check("early_stop")
+    assert early.status == "passed" and early.label.startswith("audited: no leak found (check "
+                                                               "seed 0, eps 1, n 2000, d 5: ")
+    for name, says in (("early_stop", "audited: no leak found (1 of 1 configurations checked; "
+                                      "check seed 5, eps 0.5"),
+                       ("no_probe", "unverified: its run reported no release to the probe"),
+                       ("log_clean", "unverified: its step log's est_norm at step 1 (")):
+        spec = parse_spec(_spec(f"leak_{name}", "0.5"))
+        with pytest.raises(PrivacyCheckFailed) as stopped:
+            run_sweep(spec, tmp_path / f"{name}.sqlite", jobs=1, progress=False)
+        assert f"plugin leak_{name}: privacy {says}" in str(stopped.value), str(stopped.value)
+        assert not (tmp_path / f"{name}.sqlite").exists()
+
+
+def test_a_leak_at_one_eps_stops_the_sweep_that_would_have_checked_another(leaks, tmp_path,
+                                                                          monkeypatch):
+    """A noise std capped at a constant leaks only where the budget needs more noise than the
+    cap: checked at eps 1 alone it passes; the sweep checks every configuration and stops on
+    eps 0.1, naming it."""
+    import algorithms
+    from bench.config import parse_spec
+    from bench.runner import PrivacyCheckFailed, run_sweep
+
+    honest = algorithms.get_algorithm("leak_honest_momentum_gd")
+    import problems
+    from algorithms import Privacy
+
+    prob = problems.get_problem("glm", d=D)
+    std = {}
+    for eps in (0.1, 1.0):
+        run = honest(T=T).run(prob, prob.sample(N, np.random.default_rng(0)), Privacy(eps, 1e-6),
+                              np.random.default_rng(1))
+        std[eps] = float(run.records["noise_std"][0])
+    assert std[0.1] > 5 * std[1.0]  # the GDP multiplier at T = 30 scales ~1 / eps
+    monkeypatch.setattr(algorithms.get_algorithm("leak_capped"), "cap",
+                        float(np.sqrt(std[0.1] * std[1.0])))
+    assert _check("capped", eps=1.0).status == "passed"
+    monkeypatch.setenv("DPRATES_CHECK_SEED", "3")
+    with pytest.raises(PrivacyCheckFailed) as stopped:
+        run_sweep(parse_spec(_spec("leak_capped", "0.1, 1.0")), tmp_path / "c.sqlite", jobs=1,
+                  progress=False)
+    said = re.search(r"plugin leak_capped: privacy FAILED: at glm, d 5, eps 0.1, n 2000: its "
+                     r"releases compose to mu >= ([\d.]+) \(full batch, 30 releases\), its "
+                     r"ledger says mu = (\d+\.\d+)", str(stopped.value))
+    assert said, str(stopped.value)
+    # the composed mu grows by the factor the cap cut the noise by (std(0.1) / cap), up to the
+    # check's 99.9% lower confidence bound on the noise it measured
+    factor = std[0.1] / np.sqrt(std[0.1] * std[1.0])
+    assert 0.8 * factor <= float(said[1]) / float(said[2]) <= factor * 1.01
+
+
+HONEST = ("honest_momentum_gd", "honest_poisson_sgd", "desk_momentum_gd", "desk_poisson_sgd")
+PROBLEMS = (("glm", 5), ("logistic", 4), ("strict_saddle", 4), ("mean_estimation", 2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem, d", PROBLEMS, ids=[p for p, _ in PROBLEMS])
+def test_honest_plugins_raise_no_false_alarm(leaks, problem, d):
+    """4 honest plugins x 3 eps x 3 check seeds on each problem: the self-noised ones are
+    audited with no leak found, the ones on the release API private by construction."""
+    from analysis.privacy_checks.plugin_checks import AUDITED, BY_CONSTRUCTION
+
+    for name in HONEST:
+        for eps in (0.3, 1.0, 3.0):
+            for seed in (0, 1, 2):
+                res = _check(name, problem=problem, d=d, eps=eps, seed=seed)
+                want = BY_CONSTRUCTION if name.startswith("desk") else AUDITED
+                assert res.label.startswith(want), (name, eps, seed, res)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["desk_accumulate", "desk_noised_stop"])
+def test_honest_release_api_schedules_raise_no_false_alarm(leaks, name):
+    """Several releases at one iterate, and a stop on released values only (which a
+    neighbouring data set may flip): private by construction at 3 eps x 3 check seeds."""
+    from analysis.privacy_checks.plugin_checks import BY_CONSTRUCTION
+
+    for eps in (0.3, 1.0, 3.0):
+        for seed in (0, 1, 2):
+            res = _check(name, eps=eps, seed=seed)
+            assert res.label == BY_CONSTRUCTION, (name, eps, seed, res)
+
+
+def test_the_check_seed_is_fresh_per_sweep_unless_fixed(monkeypatch):
+    from bench.privacy_gate import check_seed
+
+    monkeypatch.delenv("DPRATES_CHECK_SEED", raising=False)
+    assert len({check_seed() for _ in range(8)}) >= 7
+    monkeypatch.setenv("DPRATES_CHECK_SEED", "42")
+    assert check_seed() == 42
+    monkeypatch.setenv("DPRATES_CHECK_SEED", "x")
+    with pytest.raises(ValueError, match="DPRATES_CHECK_SEED='x' is invalid: must be an integer"):
+        check_seed()
+
+
+def _gdp_mu(eps: float, delta: float) -> float:
+    """mu of mu-GDP at (eps, delta), from the closed form delta(eps) = Phi(-eps/mu + mu/2) -
+    e^eps Phi(-eps/mu - mu/2) (Dong, Roth and Su, arXiv:1905.02383, Cor. 2.13), solved here."""
+    from scipy import optimize, stats
+
+    def gap(mu):
+        return (stats.norm.cdf(-eps / mu + mu / 2)
+                - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2) - delta)
+
+    return optimize.brentq(gap, 1e-3, 50.0)
+
+
+@pytest.mark.parametrize("fault, flagged", [("honest_momentum_gd", False), ("quiet", True)])
+def test_the_empirical_eps_lower_bound_flags_an_under_noised_step_only(leaks, fault, flagged):
+    """The canary audit (plugin_lower_bound) over 2000 runs per data set: eps_lb > eps for a
+    plugin noising a hundredth of its budget's need, <= eps for the honest one; the measured
+    mu of the first step against its closed form ||leaf' - leaf|| / std, computed here by hand
+    (std = 2 C sqrt(T) / (n mu_GDP(eps)), divided by 100 for the quiet plant)."""
+    from algorithms import Privacy
+    from analysis.privacy_checks.layers import record_run
+    from analysis.privacy_checks.plugin_lower_bound import CANARY_CLIPS, lower_bound
+
+    name = f"leak_{fault}"
+    run = record_run(name, problem="glm", d=D, n=N, eps=1.0, params={"T": T}, seed=0)
+    bound = lower_bound(name, run.problem, run.data, run.events[0], Privacy(1.0, 1e-6),
+                        {"T": T}, seed=0, runs=2000)
+    assert bound.flagged is flagged and (bound.eps_lb > 1.0) is flagged, bound
+    # the closed form: the canary's gradient (norm ~10 C at x0) clipped to C replaces record j's
+    from analysis.privacy_checks.plugin_replay import scaled_records
+
+    C, x0 = float(run.traj.params["C"]), np.asarray(run.events[0]["x"], dtype=float)
+    j = int(np.random.default_rng([0, 12]).integers(N))
+    canary = scaled_records(run.problem, {"x": x0, "oracle": 1},
+                            np.asarray(run.problem.adversarial_records(), dtype=float), C,
+                            (CANARY_CLIPS,))[0]
+    grads = run.problem.per_sample_grads(x0, np.array([run.data[j], canary]))
+    clipped = [gr * min(1.0, C / np.linalg.norm(gr)) for gr in grads]
+    assert np.linalg.norm(grads[1]) > 5 * C  # the canary is clipped: it moves by C at most
+    std = 2 * C * math.sqrt(T) / (N * _gdp_mu(1.0, 1e-6)) / (100 if flagged else 1)
+    mu_step = float(np.linalg.norm(clipped[1] - clipped[0])) / N / std
+    # the measured mu projects on an estimated direction: never above the step's beyond its
+    # interval; with the quiet plant's strong signal the direction is the true one
+    assert bound.mu_low <= mu_step, (bound, mu_step)
+    if flagged:
+        assert bound.mu_low <= mu_step <= bound.mu_high and bound.eps_lb > 2.0, (bound, mu_step)
