@@ -245,3 +245,33 @@ def test_the_empirical_eps_lower_bound_flags_an_under_noised_step_only(leaks, fa
     assert bound.mu_low <= mu_step, (bound, mu_step)
     if flagged:
         assert bound.mu_low <= mu_step <= bound.mu_high and bound.eps_lb > 2.0, (bound, mu_step)
+
+
+def test_a_gaussian_spider_subclass_is_audited_and_its_third_of_the_noise_fails(monkeypatch):
+    """The Gaussian Spider engine releases its running estimate (released = nabla_t), so each
+    release's new noise is nabla_t - nabla_{t-1} - leaf_t: read as released - nabla it was 0
+    ("adds no noise", a false alarm on the honest engine). With a third of the noise (the
+    engine's planted `noise_third`), the composed mu is 3x the ledger's: FAILED, the ratio
+    within the check's 99.9% bound of 3."""
+    import algorithms
+
+    base = algorithms.get_algorithm("gaussian_spider")
+
+    class Third(base):
+        name = "leak_gaussian_spider_third"
+
+        def __init__(self, **kw):
+            kw.pop("planted_faults", None)
+            super().__init__(planted_faults=("noise_third",), **kw)
+
+    monkeypatch.setitem(algorithms._REGISTRY, Third.name, Third)
+    from analysis.privacy_checks.plugin_checks import AUDITED, check_plugin
+
+    for d in (2, 4):
+        honest = check_plugin("gaussian_spider", problem="strict_saddle", d=d, eps=1.0, n=N)
+        assert honest.label.startswith(AUDITED), honest
+    third = check_plugin(Third.name, problem="strict_saddle", d=4, eps=1.0, n=N)
+    said = re.search(r"its releases compose to mu >= ([\d.]+) \(one pass, \d+ releases\), its "
+                     r"ledger says mu = (\d+\.\d+)", third.reason)
+    assert third.status == "FAILED" and said, third
+    assert 2.5 <= float(said[1]) / float(said[2]) <= 3.0 * 1.01

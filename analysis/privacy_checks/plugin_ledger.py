@@ -64,8 +64,29 @@ PLD_DISCRETIZATION = 1e-3
 
 def pre_noise(e: dict) -> np.ndarray:
     """A release's value before its noise: `leaf` (first-order protocol: released = leaf +
-    noise) or the running estimate `nabla` (a Spider engine's release)."""
+    noise) or the running estimate `nabla` (a tree Spider's release: nabla + tree noise)."""
     return np.asarray(e["leaf"] if "denom" in e else e["nabla"], dtype=float)
+
+
+def release_noises(events: list[dict]) -> list[np.ndarray]:
+    """The noise each release of a non-tree run added. First-order protocol (a `denom`):
+    released - leaf. The Gaussian Spider engine (no `denom`, a `nabla`) releases its running
+    estimate itself (released = nabla_t, plus any public escape noise), whose new noise is
+    nabla_t - leaf_t at a restart (O1) and nabla_t - nabla_{t-1} - leaf_t at an O2 step
+    (released - nabla, the tree engine's rule, would read 0 there)."""
+    out, prev = [], None
+    for e in events:
+        if "denom" in e or "nabla" not in e:
+            out.append(np.ravel(np.asarray(e["released"], dtype=float) - pre_noise(e)))
+            prev = None
+            continue
+        nabla = np.asarray(e["nabla"], dtype=float)
+        base = np.asarray(e["leaf"], dtype=float)
+        if int(e.get("oracle", 1)) == 2 and prev is not None:
+            base = base + prev
+        out.append(np.ravel(nabla - base))
+        prev = nabla
+    return out
 
 
 @dataclass(frozen=True)
@@ -101,8 +122,7 @@ def measure_noise(algorithm: str, prob: Any, run: RecordedRun, privacy: Privacy,
     # one scale; where every told value is equal this is the absolute pooling scaled once.
     unit = [float(e["told"]) if float(e["told"]) > 0 else 1.0 for e in run.events]
     per_release: list[list[np.ndarray]] = [
-        [np.ravel(np.asarray(e["released"], dtype=float) - pre_noise(e)) / u]
-        for e, u in zip(run.events, unit, strict=True)]
+        [z / u] for z, u in zip(release_noises(run.events), unit, strict=True)]
     reruns = int(min(MAX_RERUNS, max(MIN_RERUNS, NOISE_SECONDS // max(run_seconds, 1e-3))))
     t0, done = time.perf_counter(), 0
     for r in range(reruns):
@@ -110,11 +130,10 @@ def measure_noise(algorithm: str, prob: Any, run: RecordedRun, privacy: Privacy,
             break
         evs = run_until(algorithm, prob, run.data, privacy, params,
                         np.random.default_rng([seed, 3, r]))
-        for i, e in enumerate(evs[:made]):
+        for i, (e, z) in enumerate(zip(evs[:made], release_noises(evs[:made]), strict=True)):
             if e["t"] == run.events[i]["t"]:
                 own = float(e["told"]) if float(e["told"]) > 0 else 1.0  # this rerun's own
-                per_release[i].append(
-                    np.ravel(np.asarray(e["released"], dtype=float) - pre_noise(e)) / own)
+                per_release[i].append(z / own)
         done += 1
     counts = [sum(v.size for v in vals) for vals in per_release]
     starts, stops = [], []
