@@ -154,6 +154,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         # test, margins and resolutions; rules_verdict is the rules test's decision.
         row.update(decide(row, design, matching_claim(cls, metric), rules, rng,
                           data.spec.calibration, measured_private_share(data, sub, fit)))
+        row.update(_lent_controls_note(data, row))
         rows.append(row)
     return apply_gate(pd.DataFrame(rows))
 
@@ -189,6 +190,20 @@ def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: 
                                predicted, "error")
     return {"two_term_p": tt.p, "two_term_ci_low": tt.ci_low, "two_term_ci_high": tt.ci_high,
             "two_term_b": tt.b, "two_term_verdict": verdict, "two_term_q": q}
+
+
+def _lent_controls_note(data: StoreData, row: dict) -> dict:
+    """Where the measured share's controls came from another store (`controls_from`), the
+    source says which; a lender that lent nothing is said in the advisory column."""
+    out: dict[str, str] = {}
+    own = bool((~np.isfinite(data.cells["eps"].to_numpy(float))).any()) if len(data.cells) else False
+    if data.controls is not None and not own \
+            and str(row.get("private_share_source", "")).startswith("measured"):
+        names = ", ".join(sorted(data.controls["control_store"].unique()))
+        out["private_share_source"] = f"{row['private_share_source']} (controls from {names})"
+    if data.controls_refused:
+        out["advisory"] = "; ".join(a for a in (row.get("advisory", ""), *data.controls_refused) if a)
+    return out
 
 
 def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> pd.DataFrame:

@@ -55,3 +55,8 @@ class StoreData:
     cells: pd.DataFrame
     path: str
     load_curves: CurveLoader
+    #: eps = inf cells lent by the stores of the spec's `controls_from` (ok target cells; a
+    #: column `control_store` names each one's store), None where it lends none
+    controls: pd.DataFrame | None = None
+    #: why a store named by `controls_from` lent nothing (missing, another seed, ...), one line each
+    controls_refused: tuple[str, ...] = ()

@@ -18,6 +18,10 @@ A spec (see bench/configs/quick.toml for a commented example):
     counts_stream = 4              # optional: the counts stream version counts cells draw
                                    # (problems.counts.stream; default the latest, 4; 3 draws the
                                    # data of the committed reference); a store holds one version
+    controls_from = ["headline2"]  # optional: specs whose stores (beside this one, same seed,
+                                   # calibration, data mode and counts stream) hold the eps = inf
+                                   # controls of this spec's fits, where running them here would
+                                   # duplicate those cells (analysis.verdict_engine.flags)
 
     [grid]                         # cartesian product over every list
     n = [100000, 1000000]          # sample budgets: the fixed-budget (error) view ...
@@ -63,6 +67,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,7 +94,8 @@ from problems.base import DATA_MODES
 from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
-            "problem", "algorithm", "fit", "stop_at_target", "data", "plugins", "counts_stream"}
+            "problem", "algorithm", "fit", "stop_at_target", "data", "plugins", "counts_stream",
+            "controls_from"}
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
 LIMIT_KEYS = {"time", "memory_mb"}
 PROBLEM_KEYS = {"name", "params"}
@@ -125,6 +131,7 @@ class SweepSpec:
     data: str | None = None  # None: each problem's default data mode
     plugins: tuple[str, ...] = ()  # resolved plugin entries (absolute paths or module names)
     counts_stream: int = STREAM_VERSION  # the counts stream version its counts cells draw
+    controls_from: tuple[str, ...] = ()  # specs whose stores lend this one eps = inf controls
 
     def data_mode(self, problem: str, algorithm: str) -> str:
         """The data mode of the cells of (`problem`, `algorithm`): the spec's, or the first of
@@ -359,6 +366,12 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
     if isinstance(counts_version, bool) or counts_version not in SUPPORTED_STREAM_VERSIONS:
         raise _where("counts_stream", counts_version,
                      f"must be one of {', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
+    controls_from = raw.get("controls_from", [])
+    if not isinstance(controls_from, list) or not all(
+            isinstance(c, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", c) and c != name
+            for c in controls_from):
+        raise _where("controls_from", controls_from,
+                     "must be a list of other specs' names (letters, digits, _ . -)")
     for alg in alg_list:  # a calibration the algorithm does not implement is refused here
         try:
             algorithms.check_calibration(alg["name"], calibration)
@@ -368,7 +381,7 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
                      stop_at_target=stop, data=data, plugins=plugins,
-                     counts_stream=int(counts_version))
+                     counts_stream=int(counts_version), controls_from=tuple(controls_from))
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -264,5 +264,43 @@ def open_store_data(path: str | Path) -> StoreData:
     if "spec_text" not in meta:
         raise ValueError(f"store {path!r} has no spec recorded: run `dprates sweep` into it first")
     spec = parse_spec(meta["spec_text"], source=meta.get("spec_source", path))
+    controls, refused = _lent_controls(path, spec)
     return StoreData(spec=spec, cells=load(path), path=path,
-                     load_curves=lambda kind, keys=None: load_curves(path, kind, keys))
+                     load_curves=lambda kind, keys=None: load_curves(path, kind, keys),
+                     controls=controls, controls_refused=refused)
+
+
+def _lent_controls(path: str, spec: Any) -> tuple[pd.DataFrame | None, tuple[str, ...]]:
+    """The eps = inf cells the stores of `spec.controls_from` lend (beside `path`: results/<name>
+    .sqlite). A store lends only when its cells are runs this spec would have made: the same
+    calibration, data mode and counts stream (the same rules on data of the same law; then its
+    eps = inf cell at a matching target, instance, d, budget and knob setting is a control of
+    this spec's point, `analysis.verdict_engine.flags`: a non-private run reads no delta, and the
+    share is a ratio of medians, so the seeds need not pair). Anything else lends nothing and
+    says why."""
+    from bench.config import parse_spec
+
+    frames, refused = [], []
+    for name in getattr(spec, "controls_from", ()):
+        other = Path(path).with_name(f"{name}.sqlite")
+        if not other.is_file():
+            refused.append(f"controls_from {name!r}: no store {str(other)!r}")
+            continue
+        meta = load_meta(str(other))
+        if "spec_text" not in meta:
+            refused.append(f"controls_from {name!r}: store {str(other)!r} has no spec")
+            continue
+        lender = parse_spec(meta["spec_text"], source=meta.get("spec_source", str(other)))
+        differs = [k for k in ("calibration", "data", "counts_stream")
+                   if getattr(lender, k) != getattr(spec, k)]
+        if differs:
+            refused.append(f"controls_from {name!r}: its {', '.join(differs)} differ from this "
+                           "spec's, so its cells are not this spec's controls")
+            continue
+        cells = load(str(other))
+        ok = (cells["status"] == "ok") & ~np.isfinite(cells["eps"].to_numpy(float))
+        if "target_alpha" in cells:
+            ok &= cells["target_alpha"].notna()
+        frames.append(cells[ok].assign(control_store=name))
+    controls = pd.concat(frames, ignore_index=True) if frames else None
+    return controls, tuple(refused)

@@ -104,10 +104,15 @@ _MATCH = {"error": ("algorithm", "problem", "instance_params", "n", "d"),
           "sample_complexity": ("algorithm", "problem", "instance_params", "n", "d", "target")}
 
 
-def _setting(params: object) -> str:
+def _setting(params: object, algorithm: str | None = None) -> str:
     """A cell's knob setting or instance as a comparable string (its whole params, numbers by
-    value: 1 == 1.0; {} when unknown)."""
+    value: 1 == 1.0; {} when unknown). With `algorithm`, a knob at the algorithm's default is
+    dropped: a cell run at {} and one at {"alpha_mult": 1} are the same configuration (a spec
+    without a knob grid against its lender's grid, `controls_from`)."""
     p = params if isinstance(params, dict) else {}
+    if algorithm is not None:
+        defaults = _knob_defaults(algorithm)
+        p = {k: v for k, v in p.items() if not (k in defaults and _same(v, defaults[k]))}
     return json.dumps({k: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool)
                        else v for k, v in p.items()}, sort_keys=True)
 
@@ -154,16 +159,41 @@ def _controls(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> pd.DataFrame 
     med = pd.DataFrame(rows)
     ok = cells["status"] == "ok" if "status" in cells else np.ones(len(cells), bool)
     inf = cells[ok & ~np.isfinite(cells["eps"].to_numpy(float))]
+    if data.controls is not None and not data.controls.empty:  # lent by `controls_from`
+        inf = pd.concat([inf, data.controls], ignore_index=True)
     if inf.empty:
         return med.assign(floor=math.nan)
     # Per instance (problem parameters included), not per problem name: two instances of one
     # problem in a store (e.g. a GLM at rank 5 and rank 10) have floors of their own.
     inf = inf.assign(instance_params=[_setting(p) for p in inf["problem_params"]],
-                     setting=[_setting(p) for p in inf["params"]] if "params" in inf else "{}")
+                     setting=[_setting(p, a) for p, a in zip(inf["params"], inf["algorithm"],
+                                                             strict=True)]
+                     if "params" in inf else "{}")
     curves: dict[str, dict] = {}
     med["floor"] = [_control_median(data, inf, r, keys, fit, curves)
                     for r in med.itertuples(index=False)]
     return med
+
+
+def _knob_defaults(algorithm: str) -> dict:
+    """The knob defaults of a registered algorithm that has knobs (the Spiders); {} otherwise."""
+    from algorithms import get_algorithm
+    from algorithms.sosp.spider import KNOB_DEFAULTS
+
+    try:
+        cls = get_algorithm(algorithm)
+    except (KeyError, ValueError):
+        return {}
+    if not hasattr(cls, "knob_defaults"):
+        return {}
+    return {**KNOB_DEFAULTS, **cls.knob_defaults}
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    return a == b
 
 
 def _hd(y: np.ndarray) -> float:
@@ -178,7 +208,8 @@ def _hd(y: np.ndarray) -> float:
 def _settings_by_key(cells: pd.DataFrame) -> dict[str, str]:
     if "key" not in cells or "params" not in cells:
         return {}
-    return {k: _setting(p) for k, p in zip(cells["key"], cells["params"], strict=True)}
+    return {k: _setting(p, a) for k, p, a in zip(cells["key"], cells["params"],
+                                                   cells["algorithm"], strict=True)}
 
 
 def _control_median(data: StoreData, inf: pd.DataFrame, r: object, keys: list[str],
