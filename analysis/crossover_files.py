@@ -16,7 +16,8 @@ from analysis.crossover_law import SLOPE_COLUMNS, Law
 #: The columns of reports/crossovers.csv: one row per measured crossover.
 CROSSOVER_COLUMNS = ["problem", "source", "eps", "d", "constants", "alpha_star", "ci_low",
                      "ci_high", "where", "bracket", "use_adaptive", "use_gaussian", "predicted",
-                     "rules_alone", *SLOPE_COLUMNS, "rules_paired_slope"]
+                     "rules_alone", *SLOPE_COLUMNS, "rules_paired_slope", "share_adaptive",
+                     "share_gaussian", "paired_gate"]
 #: The columns a crossovers CSV must have (one written before the slope columns still reads;
 #: its rows carry NaN slopes until their command is rerun).
 REQUIRED_COLUMNS = CROSSOVER_COLUMNS[:14]

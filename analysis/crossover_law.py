@@ -31,6 +31,7 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from analysis.verdict_engine.rates import LEVEL, N_BOOT, _percentile_ci, _resample_indices, _slopes
+from analysis.verdict_engine.rules_curve import PRIVATE_SHARE_MIN
 
 ADAPTIVE, GAUSSIAN = "adaptive_tree_spider", "gaussian_spider"
 #: Where the predicted crossover is searched: alpha in [ALPHA_MIN, ALPHA_MAX].
@@ -57,6 +58,10 @@ class Condition:
     # per x the pairs' log n* of each side (logs_a - logs_b = diffs), for each side's own slope
     logs_a: tuple[np.ndarray, ...] | None = None
     logs_b: tuple[np.ndarray, ...] | None = None
+    # each side's measured private share over the bracket (the median over its targets of
+    # 1 - n*_inf / n*_eps against eps = inf controls, `measured_private_share`; NaN: no control)
+    share_a: float = math.nan
+    share_b: float = math.nan
 
     def means(self) -> np.ndarray:
         return np.array([g.mean() for g in self.diffs])
@@ -185,6 +190,8 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
         "predicted": pred, "rules_alone": rules_alone,
         **{k: [v[k] for v in slopes] for k in SLOPE_COLUMNS},
         "rules_paired_slope": [rules_paired_slope(c) for c in conds],
+        "share_adaptive": [c.share_a for c in conds], "share_gaussian": [c.share_b for c in conds],
+        "paired_gate": [paired_gate(c) for c in conds],
         "problem": [c.problem for c in conds], "source": [c.source for c in conds],
         "bracket": [f"{len(c.x)} paired targets {c.x.min():.3g}..{c.x.max():.3g}, "
                     f"{max(len(g) for g in c.diffs)} seeds" for c in conds]})
@@ -192,10 +199,12 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
 
 
 def conditions_from_points(pts: pd.DataFrame, budgets: Callable[[str, float, int], Budget] | None = None,
-                           a: str = ADAPTIVE, b: str = GAUSSIAN) -> list[Condition]:
+                           a: str = ADAPTIVE, b: str = GAUSSIAN,
+                           shares: dict[tuple, float] | None = None) -> list[Condition]:
     """Conditions from sample-complexity fit points (`analysis.points.fit_points_table` rows:
     algorithm, eps, d, x, rep, y = n*; censored runs as NaN / inf are left out of the pairs).
-    `budgets(algorithm, eps, d)` gives the rules' budget as a function of alpha."""
+    `budgets(algorithm, eps, d)` gives the rules' budget as a function of alpha; `shares`
+    maps (problem, eps, d, algorithm) to that side's measured private share over the bracket."""
     out = []
     # a condition is one family at one (eps, d): two families' points never pair
     keys = ["problem", "eps", "d"] if "problem" in pts else ["eps", "d"]
@@ -217,7 +226,10 @@ def conditions_from_points(pts: pd.DataFrame, budgets: Callable[[str, float, int
                              budgets(a, float(eps), int(d)) if budgets else None,
                              budgets(b, float(eps), int(d)) if budgets else None,
                              str(g["problem"].iloc[0]) if "problem" in g else "",
-                             str(g["source"].iloc[0]) if "source" in g else "", logs_a, logs_b))
+                             str(g["source"].iloc[0]) if "source" in g else "", logs_a, logs_b,
+                             *[(shares or {}).get((str(g["problem"].iloc[0]) if "problem" in g
+                                                   else "", float(eps), int(d), alg), math.nan)
+                               for alg in (a, b)]))
     return out
 
 
@@ -257,6 +269,22 @@ def rules_paired_slope(c: Condition) -> float:
     return float(_slopes(np.log(c.x), gap[None, :])[0])
 
 
+def paired_gate(c: Condition) -> str:
+    """Whether the bracket's paired slope measures the claims' privacy terms (issue 55, item 6):
+    "in regime" where both sides' measured private shares reach PRIVATE_SHARE_MIN (the claims
+    table's gate), "not in regime: ..." naming the side below it (then the slope carries part of
+    the shared statistical term, n^-1/3 for both Spiders), "no control" where a side has none.
+    The crossover alpha* itself is a measured fact at any share and is not gated."""
+    shares = {"adaptive": c.share_a, "Gaussian": c.share_b}
+    if not all(math.isfinite(v) for v in shares.values()):
+        return "no control (no eps = inf runs at this bracket)"
+    low = [f"{k} {v:.2f}" for k, v in shares.items() if v < PRIVATE_SHARE_MIN]
+    if low:
+        return (f"not in regime: measured private share {', '.join(low)} < {PRIVATE_SHARE_MIN:g}"
+                "; the paired slope carries part of the shared statistical term")
+    return "in regime"
+
+
 def _fmt(v: float, f: str = ".3g") -> str:
     return format(v, f) if isinstance(v, (int, float)) and math.isfinite(v) else "-"
 
@@ -281,12 +309,20 @@ def law_markdown(law: Law) -> str:
                  "understates the spread, about sqrt(2/3) of the width for 3: read these CIs, "
                  "and the crossovers', as lower bounds.)"] if t["seeds"].min() < 5 else []),
               "", "| eps | d | paired slope [95% CI] | rules' own paired slope | adaptive slope "
-              "[95% CI] | Gaussian slope [95% CI] |", "|" + "---|" * 6]
+              "[95% CI] | Gaussian slope [95% CI] | private share adaptive / Gaussian | paired "
+              "slope gate |", "|" + "---|" * 8]
     for r in t.itertuples():
         lines.append(f"| {r.eps:g} | {r.d} | {_ci(r.paired_slope, r.paired_ci_low, r.paired_ci_high)} "
                      f"| {_fmt(r.rules_paired_slope)} "
                      f"| {_ci(r.slope_adaptive, r.slope_adaptive_ci_low, r.slope_adaptive_ci_high)} "
-                     f"| {_ci(r.slope_gaussian, r.slope_gaussian_ci_low, r.slope_gaussian_ci_high)} |")
+                     f"| {_ci(r.slope_gaussian, r.slope_gaussian_ci_low, r.slope_gaussian_ci_high)} "
+                     f"| {_fmt(r.share_adaptive, '.2f')} / {_fmt(r.share_gaussian, '.2f')} "
+                     f"| {r.paired_gate} |")
+    lines += ["", "Private share: the median over the bracket's targets of 1 - n*(eps = inf) / "
+              "n*(eps), against eps = inf controls of the same Spider, instance, d, target and "
+              f"budget; below {PRIVATE_SHARE_MIN:g} the paired slope is not read as the claims' "
+              "difference (the claims table's gate). alpha* is not gated: which Spider needs "
+              "fewer samples is a measurement at any share."]
     if len(t) < 2:
         return "\n".join(lines) + "\n"
     lines.append("")
@@ -315,9 +351,10 @@ def conditions_from_stores(stores: list) -> list[Condition]:
     from algorithms import get_algorithm
     from analysis.points import fit_points_table
     from analysis.regime_forecast import _spider_split
+    from analysis.verdict_engine.flags import measured_private_share
     from problems import get_problem
 
-    frames, cals, probs = [], {}, {}
+    frames, cals, probs, shares = [], {}, {}, {}
     for data in stores:
         for fit in data.spec.fits:
             if fit.view != "sample_complexity" or fit.x != "alpha":
@@ -326,6 +363,10 @@ def conditions_from_stores(stores: list) -> list[Condition]:
             if pts.empty:
                 continue
             pts = pts[(pts["x"] >= fit.window[0] * (1 - 1e-9)) & (pts["x"] <= fit.window[1] * (1 + 1e-9))]
+            for (prob, eps, d, alg), g in pts.groupby(["problem", "eps", "d", "algorithm"]):
+                share = measured_private_share(data, g, fit)
+                if share is not None and np.isfinite(share).any():
+                    shares[(prob, float(eps), int(d), alg)] = float(np.nanmedian(share))
             frames.append(pts.assign(source=f"{data.spec.name} ({data.spec.calibration})"))
             for (prob, eps, d), g in pts.groupby(["problem", "eps", "d"]):
                 cals[(prob, float(eps), int(d))] = (data.spec.calibration, float(g["delta"].iloc[0]))
@@ -362,4 +403,4 @@ def conditions_from_stores(stores: list) -> list[Condition]:
 
         return budget
 
-    return conditions_from_points(pts, budgets)
+    return conditions_from_points(pts, budgets, shares=shares)

@@ -294,7 +294,8 @@ def _lent_controls(path: str, spec: Any) -> tuple[pd.DataFrame | None, tuple[str
         differs = [k for k in ("calibration", "data", "counts_stream")
                    if getattr(lender, k) != getattr(spec, k)]
         if differs:
-            refused.append(f"controls_from {name!r}: its {', '.join(differs)} differ from this "
+            verb = "differs" if len(differs) == 1 else "differ"
+            refused.append(f"controls_from {name!r}: its {', '.join(differs)} {verb} from this "
                            "spec's, so its cells are not this spec's controls")
             continue
         cells = load(str(other))

@@ -165,8 +165,14 @@ class _Spec:
 
 
 class _Data:
-    def __init__(self, name: str, pts: pd.DataFrame) -> None:
+    """A store as conditions_from_stores reads it: its fit points (`pts`, handed out by a
+    patched fit_points_table) and its cells (the eps = inf controls, if any)."""
+
+    def __init__(self, name: str, pts: pd.DataFrame, cells: pd.DataFrame | None = None) -> None:
         self.spec, self.pts = _Spec(name), pts
+        self.cells = cells if cells is not None else pd.DataFrame(
+            {"key": [], "status": [], "eps": [], "algorithm": [], "params": []})
+        self.controls = None
 
 
 def _store_points(monkeypatch, problem: str, per_target: bool) -> pd.DataFrame:
@@ -176,6 +182,8 @@ def _store_points(monkeypatch, problem: str, per_target: bool) -> pd.DataFrame:
 
     pts = _points([(0.1, 10)], 3, 0.02, 11).assign(problem=problem, delta=1e-6)
     pts["instance_params"] = [json.dumps({"alpha": x} if per_target else {}) for x in pts["x"]]
+    pts = pts.assign(key=[f"p{i}" for i in range(len(pts))], alpha=pts["x"],
+                     target_alpha=pts["x"], n=10**13)
     monkeypatch.setattr(analysis.points, "fit_points_table", lambda data, fit, mode: data.pts)
     return pts
 
@@ -286,3 +294,39 @@ def test_a_crossover_outside_its_bracket_is_listed_not_fitted():
     assert law.d_ci[0] <= B_D <= law.d_ci[1]
     assert ("(through the 4 of 5 crossovers inside their brackets; 1 not inside, listed above, not "
             "fitted)") in law_markdown(law)
+
+
+def test_each_bracket_gets_its_sides_measured_private_share_and_the_paired_slope_its_gate(
+        monkeypatch):
+    """eps = inf controls planted at a known fraction of each side's private median n*: the
+    adaptive side's controls at 2% (share 0.98), the Gaussian side's at 20% (share 0.80, below
+    the gate's 0.9). The condition carries both shares, and its paired slope is read as not in
+    regime naming the Gaussian side; with controls at 2% for both it is in regime; with none,
+    "no control". alpha* is reported in every case."""
+    from analysis.crossover_law import conditions_from_stores
+
+    pts = _store_points(monkeypatch, "hard_valley", per_target=False)
+
+    def controls(fraction: dict[str, float]) -> pd.DataFrame:
+        rows = []
+        for (alg, x), g in pts.groupby(["algorithm", "x"]):
+            med = float(g["y"].median())
+            for r in range(3):
+                rows.append({"key": f"c{alg}{x}{r}", "status": "ok", "eps": math.inf,
+                             "algorithm": alg, "problem": "hard_valley", "params": {},
+                             "problem_params": {}, "n": 10**13, "d": 10, "target_alpha": x,
+                             "samples_to_target": fraction[alg] * med})
+        return pd.DataFrame(rows)
+
+    (low,) = conditions_from_stores([_Data("law", pts, controls({ADAPTIVE: 0.02, GAUSSIAN: 0.2}))])
+    assert low.share_a == pytest.approx(0.98) and low.share_b == pytest.approx(0.80)
+    law = law_fit([low], n_boot=50)
+    row = law.table.iloc[0]
+    assert row["paired_gate"].startswith("not in regime: measured private share Gaussian 0.80")
+    assert "adaptive" not in row["paired_gate"] and math.isfinite(row["alpha_star"])
+    assert "0.98 / 0.80" in law_markdown(law)
+    (high,) = conditions_from_stores([_Data("law", pts, controls({ADAPTIVE: 0.02, GAUSSIAN: 0.02}))])
+    assert law_fit([high], n_boot=50).table.iloc[0]["paired_gate"] == "in regime"
+    (none,) = conditions_from_stores([_Data("law", pts)])
+    assert math.isnan(none.share_a)
+    assert law_fit([none], n_boot=50).table.iloc[0]["paired_gate"].startswith("no control")

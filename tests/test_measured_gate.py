@@ -247,3 +247,82 @@ def test_a_non_private_fit_has_no_share_and_the_floor_check_is_error_view_only()
     assert _floor_check(both, _sub(both, SAMPLES_ALPHA), SAMPLES_ALPHA) == (False, 0, 0)
     assert measured_private_share(both, _sub(both, SAMPLES_ALPHA), SAMPLES_ALPHA) == \
         pytest.approx([0.0, 0.0, 0.0])
+
+
+def test_controls_lent_by_another_store_count_and_a_knob_at_its_default_matches():
+    """`controls_from`: eps = inf cells lent by another store (run there at alpha_mult = 1, here
+    with no knob grid: params {}) are this store's controls; lent cells at another knob value
+    (alpha_mult 2, planted ten times faster) are not."""
+    lent = _cells(_target_rows(math.inf, CONTROL)
+                  + _target_rows(math.inf, {t: CONTROL[t] / 10 for t in TARGETS},
+                                 {"alpha_mult": 2})).assign(control_store="lender")
+    cells = _cells(_target_rows(0.1, PRIVATE, {}))
+    data = StoreData(spec=None, cells=cells, path="", load_curves=lambda kind, keys: {},
+                     controls=lent)
+    share = measured_private_share(data, _sub(data, SAMPLES_ALPHA), SAMPLES_ALPHA)
+    assert share == pytest.approx([0.6, 0.95, 0.99])
+    # without the loan the same store has no control
+    alone = StoreData(spec=None, cells=cells, path="", load_curves=lambda kind, keys: {})
+    assert measured_private_share(alone, _sub(alone, SAMPLES_ALPHA), SAMPLES_ALPHA) is None
+
+
+_LENDER = """name = "lender"
+seed = 3
+repetitions = 2
+calibration = "{cal}"
+stop_at_target = true
+data = "counts"
+[grid]
+target_alpha = [0.3, 0.2]
+budget = 100000000
+d = [5]
+eps = [inf]
+delta = [1e-6]
+[[problem]]
+name = "strict_saddle"
+[[algorithm]]
+name = "gaussian_spider"
+grid = {{ alpha_mult = [1, 2] }}
+"""
+
+
+def test_a_store_lends_its_controls_only_where_its_cells_are_this_specs_runs(tmp_path):
+    """Two real stores: the borrower (eps 1, no knob grid) gets the lender's eps = inf cells,
+    each marked with its store; a lender at another calibration lends nothing and says why, and
+    so does a missing one."""
+    from bench.config import parse_spec
+    from bench.runner import run_sweep
+    from bench.store import open_store_data
+
+    borrower_text = (_LENDER.format(cal="theory").replace('name = "lender"', 'name = "borrower"')
+                     .replace("eps = [inf]", "eps = [1.0]")
+                     .replace("grid = { alpha_mult = [1, 2] }\n", "")
+                     .replace('data = "counts"', 'data = "counts"\ncontrols_from = ["lender"]'))
+    run_sweep(parse_spec(_LENDER.format(cal="theory")), tmp_path / "lender.sqlite", jobs=1)
+    run_sweep(parse_spec(borrower_text), tmp_path / "borrower.sqlite", jobs=1)
+    data = open_store_data(tmp_path / "borrower.sqlite")
+    assert data.controls_refused == ()
+    assert len(data.controls) == 8 and set(data.controls["control_store"]) == {"lender"}
+    assert not np.isfinite(data.controls["eps"].to_numpy(float)).any()
+    fit = FitSpec("f", "sample_complexity", "alpha", "n_star", (0.2, 0.3), "theory")
+    share = measured_private_share(data, fit_points_table(data, fit, "theory"), fit)
+    assert share is not None and np.isfinite(share).all()
+    # another calibration: the lender's cells are not this spec's runs
+    (tmp_path / "lender.sqlite").unlink()
+    run_sweep(parse_spec(_LENDER.format(cal="tight")), tmp_path / "lender.sqlite", jobs=1)
+    refused = open_store_data(tmp_path / "borrower.sqlite")
+    assert refused.controls is None
+    assert refused.controls_refused == ("controls_from 'lender': its calibration differs from "
+                                        "this spec's, so its cells are not this spec's controls",)
+    (tmp_path / "lender.sqlite").unlink()
+    gone = open_store_data(tmp_path / "borrower.sqlite")
+    assert gone.controls is None and "no store" in gone.controls_refused[0]
+
+
+def test_controls_from_is_validated_before_any_work():
+    from bench.config import SpecError, parse_spec
+
+    text = _LENDER.format(cal="theory")
+    for bad in ('["lender"]', '"headline2"', '[1]', '["a b"]'):
+        with pytest.raises(SpecError, match="controls_from"):
+            parse_spec(text.replace('data = "counts"', f'data = "counts"\ncontrols_from = {bad}'))
