@@ -148,10 +148,11 @@ reference-sensitivity: reference-law
 reference-quick: $(STAMP_DEMO)
 	$(BIN)/dprates reference-quick --report reports/reference_quick.pdf
 
-# README Results' claims table, rewritten from the committed CSV (tests/test_verdicts.py fails
-# when they disagree).
+# README Results' claims table and its headline / crossover / atlas tables, rewritten from the
+# committed CSVs (tests/test_verdicts.py and tests/test_readme_results.py fail when they disagree).
 readme-claims: $(STAMP_DEMO)
-	$(BIN)/dprates claims --measured reports/reference_exponents.csv --update-readme README.md
+	$(BIN)/dprates claims --measured reports/reference_exponents.csv --update-readme README.md \
+	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --atlas reports/atlas_fair.csv
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

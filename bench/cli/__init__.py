@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="with --measured: write to this file")
     p.add_argument("--update-readme", default=None, metavar="README",
                    help="with --measured: rewrite the generated claims block of this README")
+    for flag, what in (("--crossovers", "reports/crossovers.csv"),
+                       ("--laws", "reports/crossover_laws.csv"),
+                       ("--atlas", "reports/atlas_fair.csv")):
+        p.add_argument(flag, default=None, metavar="CSV",
+                       help=f"with --update-readme: {what}; given all three, the README's "
+                            "generated Results tables are rewritten too")
     p.add_argument("--all-claims", action="store_true",
                    help="with --measured: list every declared claim in the markdown / LaTeX "
                         "table, the not measured ones too (default: the measured ones; the CSV "
