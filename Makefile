@@ -66,7 +66,7 @@ reference: $(STAMP_DEMO)
 	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(BIN)/dprates report $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print \
-	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv
+	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --html reports/reference.html
 	$(BIN)/dprates verdict-changes reports/previous_edition_exponents.csv reports/reference_exponents.csv \
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates atlas $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) --format csv \

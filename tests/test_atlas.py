@@ -1,4 +1,5 @@
-"""`dprates atlas` (analysis.atlas, atlas_map, atlas_recommend, report.atlas_page, bench.cli.atlas):
+"""`dprates atlas` (analysis.comparisons: atlas, atlas_map, atlas_recommend; report.atlas_page;
+bench.cli.atlas):
 which algorithm wins where. Synthetic cells with planted truths, as tests/test_compare.py builds
 them: a winner whose n* is 3x smaller on every seed (paired: every draw gives 3 exactly), a tie
 (the same values on permuted seeds: the interval covers 1), points one algorithm or no store
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.atlas import (
+from analysis.comparisons.atlas import (
     ERROR,
     NO_WINNER,
     SAMPLES,
@@ -89,7 +90,7 @@ def test_a_planted_tie_reads_no_significant_winner(table):
     assert p["margin"] == pytest.approx(1.0) and p["margin_low"] < 1 < p["margin_high"]
     assert p["best"] in (A, B)
     assert set(table[np.isclose(table["eps"], 1.0) & np.isclose(table["x"], 0.1)]["winner"]) == {""}
-    from analysis.atlas_map import crossovers
+    from analysis.comparisons.atlas_map import crossovers
 
     assert crossovers(table).empty  # a tie of medians has no best, so no crossover into it
 
@@ -144,7 +145,7 @@ def test_csv_round_trip_gives_the_same_table(table, tmp_path):
 def test_a_planted_crossover_is_located_between_its_points():
     """A wins 3x at target 0.1, B wins 3x at 0.01 (paired): log(B/A) goes from log 3 to -log 3,
     so the crossing is at the geometric middle, sqrt(0.1 x 0.01)."""
-    from analysis.atlas_map import atlas_figures, crossovers
+    from analysis.comparisons.atlas_map import atlas_figures, crossovers
 
     rows = one_pass(A, law(0.1), 0.1) + one_pass(B, law(0.1, 3.0), 0.1)
     rows += one_pass(A, law(0.01, 3.0), 0.01) + one_pass(B, law(0.01), 0.01)
@@ -164,7 +165,7 @@ def test_a_planted_crossover_is_located_between_its_points():
 
 
 def test_recommendation_measured_and_extrapolated(table):
-    from analysis.atlas_recommend import recommend
+    from analysis.comparisons.atlas_recommend import recommend
 
     (rec,) = recommend(table, {"n": 1e8, "d": 10, "eps": 0.5}, target=0.05, n_boot=400)
     assert rec.status == "measured" and rec.winner == A and rec.reading == WINNER

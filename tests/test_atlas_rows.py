@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.atlas import SAMPLES, atlas_table
+from analysis.comparisons.atlas import SAMPLES, atlas_table
 
 A, B = "gaussian_spider", "adaptive_tree_spider"
 T = 0.01
@@ -55,7 +55,7 @@ def test_each_map_panel_is_drawn_where_its_axis_varies():
     """The reference has eps 0.01 / 0.03 / 0.1 / 0.3 at d 10 and d 5 / 10 / 20 / 40 at eps 0.03:
     the eps panel is drawn at d 10 and the d panel at eps 0.03 (not at the eps with the most
     points, where d never varies)."""
-    from analysis.atlas_map import _richest
+    from analysis.comparisons.atlas_map import _richest
 
     pts = pd.DataFrame([{"eps": e, "d": 10} for e in (0.01, 0.1) for _ in range(7)]
                        + [{"eps": 0.3, "d": 10}]
@@ -78,7 +78,7 @@ def test_points_whose_winner_changes_within_the_constants_ranges_are_hatched():
     """A constants study (one source, several settings) puts alpha* between 2e-3 and 3e-3 at
     eps 0.1, d 10: targets inside are hatched, outside not, other (eps, d) untouched; a source
     at one setting (the law) hatches nothing; a setting with no crossing hatches its bracket."""
-    from analysis.atlas_map import ranges_from_crossovers
+    from analysis.comparisons.atlas_map import ranges_from_crossovers
 
     table = pd.DataFrame([{"view": SAMPLES, "metric": "alpha_sosp", "problem": "hard_valley",
                            "instance": "", "d": 10.0, "eps": e, "x": x}

@@ -1,4 +1,4 @@
-"""`dprates compare` (analysis.compare, bench.cli.compare): every algorithm on one axis, samples
+"""`dprates compare` (analysis.comparisons.compare, bench.cli.compare): every algorithm on one axis, samples
 to a target. Synthetic cells with planted values whose medians, bootstrap supports, crossings
 and ratios are computed by hand here: a planted winner (paired: every draw gives the same
 ratio), a planted tie (the interval covers 1), an unpaired pair (independent draws widen the
@@ -12,7 +12,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.compare import compare_table
+from analysis.comparisons.compare import compare_table
 from tests.synthetic_cells import budgets, targeted, write_store
 
 SPIDER, OTHER, SGD = "gaussian_spider", "adaptive_tree_spider", "dp_sgd"
@@ -56,7 +56,7 @@ def test_a_planted_tie_covers_one():
     """(100, 200, 300) against (300, 200, 100) on the same seeds: ratio 1; a draw holding rep 0
     at least twice (probability 7/27 > 2.5%) gives 100 / 300, rep 2 at least twice 300 / 100,
     so the interval is [1/3, 3] and the reading a tie."""
-    from analysis.compare import reading
+    from analysis.comparisons.compare import reading
 
     rows = one_pass(SPIDER, [100, 200, 300]) + one_pass(OTHER, [300, 200, 100])
     t = table(rows, baseline=SPIDER)

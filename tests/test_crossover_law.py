@@ -1,4 +1,4 @@
-"""The crossover law (analysis.crossover_law) on planted curves: known crossovers, a known law in
+"""The crossover law (analysis.comparisons.crossover_law) on planted curves: known crossovers, a known law in
 eps and d, known budget uses; the references are the planted formulas."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.crossover_law import (
+from analysis.comparisons.crossover_law import (
     ADAPTIVE,
     GAUSSIAN,
     conditions_from_points,
@@ -109,7 +109,7 @@ def test_the_predicted_crossover_scales_the_rules_budgets_by_their_measured_use(
 
 
 def test_the_crossovers_csv_round_trips_to_the_headline_page_lines(tmp_path):
-    from analysis.crossover_files import CROSSOVER_COLUMNS, crossovers_csv
+    from analysis.comparisons.crossover_files import CROSSOVER_COLUMNS, crossovers_csv
     from analysis.report.headline_page import observed_crossover_lines
 
     conds = conditions_from_points(_points(CROSS[:2], 6, 0.02, 7).assign(
@@ -193,7 +193,7 @@ def test_a_per_target_family_prices_each_alpha_on_its_own_instance(monkeypatch):
     theory_params gives on the instance built for alpha, not on the first cell's instance."""
     from algorithms import Privacy, get_algorithm
     from algorithms.sosp.spider import KNOB_DEFAULTS
-    from analysis.crossover_law import conditions_from_stores
+    from analysis.comparisons.crossover_law import conditions_from_stores
     from problems import get_problem
 
     pts = _store_points(monkeypatch, "hard_ramp", per_target=True)
@@ -212,7 +212,7 @@ def test_a_per_target_family_prices_each_alpha_on_its_own_instance(monkeypatch):
 
 
 def test_stores_of_two_families_are_refused_in_one_line(monkeypatch):
-    from analysis.crossover_law import conditions_from_stores
+    from analysis.comparisons.crossover_law import conditions_from_stores
 
     a = _store_points(monkeypatch, "hard_valley", per_target=False)
     b = a.assign(problem="hard_valley_rotated")
@@ -224,7 +224,7 @@ def test_a_constants_study_is_one_line_on_the_headline_page():
     """Page 2 sums up each constants study in one line: its defaults' crossover, then
     how many of its other settings cross inside the targets (with their range as a multiple of
     the defaults'), outside them, and never."""
-    from analysis.crossover_files import CROSSOVER_COLUMNS
+    from analysis.comparisons.crossover_files import CROSSOVER_COLUMNS
     from analysis.report.headline_page import observed_crossover_lines
 
     def row(constants: str, star: float, where: str) -> dict:
@@ -275,7 +275,7 @@ def test_page_two_prints_no_extrapolated_crossover_on_a_family_with_observed_one
 def test_a_per_target_family_has_no_budget_where_it_has_no_instance(monkeypatch):
     """hard_ramp at alpha 0.14 (drop 4, k 2) is too short to build: its budget there is NaN,
     so the predicted crossover's search skips it instead of stopping the command."""
-    from analysis.crossover_law import conditions_from_stores
+    from analysis.comparisons.crossover_law import conditions_from_stores
 
     pts = _store_points(monkeypatch, "hard_ramp", per_target=True)
     (cond,) = conditions_from_stores([_Data("ramp_law", pts)])
@@ -303,7 +303,7 @@ def test_each_bracket_gets_its_sides_measured_private_share_and_the_paired_slope
     the gate's 0.9). The condition carries both shares, and its paired slope is read as not in
     regime naming the Gaussian side; with controls at 2% for both it is in regime; with none,
     "no control". alpha* is reported in every case."""
-    from analysis.crossover_law import conditions_from_stores
+    from analysis.comparisons.crossover_law import conditions_from_stores
 
     pts = _store_points(monkeypatch, "hard_valley", per_target=False)
 

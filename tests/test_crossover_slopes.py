@@ -1,4 +1,4 @@
-"""The slopes and the law files of the crossover law (analysis.crossover_law, analysis.crossover_
+"""The slopes and the law files of the crossover law (analysis.comparisons.crossover_law, analysis.crossover_
 files) on planted curves: n*_A ~ alpha^-2, n*_B ~ alpha^(-7/3) (paired slope 1/3), power-law
 budgets whose paired slope is their exponents' difference; the references are the planted
 exponents."""
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.crossover_files import (
+from analysis.comparisons.crossover_files import (
     CROSSOVER_COLUMNS,
     LAW_COLUMNS,
     crossovers_csv,
@@ -21,7 +21,7 @@ from analysis.crossover_files import (
     read_crossovers,
     read_laws,
 )
-from analysis.crossover_law import (
+from analysis.comparisons.crossover_law import (
     ADAPTIVE,
     conditions_from_points,
     law_fit,

@@ -12,6 +12,7 @@ import pytest
 
 from tests.cli import run_cli
 from tests.plugin_sources import TOY_DPGD
+from tests.report_pdf import report_pages
 from tests.test_plugins import readme_block
 
 README_PLUGIN = readme_block("# my_plugin.py")
@@ -227,8 +228,6 @@ mode = "theory"
     assert mark("pp_broken", bad) == "pp_broken [privacy unverified]"
     # every fit table and the report's page 1 carry the mark; the report's privacy page gives
     # spent / declared eps per algorithm
-    from pypdf import PdfReader
-
     from analysis.claims import claims_table
     from analysis.report.build import write_report
     from analysis.report.tables import claims_display
@@ -245,8 +244,8 @@ mode = "theory"
     assert summary["pp_ok"].startswith("privacy audited: no leak found")
     # the plugin declares a claim: its claim row is first and says FAILED in its privacy cell
     assert out["summary"].iloc[0]["algorithm"] == "pp_leaky"
-    pages = [p.extract_text() for p in PdfReader(tmp_path / "pp.pdf").pages]
-    text = " ".join(pages)
+    pages, appendix = report_pages(tmp_path / "pp.pdf")
+    text = " ".join(pages + appendix)
     assert "PRIVACY FAILED: pp_leaky" in pages[0]  # page 1's banner
     assert "privacy unverified" in " ".join(pages[:3])  # the claims summary's privacy column
     assert "spent / declared eps" in text and "replayed with one record" in text

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import ROOT, run_cli, run_clis
+from tests.report_pdf import report_pages
 
 #: The guide that holds the plugin example ("Add your own algorithm or problem").
 PLUGIN_GUIDE = ROOT / "bench" / "README.md"
@@ -61,9 +62,8 @@ def test_the_readme_example_runs_through_sweep_fit_and_report(tmp_path: Path):
     assert re.search(r"grad_vs_privacy\s+clipped_sgd \[privacy audited\]\s+box_quadratic",
                      fit.stdout), fit.stdout
     assert report.returncode == 0, report.stderr
-    from pypdf import PdfReader
-
-    text = " ".join(p.extract_text() for p in PdfReader(tmp_path / "mine.pdf").pages)
+    main_pages, appendix = report_pages(tmp_path / "mine.pdf")
+    text = " ".join(main_pages + appendix)
     assert "clipped_sgd: grad_norm (population)" in text  # its declared claim, with its fit
     assert "clipped_sgd" in claims.stdout and "my notes, Claim 1" in claims.stdout
 

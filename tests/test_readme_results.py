@@ -60,7 +60,7 @@ def test_the_headline_table_reads_each_spiders_row_and_says_what_they_show():
     assert "tells 3/7 from 1/2 through the rules" in lines[0]
     gauss = next(line for line in lines if line.startswith("| Gaussian"))
     assert "| -2.33 | -2.49 [-2.5, -2.48] | -2.44 | -0.05 [-0.07, -0.03], m 0.09 |" in gauss
-    assert gauss.endswith("| 0.91 measured |")
+    assert gauss.endswith("| 0.91 |")
 
 
 def test_the_headline_sentence_changes_with_the_rows():
@@ -70,7 +70,7 @@ def test_the_headline_sentence_changes_with_the_rows():
     assert "not every Spider follows its own rules" in lines[0]
     assert "do not both exclude the rival's slope" in lines[0]
     assert "the O~ test alone cannot" in lines[0]
-    assert any("(untestable: holds the rival's)" in line for line in lines)
+    assert any("(untestable)" in line for line in lines)
 
 
 def _crossovers(share_g: float) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 
 import matplotlib
@@ -18,6 +19,7 @@ from bench.cli import main
 from bench.config import parse_spec
 from bench.runner import run_sweep
 from bench.store import load_curves, open_store_data
+from tests.report_pdf import report_pages
 
 SPEC = """
 name = "small"
@@ -64,16 +66,15 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     out = tmp_path / "r.pdf"
     layout: list[str] = []
     res = write_report(open_store_data(store), out, n_boot=300, layout_problems=layout)
-    reader = PdfReader(out)
-    # claims table (page 1), headline plots, title, declared fits, forest, every declared
-    # claim (2 pages), path table, privacy spent, scaling (tuned + theory), paired, 2
-    # trajectory pages, methods (2 pages), failures; budget use, eps spent, the atlas (its
-    # text and two maps)
-    assert len(reader.pages) == res["pages"] == 22
+    main_pages, appendix = report_pages(out)
+    # the main report (issue 59): claims summary, the headline on one page, the atlas maps (one
+    # per problem), the privacy summary; the appendix: its contents page, then every other page
+    assert len(main_pages) == res["pages"] == 5
+    assert res["appendix"] == tmp_path / "r_appendix.pdf"
+    assert len(appendix) == res["appendix_pages"] == 20
     # Nothing on any page runs off its edge or out of its table cell (drawn bounding boxes).
     assert layout == []
-    text = [p.extract_text() for p in reader.pages]
-    page1, headline, text = text[0], text[1], text[2:]
+    page1, headline = main_pages[0], main_pages[1]
     summary = res["summary"]
     assert len(summary) == 23  # one row per declared claim, measured or not
     flat = page1.replace("\n", "")  # a cell's wrapped lines joined again
@@ -86,10 +87,24 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     assert ("2 not in regime; 21 not measured (23 declared claims; the 21 not measured are not "
             "listed)") in page1
     assert "--all-claims" in flat  # the line saying how to list them (issue 46, item 3)
+    assert "Verdicts:" in flat  # the one-line glossary under the table
     assert (summary.loc[summary["algorithm"].isin(["gaussian_spider", "adaptive_tree_spider"]),
                         "verdict"] == "not in regime").all()
-    assert "Headline" in headline and "Crossover" in headline and "hard_valley" in headline
-    assert "faster = slope of log n" in headline
+    assert "Headline: samples to reach alpha" in headline and "hard_valley" in headline
+    assert "residual [95% CI], margin" in headline and "O~ test accepts" in headline
+    assert "Atlas: alpha_sosp on hard_valley" in main_pages[2]
+    assert "Atlas: alpha_sosp on strict" in main_pages[3]
+    assert "Privacy: spent / declared eps" in main_pages[4]
+    # the appendix: contents (each section with its page), bookmarks, the pages in order
+    contents = appendix[0]
+    assert "Appendix: contents" in contents and "The headline in detail" in contents
+    reader = PdfReader(res["appendix"])
+    marks = {m.title: reader.get_destination_page_number(m) for m in reader.outline}
+    assert marks["The headline in detail"] == 1 and "Methods" in marks
+    assert "Methods" in appendix[marks["Methods"]]
+    text = appendix[1:]
+    detail = text.pop(0)
+    assert "Crossover" in detail and "faster = slope of log n" in detail
     assert "dprates report" in text[0] and "small" in text[0] and "error 18" in text[0]
     disp = claims_display(res["claims"])
     assert len(disp) == 8  # 2 algorithms x 2 problems x 2 modes (tree_spider cells all failed)
@@ -110,16 +125,12 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     privacy = text.pop(4)
     assert "spent / declared eps" in privacy and "built-in" in privacy
     spent = text.pop(4)  # the share of eps the noise spends (issue 43)
-    assert "really spends" in spent and "gaussian_spider" in spent
-    atlas = []  # the atlas (issue 45): its text page, then one map per problem
-    while "Atlas" in text[4]:
-        atlas.append(text.pop(4))
-    assert "Atlas: which algorithm wins where" in atlas[0] and len(atlas) == 3
-    assert "Atlas: alpha_sosp on hard_valley" in atlas[1] + atlas[2]
-    assert "Atlas: alpha_sosp on strict" in atlas[1] + atlas[2]
+    assert "really spends" in spent
+    atlas = text.pop(4)
+    assert "Atlas: readings and margins" in atlas
     assert "tuned" in text[4] and "theory" in text[5] and "sc (sample complexity view" in text[4]
     assert "Paired" in text[6]
-    assert "Trajectories" in text[7] and "hard_valley" in text[7] and "strict_saddle" in text[8]
+    assert "Trajectories" in text[7] or "samples used" in text[7]
     assert "Methods" in text[9] and "Censoring" in text[9] and "Verdicts" in text[9]
     assert "Which way each x counts" in text[9] and "regime gate" in text[9]
     assert "Methods (continued, 2 of 2)" in text[10] and "binds only past n = 1e12" in text[10]
@@ -266,8 +277,6 @@ def test_multi_store_report_with_csv_and_figures(store: Path, tmp_path: Path):
     """Several stores in one report: one title page each, one claims table, a CSV with the
     documented columns and PNGs of each declared fit and the forest plot."""
     import pandas as pd
-    from pypdf import PdfReader
-
     other = tmp_path / "other.sqlite"
     # (logistic, once used here, starts at alpha_SOSP 0.157, below these targets: the spec
     # check now refuses it, since such cells measure nothing.)
@@ -276,8 +285,9 @@ def test_multi_store_report_with_csv_and_figures(store: Path, tmp_path: Path):
     csv, figs = tmp_path / "claims.csv", tmp_path / "figs"
     res = write_report([open_store_data(store), open_store_data(other)], tmp_path / "both.pdf",
                        n_boot=200, csv=csv, figures=figs)
-    text = [p.extract_text() for p in PdfReader(tmp_path / "both.pdf").pages]
-    assert "not measured" in text[0] and "small" in text[2] and "other" in text[3]
+    main_pages, appendix = report_pages(tmp_path / "both.pdf")
+    # the appendix after its contents page and the headline detail: one title page per store
+    assert "not measured" in main_pages[0] and "small" in appendix[2] and "other" in appendix[3]
     table = pd.read_csv(csv)
     assert {"algorithm", "problem", "character", "view", "mode", "predicted", "exponent",
             "ci_low", "ci_high", "verdict", "rules_predicted", "spec"} <= set(table.columns)
@@ -365,3 +375,66 @@ def test_regate_rewrites_verdicts_from_flags(tmp_path: Path, capsys):
     out = pd.read_csv(path)
     assert out["verdict"].tolist() == ["not in regime", "slower than claimed"]
     assert out["regime"].tolist()[1] == "in regime" and out["exponent"].tolist() == [-2.4, -2.4]
+
+
+class _Tags(HTMLParser):
+    """Every start tag with its attributes, and the text of each table's body rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.rows: list[int] = []  # per table: its body rows
+        self._in_body = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "table":
+            self.rows.append(0)
+        elif tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            self.rows[-1] += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "tbody":
+            self._in_body = False
+
+
+def test_html_report_holds_the_pdfs_pages_and_sortable_tables(store: Path, tmp_path: Path,
+                                                               capsys):
+    """`write_report(html=...)` (`dprates report --html`): one file with every page of both
+    PDFs inlined as PNG, one anchor per bookmarked section, the claims summary and the declared
+    fits as sortable tables with one row each, and nothing loaded from outside the file."""
+    import base64
+
+    from pypdf import PdfReader
+
+    out = tmp_path / "r.pdf"
+    res = write_report(open_store_data(store), out, n_boot=200, html=tmp_path / "r.html")
+    doc = (tmp_path / "r.html").read_text()
+    tags = _Tags()
+    tags.feed(doc)
+    imgs = [a for t, a in tags.tags if t == "img"]
+    # the appendix's contents page is the PDF's own; the HTML has its sidebar instead
+    assert len(imgs) == res["html_pages"] == res["pages"] + res["appendix_pages"] - 1
+    for a in imgs:
+        assert a["src"].startswith("data:image/png;base64,")
+        assert base64.b64decode(a["src"].split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    refs = [v for _, a in tags.tags for k, v in a.items() if k in ("src", "href")]
+    assert not [r for r in refs if not (r.startswith("data:") or r.startswith("#"))]
+    marks = [m.title for p in (out, res["appendix"]) for m in PdfReader(p).outline]
+    sections = [a["id"] for t, a in tags.tags if t == "section"]
+    assert len(sections) == len(marks) - 1  # every bookmark but "Appendix: contents"
+    assert [a["href"] for t, a in tags.tags if t == "a"] == [f"#{s}" for s in sections]
+    tables = [a for t, a in tags.tags if t == "table"]
+    assert tables and all(a.get("class") == "sortable" for a in tables)
+    assert tags.rows[0] == len(res["summary"]) == 23  # the claims summary, every claim
+    assert len(res["claims"]) in tags.rows  # the declared fits, one row each
+    assert "table.sortable th" in doc and "addEventListener('click'" in doc
+    with pytest.raises(ValueError, match=r"the HTML report is a \.html file"):
+        write_report(open_store_data(store), out, n_boot=50, html=tmp_path / "r.htm.txt")
+    # the command line: a bad path is one line before any work; --html alone: beside the PDF
+    assert main(["report", str(store), "-o", str(out), "--html", str(tmp_path / "r.txt")]) == 2
+    assert "--html=" in capsys.readouterr().err
+    assert main(["report", str(store), "-o", str(tmp_path / "b.pdf"), "--html", "--boot", "50"]) == 0
+    assert (tmp_path / "b.html").stat().st_size > 10_000 and "b.html" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""The constant-sensitivity analysis (analysis.sensitivity) on planted cells: each setting's n*
+"""The constant-sensitivity analysis (analysis.comparisons.sensitivity) on planted cells: each setting's n*
 curve is a known power law, so each comparison's crossover is known in closed form."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.sensitivity import (
+from analysis.comparisons.sensitivity import (
     ADAPTIVE,
     GAUSSIAN,
     KNOBS,
@@ -92,8 +92,8 @@ def test_a_setting_that_never_reaches_its_targets_counts_as_moving():
 def test_the_comparisons_merge_into_one_crossovers_file(tmp_path):
     """`dprates crossover-law --csv` and `dprates sensitivity --csv` write one file: each
     replaces its own source's rows and keeps the other's."""
-    from analysis.crossover_files import CROSSOVER_COLUMNS, merge_crossovers
-    from analysis.sensitivity import crossover_rows
+    from analysis.comparisons.crossover_files import CROSSOVER_COLUMNS, merge_crossovers
+    from analysis.comparisons.sensitivity import crossover_rows
 
     cells = _cells([(ADAPTIVE, {}, BASE_A), (GAUSSIAN, {}, BASE_G),
                     (GAUSSIAN, {"alpha_mult": 0.25}, BASE_G * 0.8)])

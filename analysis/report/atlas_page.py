@@ -1,6 +1,6 @@
 """The report's atlas pages (issue 45): which algorithm wins where across the report's stores,
 as text (every design point's reading and margin, the crossovers) and one map per metric and
-instance (`analysis.atlas_map`). `atlas_page` is what `analysis.report.build.write_report`
+instance (`analysis.comparisons.atlas_map`). `atlas_page` is what `analysis.report.build.write_report`
 calls; it draws nothing but a short note when no metric is measured by two algorithms on one
 instance, so a report of a single algorithm keeps one page about it, not an empty map.
 """
@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from analysis.atlas import READING_NOTE, atlas_table, points_table, text_lines
-from analysis.atlas_map import atlas_figures, crossover_lines, crossovers
+from analysis.comparisons.atlas import READING_NOTE, atlas_table, points_table, text_lines
+from analysis.comparisons.atlas_map import atlas_figures, crossover_lines, crossovers
 from analysis.declarations import StoreData
 from analysis.report.layout import _text_page, _wrap
 from analysis.verdict_engine.rates import N_BOOT
@@ -23,24 +23,46 @@ from analysis.verdict_engine.rates import N_BOOT
 TITLE = "Atlas: which algorithm wins where"
 
 
-def atlas_page(pdf: PdfPages, datas: list[StoreData], n_boot: int = N_BOOT,
-               ranges: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Append the atlas of `datas` to `pdf`: a text page (readings, margins, crossovers) and its
-    maps; `ranges`: the sensitivity study's hook (`analysis.atlas_map`, None: off). Returns the
-    atlas's long table (`analysis.atlas.atlas_table`) for the caller's exports."""
+def atlas_of(datas: list[StoreData], n_boot: int = N_BOOT) -> pd.DataFrame:
+    """The atlas's long table of `datas` (`analysis.comparisons.atlas.atlas_table`; empty without cells)."""
     frames = [d.cells.assign(store=d.path) for d in datas if len(d.cells)]
     cells = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    table = atlas_table(cells, n_boot=n_boot) if len(cells) else pd.DataFrame()
+    return atlas_table(cells, n_boot=n_boot) if len(cells) else pd.DataFrame()
+
+
+def _compared(table: pd.DataFrame) -> pd.DataFrame | None:
     points = points_table(table) if len(table) else pd.DataFrame()
-    if not len(points) or not (points["runner_up"] != "").any():
+    return points if len(points) and (points["runner_up"] != "").any() else None
+
+
+def atlas_maps(pdf: PdfPages, table: pd.DataFrame, ranges: pd.DataFrame | None = None) -> None:
+    """The atlas's maps, one per metric and instance (`analysis.comparisons.atlas_map`; `ranges`: the
+    sensitivity study's hook, None: off); one short page instead when nothing is compared."""
+    if _compared(table) is None:
         _text_page(pdf, TITLE, _wrap("No metric of these stores is measured by two or more "
                                      "algorithms on one instance and design point, so there is "
                                      "no comparison to map. " + READING_NOTE))
-        return table
-    body = _wrap(READING_NOTE) + "\n\n" + "\n".join(
-        text_lines(points) + crossover_lines(crossovers(table)))
-    _text_page(pdf, TITLE, body, size=7)
+        return
     for _name, fig in atlas_figures(table, ranges):
         pdf.savefig(fig)
         plt.close(fig)
+
+
+def atlas_text(pdf: PdfPages, table: pd.DataFrame) -> None:
+    """The atlas as text: every design point's reading and margin, and the crossovers."""
+    points = _compared(table)
+    if points is None:
+        return
+    body = _wrap(READING_NOTE) + "\n\n" + "\n".join(
+        text_lines(points) + crossover_lines(crossovers(table)))
+    _text_page(pdf, "Atlas: readings and margins", body, size=7)
+
+
+def atlas_page(pdf: PdfPages, datas: list[StoreData], n_boot: int = N_BOOT,
+               ranges: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Append the atlas of `datas` to `pdf`: its text page (readings, margins, crossovers) and
+    its maps. Returns the atlas's long table (`analysis.comparisons.atlas.atlas_table`)."""
+    table = atlas_of(datas, n_boot)
+    atlas_text(pdf, table)
+    atlas_maps(pdf, table, ranges)
     return table

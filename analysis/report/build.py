@@ -29,7 +29,7 @@ from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
 from analysis.path_length import path_table
 from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
-from analysis.report.atlas_page import atlas_page
+from analysis.report.atlas_page import atlas_maps, atlas_of, atlas_text
 from analysis.report.budget_use_page import budget_use_page
 from analysis.report.cell_pages import failures_page, trajectory_pages
 from analysis.report.claims_pages import (
@@ -40,19 +40,28 @@ from analysis.report.claims_pages import (
     path_page,
 )
 from analysis.report.eps_spent_page import eps_spent_page
-from analysis.report.headline_page import headline_page
+from analysis.report.headline_page import headline_detail_page, headline_page
+from analysis.report.html_report import APPENDIX_DPI, MAIN_DPI, CapturedPdf, sections_of, write_html
 from analysis.report.layout import LayoutCheckedPdf, _text_page, _wrap
 from analysis.report.local_slopes_page import local_slopes_pages
 from analysis.report.loss_curve_pages import loss_curve_pages
 from analysis.report.methods_text import METHODS
 from analysis.report.moment_pages import moment_pages
-from analysis.report.privacy_page import privacy_page
+from analysis.report.outline import Sections, finish
+from analysis.report.privacy_page import privacy_page, privacy_summary_page
 from analysis.report.scaling_pages import scaling_pages
-from analysis.report.summary_page import summary_table_pages
+from analysis.report.summary_page import SUMMARY_TABLE, summary_table_pages
 from analysis.report.tables import claims_summary
 from analysis.report.title_pages import section_page, title_page
 from analysis.verdict_engine import rates
 
+#: The main report's sections, in order (their titles are the PDF's bookmarks).
+MAIN_SECTIONS = ("Claims: measured against claimed rates",
+                 "Headline: samples to reach alpha on the hard instances",
+                 "Atlas: which algorithm wins where (maps)",
+                 "Privacy: spent / declared eps and verification")
+#: The metrics whose atlas maps the main report draws (`split_atlas`).
+MAIN_ATLAS_METRICS = ("alpha_sosp",)
 CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x", "predicted", "exponent",
                "ci_low", "ci_high", "verdict", "regime", "declared", "rules_predicted",
                "rules_verdict", "fit", "where", "spec", "window", "n_design", "n_points",
@@ -84,18 +93,26 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
                  privacy: dict | None = None,
                  layout_problems: list[str] | None = None,
                  crossovers: pd.DataFrame | None = None,
-                 laws: pd.DataFrame | None = None) -> dict[str, Any]:
-    """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`)
-    to `out` (one claims table and forest plot for all; scaling, paired, trajectory and failure
-    pages per store). `csv`: also write the claims table; `figures`: a directory for PNGs of
-    each declared fit and the forest plot. Page 1 is the claims summary (`analysis.report.tables.
-    claims_summary`; `privacy`: its optional per-row privacy notes), page 2 the headline plots.
+                 laws: pd.DataFrame | None = None,
+                 html: str | Path | None = None) -> dict[str, Any]:
+    """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`):
+    the main report to `out` (page 1 the claims summary, `analysis.report.tables.claims_summary`,
+    with the verdicts' glossary; `privacy`: its optional per-row privacy notes; then the headline
+    on one page, the atlas maps and the privacy summary) and the appendix to
+    `appendix_path_for(out)` (a contents page, then the headline in detail, the claims and forest
+    pages, and per store its scaling, paired, loss-curve, trajectory and failure pages; one PDF
+    bookmark per section). `csv`: also write the claims table; `figures`: a directory for PNGs of
+    each declared fit and the forest plot.
     `layout_problems`: a list that receives every text running off a page or out of its
     table cell (see `overflowing_text`). `crossovers` / `laws`: the measured crossovers and their
-    laws (reports/crossovers.csv, reports/crossover_laws.csv) for page 2."""
+    laws (reports/crossovers.csv, reports/crossover_laws.csv) for the headline page. Returns the
+    claims, paired rows, summary, both paths and both page counts. `html`: also write both as
+    one self-contained HTML file (`analysis.report.html_report`; its path under "html")."""
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
+    if html is not None and Path(html).suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--html {str(html)!r} is invalid: the HTML report is a .html file")
     datas = [stores] if isinstance(stores, StoreData) else list(stores)
     claims_parts = [claims_table(d, n_boot=n_boot) for d in datas]
     claims = pd.concat([c for c in claims_parts if len(c)], ignore_index=True) if any(
@@ -111,46 +128,167 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     # page 1 from the numbers as the CSV stores them (4 significant digits), so page 1, the
     # README's table (made from the CSV) and the CSV agree digit for digit
     summary = claims_summary(_as_stored(claims), privacy=privacy)
-    with PdfPages(out) as raw_pdf:
+    appendix_path = appendix_path_for(out)
+    atlas = atlas_of(datas, n_boot=n_boot)
+    names = ", ".join(d.spec.name for d in datas)
+    captured: list[CapturedPdf] = []
+
+    def wrap(raw_pdf: Any, dpi: int) -> Any:
         pdf = raw_pdf if layout_problems is None else LayoutCheckedPdf(raw_pdf, layout_problems)
-        summary_table_pages(pdf, summary, "Claims: measured against claimed rates, "
-                            + ", ".join(d.spec.name for d in datas)[:80])
+        if html is not None:
+            captured.append(CapturedPdf(pdf, dpi))
+            return captured[-1]
+        return pdf
+
+    with PdfPages(out) as raw_pdf:  # the main report (issue 59): at most ~15 pages
+        pdf = wrap(raw_pdf, MAIN_DPI)
+        main = Sections(pdf)
+        main.start(MAIN_SECTIONS[0])
+        summary_table_pages(pdf, summary, "Claims: measured against claimed rates, " + (
+            names if len(names) <= 70 else f"{len(datas)} stores (listed in the appendix)"))
+        main.start(MAIN_SECTIONS[1])
         headline_page(pdf, datas, claims, paired, crossovers, laws)
+        main.start(MAIN_SECTIONS[2])
+        main_atlas, other_atlas = split_atlas(atlas)
+        atlas_maps(pdf, main_atlas)
+        main.start(MAIN_SECTIONS[3])
+        privacy_summary_page(pdf, datas)
+        _info(pdf, "dprates report: " + names)
+        main_marks = main.drawn()
+    with PdfPages(appendix_path) as raw_pdf:  # everything else, with contents and bookmarks
+        pdf = wrap(raw_pdf, APPENDIX_DPI)
+        app = Sections(pdf)
+        app.start("The headline in detail")
+        headline_detail_page(pdf, datas, claims, paired, crossovers, laws)
         for data in datas:
+            app.start(f"Store {data.spec.name}: spec, provenance, cells")
             title_page(pdf, data)
         if len(claims):
+            app.start("Declared fits: exponents, CIs and verdicts")
             claims_page(pdf, claims)
+            app.start("Forest plot of the exponents")
             forest_page(pdf, claims, figdir)
+        app.start("Every declared claim")
         declared_claims_page(pdf, claims)
+        app.start("Local slopes of the rows still faster or slower than claimed")
         local_slopes_pages(pdf, claims, figdir)
+        app.start("Budget use against the rules")
         budget_use_page(pdf, claims)
+        app.start("Path length")
         path_page(pdf, [path_table(d) for d in datas])
+        app.start("Privacy per store")
         privacy_page(pdf, datas)
+        app.start("The share of eps the noise spends")
         eps_spent_page(pdf, datas)
-        atlas_page(pdf, datas, n_boot=n_boot)
+        app.start("Atlas: readings and margins")
+        atlas_text(pdf, atlas)
+        if len(other_atlas):
+            app.start("Atlas: the other metrics' maps")
+            atlas_maps(pdf, other_atlas)
         for data, part, pair in zip(datas, claims_parts, paired, strict=True):
             if len(datas) > 1:
+                app.start(f"{data.spec.name}: its section")
                 section_page(pdf, data)
             if len(part):
+                app.start(f"{data.spec.name}: scaling pages")
                 scaling_pages(pdf, data, part, figdir)
+            app.start(f"{data.spec.name}: paired differences")
             paired_page(pdf, pair)
+            app.start(f"{data.spec.name}: loss curves")
             loss_curve_pages(pdf, data, figdir)
+            app.start(f"{data.spec.name}: private moments")
             moment_pages(pdf, data)
+            app.start(f"{data.spec.name}: trajectories")
             trajectory_pages(pdf, data)
+        app.start("Methods")
         _text_page(pdf, "Methods", _wrap(METHODS), size=8)
         for data in datas:
+            app.start(f"{data.spec.name}: failures")
             failures_page(pdf, data)
-        info = pdf.infodict()
-        info["Title"] = "dprates report: " + ", ".join(d.spec.name for d in datas)
-        info["Subject"] = "Measured convergence exponents of private optimizers"
-        pages = pdf.get_pagecount()
+        _info(pdf, "dprates report, appendix: " + names)
+        app_marks = app.drawn()
+    pages = finish(out, main_marks, subtitle="")
+    appendix_pages = finish(appendix_path, app_marks, contents="Appendix: contents",
+                            subtitle=f"The appendix of {out.name} ({names[:200]}): every page the "
+                            "main report leaves out, by section; the PDF's bookmarks list the same.")
+    html_pages = 0
+    if html is not None:
+        tables = html_tables(summary, claims, crossovers, atlas)
+        html_pages = write_html(html, "dprates report: " + names, [
+            (f"Main report ({out.name})", sections_of(captured[0].pages, main_marks, tables)),
+            (f"Appendix ({appendix_path.name})", sections_of(captured[1].pages, app_marks, tables))])
     if csv is not None and len(claims):
         table = claims.copy()
         table["window"] = [f"{w[0]:g}..{w[1]:g}" if isinstance(w, (tuple, list)) else "" for w in
                            table["window"]]
         table[[c for c in CSV_COLUMNS if c in table]].to_csv(csv, index=False, float_format="%.4g")
     return {"claims": claims, "paired": [p for part in paired for p in part], "pages": pages,
-            "path": out, "summary": summary}
+            "path": out, "summary": summary, "appendix": appendix_path,
+            "appendix_pages": appendix_pages, "html": Path(html) if html is not None else None,
+            "html_pages": html_pages}
+
+
+def split_atlas(atlas: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The atlas's rows for the main report's maps and the appendix's: the headline metric's
+    (MAIN_ATLAS_METRICS: alpha_sosp, both views, every instance) in the main report when it is
+    measured, else every map there; the other metrics' maps go to the appendix (the reference
+    has two dozen of them, one per GLM rank and link)."""
+    if atlas.empty or "metric" not in atlas:
+        return atlas, atlas.iloc[0:0]
+    main = atlas["metric"].isin(MAIN_ATLAS_METRICS)
+    if not main.any():
+        return atlas, atlas.iloc[0:0]
+    return atlas[main], atlas[~main]
+
+
+def html_tables(summary: pd.DataFrame, claims: pd.DataFrame, crossovers: pd.DataFrame | None,
+                atlas: pd.DataFrame) -> dict[str, list[tuple[str, pd.DataFrame]]]:
+    """The sortable tables of the HTML report, by the section title they open: the claims
+    summary (page 1's columns), the Spiders' headline rows, the crossovers, the atlas's long
+    table and every declared fit (the CSV's columns, as stored)."""
+    from analysis.report.readme_results import SPIDER_HEADER, SPIDERS, spider_rows
+
+    shown = summary[[c for c, *_ in SUMMARY_TABLE if c in summary]
+                    + (["privacy"] if "privacy" in summary else [])]
+    stored = _as_stored(claims) if len(claims) else pd.DataFrame()
+    out: dict[str, list[tuple[str, pd.DataFrame]]] = {
+        MAIN_SECTIONS[0]: [("Every declared claim (click a header to sort)", shown)]}
+    head = []
+    if len(stored) and {"algorithm", "rules_verdict"} <= set(stored.columns):
+        spiders = stored[stored["algorithm"].isin(SPIDERS)]
+        if len(spiders):
+            rows = pd.DataFrame(spider_rows(spiders), columns=SPIDER_HEADER)
+            rows.insert(1, "problem", list(spiders["problem"]))
+            rows.insert(2, "mode", list(spiders["mode"]))
+            rows.insert(3, "spec / fit", [f"{s} / {f}" for s, f in
+                                          zip(spiders["spec"], spiders["fit"], strict=True)])
+            head.append(("The Spiders' fits: measured, against their rules, what each test "
+                         "accepts", rows))
+    if crossovers is not None and len(crossovers):
+        head.append(("Crossovers (reports/crossovers.csv)", crossovers))
+    out[MAIN_SECTIONS[1]] = head
+    if len(atlas):
+        out[MAIN_SECTIONS[2]] = [("The atlas's long table", atlas)]
+    if len(claims):
+        table = claims.copy()
+        table["window"] = [f"{w[0]:g}..{w[1]:g}" if isinstance(w, (tuple, list)) else "" for w in
+                           table["window"]]
+        out["Declared fits: exponents, CIs and verdicts"] = [
+            ("Every declared fit (the claims CSV's columns)",
+             table[[c for c in CSV_COLUMNS if c in table]])]
+    return out
+
+
+def appendix_path_for(out: str | Path) -> Path:
+    """The appendix PDF beside a main report: reports/reference.pdf -> reference_appendix.pdf."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}_appendix{out.suffix}")
+
+
+def _info(pdf: Any, title: str) -> None:
+    info = pdf.infodict()
+    info["Title"] = title
+    info["Subject"] = "Measured convergence exponents of private optimizers"
 
 
 def _as_stored(claims: pd.DataFrame) -> pd.DataFrame:

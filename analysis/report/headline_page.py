@@ -1,8 +1,10 @@
-"""Page 2 of the report, the headline: the question (`SUMMARY_QUESTION`), the key figure (n*
-against alpha for the algorithms on up to two hard instances, `_key_panels`) with the crossover
-where it falls inside the window, the observed crossovers of reports/crossovers.csv when given
-(`observed_crossover_lines`), and the crossover lines of the paired comparisons
-(`headline_page`).
+"""The headline: on the main report's page 2 (`headline_page`, one landscape page) the key
+figure (n* against alpha on up to two hard instances, `_key_panels`) with the crossover where it
+falls inside the window, one table of the plotted Spiders against their rules and claims, and at
+most 12 lines of text (the finding, each family's crossover, law and constants range); in the
+appendix (`headline_detail_page`) the long form: the question (`SUMMARY_QUESTION`), each Spider's
+chain, the observed crossovers of reports/crossovers.csv (`observed_crossover_lines`) and the
+crossover lines of the paired comparisons.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from analysis.crossover_law import ADAPTIVE, GAUSSIAN
+from analysis.comparisons.crossover_law import ADAPTIVE, GAUSSIAN
 from analysis.declarations import StoreData
 from analysis.points import fit_points_table
 from analysis.report import plots
-from analysis.report.layout import A4
+from analysis.report.layout import A4_LANDSCAPE, _text_page
 from analysis.report.scaling_pages import _chosen_rows
 from analysis.report.tables import direction_lines
 
@@ -239,22 +241,15 @@ def rules_lines(claims: pd.DataFrame, panels: list[tuple[Any, Any, str]]) -> lis
     return out
 
 
-def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
-                  paired: list[list[dict]], crossovers: pd.DataFrame | None = None,
-                  laws: pd.DataFrame | None = None) -> None:
-    """Page 2: the question, the key figure (n* against alpha for both algorithms on up to two
-    hard instances, with the crossover where it falls inside the window) and the crossover
-    lines, with what the plotted fits' verdicts mean."""
-    panels = _key_panels(datas, claims) if len(claims) else []
-    if not panels:
-        return
-    fig = plt.figure(figsize=A4)
-    fig.text(0.07, 0.965, "Headline: samples to reach alpha on the hard instances", fontsize=14,
-             weight="bold", va="top")
-    fig.text(0.07, 0.935, textwrap.fill(SUMMARY_QUESTION, 100), fontsize=7.5, va="top")
-    width = 0.85 / max(1, len(panels)) - (0.04 if len(panels) > 1 else 0.0)
+def _draw_panels(fig: Any, panels: list[tuple[Any, Any, str]], claims: pd.DataFrame,
+                 paired: list[list[dict]], box: tuple[float, float, float, float]) -> None:
+    """The key figure's panels side by side in `box` (left, bottom, width, height), each with
+    the crossover where the paired fit puts it inside the window."""
+    left, bottom, width, height = box
+    gap = 0.07 if len(panels) > 1 else 0.0
+    w = (width - gap * (len(panels) - 1)) / max(1, len(panels))
     for k, (data, fit, problem) in enumerate(panels):
-        ax = fig.add_axes([0.1 + k * (width + 0.08), 0.59, width, 0.24])
+        ax = fig.add_axes([left + k * (w + gap), bottom, w, height])
         mode = fit.mode
         pts = fit_points_table(data, fit, mode)
         rows = claims[(claims["fit"] == fit.name) & (claims["mode"] == mode)
@@ -266,27 +261,141 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
                            title=f"{problem}: samples to reach alpha\n"
                            f"({data.spec.name}, {mode} mode)")
         if len(panels) > 1:
-            ax.legend(fontsize=5.5, loc="upper right")
+            ax.legend(fontsize=6.5, loc="upper right")
         for p in _hard_alpha_pairs(paired, claims):
             res = p["result"]
             if (p["fit"] == fit.name and p["group"].get("problem") == problem
                     and math.isfinite(res.crossover)
                     and fit.window[0] <= res.crossover <= fit.window[1]):
                 ax.axvline(res.crossover, color="0.3", linewidth=0.8, linestyle=":")
-    lines = [textwrap.fill(v, 140, subsequent_indent="    ") for v in rules_lines(claims, panels)]
-    lines += ([""] if lines else []) + [textwrap.fill(v, 140, subsequent_indent="    ")
-                                        for v in observed_crossover_lines(crossovers, laws)]
-    observed = frozenset(crossovers["problem"]) if crossovers is not None and len(crossovers) else frozenset()
-    lines += ([""] if lines else []) + [textwrap.fill(_crossover_line(p, observed), 140)
-                                        for p in _hard_alpha_pairs(paired, claims)]
-    shown = claims[claims["fit"].isin([f.name for _, f, _ in panels])]
-    lines += ["", *[textwrap.fill(v, 140) for v in direction_lines(
-        list(zip(shown["view"], shown["x"], strict=True)))]]
-    lines += ["", textwrap.fill(
-        "Each line's label carries its fit: slope [95% CI] and the claim's. The verdicts of "
-        "these fits, with the regime gate's reasons, are on page 1 and the claims pages. Theory "
-        "mode runs every hidden constant at 1 (a check of the rules as written); tuned mode "
-        "takes the best knob setting per design point.", 140)]
-    fig.text(0.07, 0.535, "\n".join(lines), fontsize=6.5, va="top")
+
+
+def _panel_rows(claims: pd.DataFrame, panels: list[tuple[Any, Any, str]]) -> pd.DataFrame:
+    """The claims rows the panels plot (their fit, mode, spec and problem), in panel order."""
+    parts = [claims[(claims["fit"] == fit.name) & (claims["mode"] == fit.mode)
+                    & (claims["spec"] == data.spec.name) & (claims["problem"] == problem)]
+             for data, fit, problem in panels]
+    return pd.concat(parts, ignore_index=True) if parts else claims.iloc[:0]
+
+
+#: The headline page's text: at least this size, at most HEADLINE_LINES lines (issue 59).
+HEADLINE_FONT, HEADLINE_LINES = 9.0, 12
+#: The headline table's column widths (shares of its box), in SPIDER_HEADER's order.
+HEADLINE_COLUMNS = [0.145, 0.05, 0.12, 0.05, 0.185, 0.105, 0.11, 0.15, 0.085]
+HEADLINE_QUESTION = (
+    "Samples n* to reach an alpha-SOSP under (eps, delta)-DP on hard instances: the Gaussian "
+    "Spider claims n* ~ alpha^(-7/3) (exponent 3/7), the adaptive tree Spider alpha^(-2) (1/2). "
+    "Each is held first to its own rules (the bound its implementation runs), with a declared "
+    "margin m.")
+
+
+def crossover_summary_lines(crossovers: pd.DataFrame | None, laws: pd.DataFrame | None,
+                            families: set[str] | None = None) -> list[str]:
+    """Per family (those in `families`, None: all), one line: its crossover at the central
+    (eps, d) with its bracket and the paired slope's gate, its law, and the constants study's
+    range (`_study_line`)."""
+    if crossovers is None or not len(crossovers):
+        return []
+    out = []
+    central = crossovers["constants"].isin(CENTRAL_CONSTANTS)
+    studies = set(crossovers.loc[~central, "source"])
+    base = crossovers[central & ~crossovers["source"].isin(studies)]
+    if families is not None:
+        base = base[base["problem"].isin(families)]
+    for problem, g in base.groupby("problem", sort=True):
+        c = g[(g["eps"] == CENTRAL_EPS) & (g["d"] == CENTRAL_D)]
+        r = next((c if len(c) else g).itertuples())
+        gate = getattr(r, "paired_gate", "")
+        gate = str(gate).split(";")[0] if isinstance(gate, str) and gate else "no control"
+        line = (f"{problem} ({_sources(g)}; knobs at 1): alpha* = "
+                f"{_ci(r.alpha_star, r.ci_low, r.ci_high)} at eps {r.eps:g}, d {int(r.d)} "
+                f"({r.where} {r.bracket}); paired slope "
+                f"{_ci(r.paired_slope, r.paired_ci_low, r.paired_ci_high)} ({gate})")
+        law = laws[laws["problem"] == problem] if laws is not None and len(laws) else None
+        if law is not None and len(law):
+            lr = next(law.itertuples())
+            terms = [f"eps^{lr.eps_exp:.3g}" if _fin(lr.eps_exp) else "",
+                     f"d^{lr.d_exp:.3g}" if _fin(lr.d_exp) else ""]
+            line += f"; law alpha* ~ {' '.join(t for t in terms if t)}"
+        study = crossovers[crossovers["source"].isin(studies) & (crossovers["problem"] == problem)]
+        if len(study):
+            line += "; " + _study_line(str(problem), study).split(": ", 1)[-1]
+        out.append(line + ".")
+    return out
+
+
+def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
+                  paired: list[list[dict]], crossovers: pd.DataFrame | None = None,
+                  laws: pd.DataFrame | None = None) -> None:
+    """The main report's headline, one landscape page: the question, the key figure (n*
+    against alpha on up to two hard instances), one table (per plotted Spider: measured slope,
+    its rules' slope, the decision against its rules, what the rules and O~ tests accept, the
+    private share; the numbers as the CSV stores them, `analysis.report.readme_results`) and
+    at most HEADLINE_LINES lines of text at HEADLINE_FONT: the finding and the crossover per
+    family. Everything else is `headline_detail_page`'s, in the appendix."""
+    from analysis.report.readme_results import SHORT, SPIDER_HEADER, spider_finding, spider_rows
+
+    panels = _key_panels(datas, claims) if len(claims) else []
+    if not panels:
+        return
+    fig = plt.figure(figsize=A4_LANDSCAPE)
+    fig.text(0.04, 0.965, "Headline: samples to reach alpha on the hard instances", fontsize=14,
+             weight="bold", va="top")
+    fig.text(0.04, 0.93, textwrap.fill(HEADLINE_QUESTION, 155), fontsize=HEADLINE_FONT, va="top")
+    _draw_panels(fig, panels, claims, paired, (0.07, 0.5, 0.88, 0.31))
+    rows = _panel_rows(claims, panels)
+    body = spider_rows(rows)
+    # the first column names the Spider and, with two panels, its instance
+    body = [[SHORT.get(a, a) + (f" ({p})" if len(panels) > 1 else ""), *b[1:]]
+            for b, a, p in zip(body, rows["algorithm"], rows["problem"], strict=True)]
+    ax = fig.add_axes([0.03, 0.3, 0.94, 0.13])
+    ax.axis("off")
+    table = ax.table(cellText=body, colLabels=SPIDER_HEADER, loc="upper left", cellLoc="left",
+                     colLoc="left", colWidths=HEADLINE_COLUMNS)
+    table.auto_set_font_size(False)
+    table.set_fontsize(HEADLINE_FONT)
+    for cell in table.get_celld().values():
+        cell.set_height(1.0 / (len(body) + 1))
+        cell.PAD = 0.012
+    plotted = {p for *_, p in panels}
+    text = [spider_finding(rows)[0].upper() + spider_finding(rows)[1:],
+            *crossover_summary_lines(crossovers, laws, plotted),
+            "Details (the chain from rules to claim, every crossover and constants study, what "
+            "faster and slower mean): the appendix, 'The headline in detail'."]
+    lines = [w for t in text for w in textwrap.wrap(t, 155)][:HEADLINE_LINES]
+    fig.text(0.04, 0.27, "\n".join(lines), fontsize=HEADLINE_FONT, va="top")
     pdf.savefig(fig)
     plt.close(fig)
+
+
+def headline_detail_lines(claims: pd.DataFrame, panels: list[tuple[Any, Any, str]],
+                          paired: list[list[dict]], crossovers: pd.DataFrame | None,
+                          laws: pd.DataFrame | None) -> list[str]:
+    """The headline's long form: each plotted Spider's chain against its rules, the observed
+    crossovers with their laws and constants studies, every paired comparison's crossover, and
+    what faster / slower mean for the plotted fits."""
+    lines = [SUMMARY_QUESTION, "", *rules_lines(claims, panels)]
+    lines += ["", *observed_crossover_lines(crossovers, laws)]
+    observed = frozenset(crossovers["problem"]) if crossovers is not None and len(crossovers) else frozenset()
+    lines += [""] + [_crossover_line(p, observed)
+                                        for p in _hard_alpha_pairs(paired, claims)]
+    shown = claims[claims["fit"].isin([f.name for _, f, _ in panels])]
+    lines += ["", *direction_lines(list(zip(shown["view"], shown["x"], strict=True)))]
+    lines += ["", "Each line's label carries its fit: slope [95% CI] and the claim's. The "
+              "verdicts of these fits, with the regime gate's reasons, are on the main report's "
+              "page 1 and the claims pages. Theory mode runs every hidden constant at 1 (a check "
+              "of the rules as written); tuned mode takes the best knob setting per design point."]
+    return lines
+
+
+def headline_detail_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
+                         paired: list[list[dict]], crossovers: pd.DataFrame | None = None,
+                         laws: pd.DataFrame | None = None) -> None:
+    """The appendix's 'The headline in detail' (`headline_detail_lines`), nothing without a
+    headline figure."""
+    panels = _key_panels(datas, claims) if len(claims) else []
+    if not panels:
+        return
+    body = "\n".join(textwrap.fill(v, 110, subsequent_indent="    ") if v else ""
+                     for v in headline_detail_lines(claims, panels, paired, crossovers, laws))
+    _text_page(pdf, "The headline in detail", body, size=7.5)

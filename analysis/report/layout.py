@@ -34,7 +34,10 @@ def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5) -> None:
     for k, chunk in enumerate(chunks):
         fig = plt.figure(figsize=A4)
         more = f" (continued, {k + 1} of {len(chunks)})" if k else ""
-        fig.text(0.08, 0.95, title + more, fontsize=15, weight="bold", va="top")
+        head = title + more
+        # a long title (a continued page's) shrinks to the page's width: bold is ~0.62 em a char
+        fig.text(0.08, 0.95, head, fontsize=min(15.0, 0.84 * A4[0] * 72 / (0.62 * len(head))),
+                 weight="bold", va="top")
         fig.text(0.08, 0.91, "\n".join(chunk), fontsize=size, va="top", family="monospace",
                  wrap=False)
         pdf.savefig(fig)

@@ -11,8 +11,20 @@ from analysis.privacy_checks.ledger import spent_table, spent_text
 from analysis.report.layout import _text_page
 
 
+def privacy_summary_page(pdf: PdfPages, datas: list[StoreData]) -> None:
+    """The main report's one-page privacy summary: spent / declared eps per algorithm over all
+    stores' cells, its accountant and its privacy check (per store: `privacy_page`)."""
+    import pandas as pd
+
+    frames = [d.cells for d in datas if len(d.cells)]
+    cells = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    names = ", ".join(d.spec.name for d in datas)
+    _text_page(pdf, "Privacy: spent / declared eps and verification",
+               f"All {len(datas)} store(s): {names}\n\n" + spent_text(spent_table(cells)), size=7.5)
+
+
 def privacy_page(pdf: PdfPages, datas: list[StoreData]) -> None:
-    """Spent / declared eps per algorithm, its accountant, its privacy check (fair rules: each
+    """Per store: spent / declared eps per algorithm, its accountant, its privacy check (fair rules: each
     algorithm gets the noise its accountant needs, no more)."""
     body = "\n\n".join(f"{d.spec.name}\n" + spent_text(spent_table(d.cells)) for d in datas)
-    _text_page(pdf, "Privacy: spent / declared eps and verification", body, size=7.5)
+    _text_page(pdf, "Privacy per store: spent / declared eps and verification", body, size=7.5)

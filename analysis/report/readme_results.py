@@ -50,44 +50,72 @@ def headline_rows(exponents: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values("algorithm", key=lambda c: c.map(list(SPIDERS).index))
 
 
+SPIDER_HEADER = ["Spider", "claimed", "measured [95% CI]", "its rules", "residual [95% CI], margin",
+                 "against its rules", "rules test accepts", "O~ test accepts", "private share"]
+
+
+#: What the headline table's less obvious columns hold (printed under it).
+SPIDER_COLUMNS_NOTE = (
+    "Slopes are of log n* on log alpha. Residual: measured minus its rules' slope, decided "
+    "against the margin m (follows / slower / faster / undecided); 'accepts': the pure power "
+    "laws each test would pass on this design; private share: 1 - n*(eps = inf) / n*(eps), "
+    "measured against eps = inf controls ((rules') where only the rules' split exists).")
+
+
+def spider_rows(t: pd.DataFrame) -> list[list[str]]:
+    """One row of SPIDER_HEADER per claims row (as the CSV stores it): claimed and measured
+    slope, its rules' slope, the residual against the declared margin and the decision, what
+    the rules test and the O~ test accept on this design, and the private share (measured
+    against eps = inf controls; "(rules')" where it is the rules' split)."""
+    rows = []
+    for r in t.to_dict("records"):
+        untestable = isinstance(r.get("untestable"), str) and r["untestable"].strip()
+        rows.append([SPIDERS.get(r["algorithm"], r["algorithm"]), _num(r.get("predicted")),
+                     _ci(r.get("exponent"), r.get("ci_low"), r.get("ci_high")),
+                     _num(r.get("rules_predicted")),
+                     f"{_signed(r.get('rules_residual'))} [{_signed(r.get('rules_residual_low'))}, "
+                     f"{_signed(r.get('rules_residual_high'))}], m {_num(r.get('margin'), '.2g')}",
+                     str(r.get("rules_verdict", "-")),
+                     f"{_num(r.get('rules_accepts_low'))}..{_num(r.get('rules_accepts_high'))}",
+                     f"{_num(r.get('accepts_low'))}..{_num(r.get('accepts_high'))}"
+                     + (" (untestable)" if untestable else ""),
+                     # unmarked: measured against eps = inf controls; the rules' split is the
+                     # fallback where no control exists, and says so
+                     _num(r.get("private_share"), ".2f")
+                     + ("" if str(r.get("private_share_source", "")).startswith("measured")
+                        else " (rules')")])
+    return rows
+
+
+def spider_finding(t: pd.DataFrame) -> str:
+    """What the rows show, in one clause each: whether every Spider follows its own rules,
+    whether each rules test excludes the rival's slope, whether an O~ test is untestable."""
+    follows = all(str(v) == "follows its rules" for v in t["rules_verdict"])
+    separates = "separates_rival" in t and all(str(v).startswith("yes") for v in t["separates_rival"])
+    untestable = "untestable" in t and t["untestable"].fillna("").astype(str).str.strip().ne("").any()
+    return (("both Spiders follow their own rules within the declared margin m" if follows and
+             len(t) == 2 else "every Spider follows its own rules within the declared margin m"
+             if follows else "not every Spider follows its own rules")
+            + ("; each rules test excludes the rival's slope, so this window tells 3/7 from 1/2 "
+               "through the rules" if separates else
+               "; the rules tests do not both exclude the rival's slope")
+            + (", while the O~ test alone cannot for a Spider marked untestable (its accepted "
+               "range holds the rival's slope)." if untestable else "."))
+
+
 def headline_table(exponents: pd.DataFrame) -> list[str]:
-    """Per Spider: claimed and measured slope of log n* on log alpha, its rules' slope, the
-    residual against the declared margin and the decision, what the rules test and the O~ test
-    accept on this design, and the measured private share."""
+    """The README's headline: the sentence and the two Spiders' rows (`spider_rows`)."""
     t = headline_rows(exponents)
     if t.empty:
         return [f"(no {HEADLINE_SPEC} / {HEADLINE_FIT} rows in the CSV)"]
     r0 = t.iloc[0]
-    rows = []
-    for r in t.itertuples():
-        untestable = isinstance(r.untestable, str) and r.untestable.strip()
-        rows.append([SPIDERS[r.algorithm], _num(r.predicted), _ci(r.exponent, r.ci_low, r.ci_high),
-                     _num(r.rules_predicted),
-                     f"{_signed(r.rules_residual)} [{_signed(r.rules_residual_low)}, "
-                     f"{_signed(r.rules_residual_high)}], m {_num(r.margin, '.2g')}",
-                     str(r.rules_verdict),
-                     f"{_num(r.rules_accepts_low)}..{_num(r.rules_accepts_high)}",
-                     f"{_num(r.accepts_low)}..{_num(r.accepts_high)}"
-                     + (" (untestable: holds the rival's)" if untestable else ""),
-                     _num(r.private_share, ".2f")
-                     + (" measured" if str(r.private_share_source).startswith("measured") else
-                        " rules'")])
-    follows = all(str(v) == "follows its rules" for v in t["rules_verdict"])
-    separates = all(str(v).startswith("yes") for v in t["separates_rival"])
-    seeds = int(round(float(r0["n_points"]) / float(r0["n_design"]))) if _num(r0["n_design"]) != "-" else 0
+    seeds = round(float(r0["n_points"]) / float(r0["n_design"])) if _num(r0["n_design"]) != "-" else 0
     sentence = (f"Samples n* to reach alpha on `hard_valley` (eps {_num(r0['eps'], 'g')}, d "
                 f"{_num(r0['d'], 'g')}, {int(r0['design_points'])} targets over alpha "
                 f"{r0['window']}, {seeds} paired seeds, the papers' noise formulas): "
-                + ("both Spiders follow their own rules within the declared margin m"
-                   if follows else "not every Spider follows its own rules")
-                + ("; each rules test excludes the rival's slope, so this window tells 3/7 "
-                   "from 1/2 through the rules" if separates else
-                   "; the rules tests do not both exclude the rival's slope")
-                + (", while the O~ test alone cannot for a Spider marked untestable."
-                   if t["untestable"].fillna("").astype(str).str.strip().ne("").any() else "."))
-    return [sentence, "", *_table(
-        ["Spider", "claimed", "measured [95% CI]", "its rules", "residual [95% CI], margin",
-         "against its rules", "rules test accepts", "O~ test accepts", "private share"], rows)]
+                + spider_finding(t))
+    return [sentence, "", *_table(SPIDER_HEADER, spider_rows(t)), "",
+            SPIDER_COLUMNS_NOTE]
 
 
 def crossover_table(crossovers: pd.DataFrame, laws: pd.DataFrame) -> list[str]:
@@ -102,7 +130,7 @@ def crossover_table(crossovers: pd.DataFrame, laws: pd.DataFrame) -> list[str]:
     rows = []
     for r in t.itertuples():
         gate = getattr(r, "paired_gate", "")
-        gate = gate if isinstance(gate, str) and gate else "-"
+        gate = gate if isinstance(gate, str) and gate else "no eps = inf control: not read"
         rows.append([f"`{r.problem}`", _num(r.eps, "g"), _num(r.d, "g"),
                      _ci(r.alpha_star, r.ci_low, r.ci_high), str(r.where),
                      _ci(r.paired_slope, r.paired_ci_low, r.paired_ci_high),
@@ -111,11 +139,13 @@ def crossover_table(crossovers: pd.DataFrame, laws: pd.DataFrame) -> list[str]:
                      f"{_num(getattr(r, 'share_gaussian', math.nan), '.2f')}",
                      gate.split(";")[0]])
     inside = int((t["where"] == "inside").sum())
+    gates = t["paired_gate"] if "paired_gate" in t else pd.Series([""] * len(t))
+    in_regime = int(gates.astype(str).eq("in regime").sum())
     sentence = (f"Where the adaptive tree Spider starts to need fewer samples than the Gaussian "
                 f"one, both calibrated tight (each spends all of eps), knobs at 1: alpha* at "
                 f"{len(t)} (eps, d), {inside} inside their brackets of paired targets; the "
                 "paired slope (the claims' difference is 1/3) is read only where both Spiders' "
-                "measured private shares reach 0.9.")
+                f"measured private shares reach 0.9 ({in_regime} of {len(t)} do).")
     out = [sentence, "", *_table(["family", "eps", "d", "alpha* [95% CI]", "where",
                                   "paired slope [95% CI]", "rules' paired slope",
                                   "private share adaptive / Gaussian", "paired slope"], rows)]

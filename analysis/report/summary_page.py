@@ -62,6 +62,17 @@ SUMMARY_TABLE = [
     ("decided by", "decided by (spec/fit, mode, problem, x)", 0.135, 28, 2),
 ]
 SUMMARY_FONT = 6.0
+#: The notes under page 1's table (glossary, counts, what was left out).
+NOTES_FONT = 6.5
+#: Page 1's one-line glossary of the verdicts (analysis/README.md, "What each verdict means").
+VERDICT_GLOSSARY = (
+    "Verdicts: 'follows its rules' = the residual slope (measured minus the algorithm's own "
+    "rules) has its 95% CI inside +-m, the declared margin; 'slower / faster than its rules by "
+    "X' = outside it; 'undecided' = it straddles +-m; 'whose asymptote is the claim' = the rules' "
+    "local slope tends to the claimed exponent; 'not refuted by the O~ claim (accepts a..b)' = "
+    "the claim with the logs its rules carry, +-m, accepts the pure power laws a..b on this "
+    "design; 'design too short' = under 5 points or 1.5 decades; 'not in regime' = the regime "
+    "gate (privacy share under 0.9, ceiling or floor).")
 
 
 def _cell_lines(text: Any, width: int, max_lines: int) -> list[str]:
@@ -111,7 +122,7 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str,
         used += h
     pages.append(current)
     counts = verdict_counts(full)
-    notes = summary_notes(full)
+    notes = [VERDICT_GLOSSARY, *summary_notes(full)]
     if hidden:
         notes.insert(len(privacy_failure_lines(full)), hidden_claims_line(
             hidden, len(full), "`dprates report STORES -o OUT --all-claims`"))
@@ -123,9 +134,12 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str,
         if failed:  # a plugin swept with --allow-unverified after its check found a leak
             fig.text(0.97, 0.965, f"PRIVACY FAILED: {', '.join(failed)}", fontsize=11,
                      weight="bold", color="#b00000", va="top", ha="right")
-        fig.text(0.03, 0.93, "; ".join(f"{v} {k}" for k, v in counts.items()) + f" ({len(full)} "
-                 "declared claims" + (f"; the {hidden} not measured are not listed" if hidden else "")
-                 + ")", fontsize=8, va="top")
+        # the counts can be a dozen verdicts long (the reference): wrapped to the page's width
+        fig.text(0.03, 0.937, textwrap.fill("; ".join(f"{v} {k}" for k, v in counts.items())
+                                            + f" ({len(full)} declared claims" + (
+                                                f"; the {hidden} not measured are not listed"
+                                                if hidden else "") + ")", 200),
+                 fontsize=7, va="top")
         if not idx:  # nothing measured: no table, the notes say what was left out
             fig.text(0.03, 0.88, "No declared claim is measured by these stores.", fontsize=9,
                      va="top")
@@ -160,8 +174,20 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str,
         legend = "   ".join(dict.fromkeys(verdict_key(v) for v in summary["verdict"]))
         drawn = height(header) + sum(height(rows[k]) for k in idx)  # of the box's height
         top = max(0.135, box[1] + box[3] * (1 - drawn) - 0.02)  # just under the table
-        fig.text(0.03, top, "\n".join(
-            textwrap.fill(n, 210) for n in notes) + "\nrow colours: " + legend, fontsize=6.5,
-            va="top")
+        lines = [*"\n".join(textwrap.fill(n, 210) for n in notes).split("\n"),
+                 "row colours: " + legend]
+        room = int((top - 0.015) * A4_LANDSCAPE[1] * 72 / (NOTES_FONT * 1.2))
+        rest = []
+        if len(lines) > room:  # the reference's notes outgrow page 1: the rest on a page of their own
+            lines, rest = lines[:room - 1], lines[room - 1:]
+            lines.append("(the notes continue on the next page)")
+        fig.text(0.03, top, "\n".join(lines), fontsize=NOTES_FONT, va="top")
         pdf.savefig(fig)
         plt.close(fig)
+        if rest:
+            fig = plt.figure(figsize=A4_LANDSCAPE)
+            fig.text(0.03, 0.965, title + ": notes (continued)", fontsize=13, weight="bold",
+                     va="top")
+            fig.text(0.03, 0.92, "\n".join(rest), fontsize=NOTES_FONT, va="top")
+            pdf.savefig(fig)
+            plt.close(fig)

@@ -198,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all-claims", action="store_true",
                    help="page 1 lists every declared claim, the not measured ones too (default: "
                         "the measured ones and a line saying how many are left out)")
+    p.add_argument("--html", nargs="?", const="", default=None, metavar="HTML",
+                   help="also write the report (main and appendix) as one self-contained HTML "
+                        "file with sortable tables (default path: the PDF's, ending .html)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("plot", help="one figure of a store (png, svg or pdf)")
     p.add_argument("store")

@@ -1,7 +1,7 @@
 """`dprates atlas SOURCES...`: which algorithm wins where (issue 45), per metric and instance,
-with the margin over the runner-up and its interval (`analysis.atlas`); `--at ... [--target T]`
-the recommendation line (`analysis.atlas_recommend`); `--maps DIR` the maps
-(`analysis.atlas_map`). A source is a store (.sqlite) or an atlas CSV this command wrote
+with the margin over the runner-up and its interval (`analysis.comparisons.atlas`); `--at ... [--target T]`
+the recommendation line (`analysis.comparisons.atlas_recommend`); `--maps DIR` the maps
+(`analysis.comparisons.atlas_map`). A source is a store (.sqlite) or an atlas CSV this command wrote
 (`--format csv -o reports/atlas.csv`, or `write_atlas_csv`), so the committed CSV answers
 without the stores."""
 
@@ -22,7 +22,7 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.target is not None and args.at is None:
         raise ValueError(f"--target={args.target:g} is used with --at (the recommendation line), "
                          "e.g. --at n=1e8,d=10,eps=0.1 --target 1e-3")
-    from analysis.compare import METRIC_COLUMN
+    from analysis.comparisons.compare import METRIC_COLUMN
 
     if args.metric is not None and args.metric not in METRIC_COLUMN:
         raise ValueError(f"--metric={args.metric!r} is invalid: must be a claim metric, one of "
@@ -39,7 +39,7 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
     --problem / --d / --eps when `args` has them, as `dprates compare` does)."""
     import pandas as pd
 
-    from analysis.atlas import atlas_table, read_csv
+    from analysis.comparisons.atlas import atlas_table, read_csv
     from bench.cli.compare import _filter, load_cells
 
     csvs = [s for s in sources if str(s).lower().endswith(".csv")]
@@ -59,7 +59,7 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
                          + f"sources {', '.join(sources)}: no design point to compare (no ok "
                          "cell measured by an algorithm on " + ("it)" if metric else
                                                                 "a metric of the atlas)"))
-    from analysis.atlas import _with_readings
+    from analysis.comparisons.atlas import _with_readings
 
     return _with_readings(pd.concat(parts, ignore_index=True)) if len(parts) > 1 else parts[0]
 
@@ -68,7 +68,7 @@ def write_atlas_csv(stores: Sequence[str], path: str | Path, n_boot: int = 2000)
     """The atlas CSV of `stores` (the per-point medians, paired ratios and intervals every
     reading of the atlas needs) at `path`: what `make reference` commits as reports/atlas.csv,
     since the stores are not in the repository."""
-    from analysis.atlas import write_csv
+    from analysis.comparisons.atlas import write_csv
 
     return write_csv(atlas_from_sources(list(stores), n_boot), path)
 
@@ -79,21 +79,21 @@ def _output(text: str, args: argparse.Namespace, what: str) -> None:
 
 def cmd_atlas(args: argparse.Namespace) -> int:
     """Print (or write) the atlas, its recommendation line or its maps."""
-    from analysis.atlas import READING_NOTE, display, filter_table, points_table, text_lines
-    from analysis.atlas_map import crossover_lines, crossovers
-    from analysis.atlas_recommend import parse_at, recommend
+    from analysis.comparisons.atlas import READING_NOTE, display, filter_table, points_table, text_lines
+    from analysis.comparisons.atlas_map import crossover_lines, crossovers
+    from analysis.comparisons.atlas_recommend import parse_at, recommend
 
     _check_args(args)
     at = parse_at(args.at) if args.at is not None else None
     cx = None
     if args.maps and args.ranges:  # read (and refused) before any work
-        from analysis.crossover_files import read_crossovers
+        from analysis.comparisons.crossover_files import read_crossovers
 
         cx = read_crossovers(args.ranges, "--ranges")
     table = atlas_from_sources(args.sources, args.boot, args.knobs, args)
     table = filter_table(table, args.metric, args.problem, args.d, args.eps)
     if args.maps:
-        from analysis.atlas_map import ranges_from_crossovers, save_maps
+        from analysis.comparisons.atlas_map import ranges_from_crossovers, save_maps
 
         ranges = ranges_from_crossovers(table, cx) if cx is not None else None
         for p in save_maps(table, args.maps, ranges):
@@ -104,10 +104,10 @@ def cmd_atlas(args: argparse.Namespace) -> int:
                 f"{len(recs)} recommendation(s)")
         return 0
     if args.format == "csv":
-        from analysis.atlas import COLUMNS
+        from analysis.comparisons.atlas import COLUMNS
 
         if args.output:
-            from analysis.atlas import write_csv
+            from analysis.comparisons.atlas import write_csv
 
             write_csv(table, args.output)
             print(f"wrote {args.output} ({len(table)} rows: the atlas CSV)")

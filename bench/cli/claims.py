@@ -58,7 +58,7 @@ def readme_results_block(measured: str, crossovers: str, laws: str, atlas: str) 
     """The README's generated Results tables (`analysis.report.readme_results`) from the CSVs."""
     import pandas as pd
 
-    from analysis.crossover_files import read_crossovers, read_laws
+    from analysis.comparisons.crossover_files import read_crossovers, read_laws
     from analysis.report.readme_results import results_block
 
     try:

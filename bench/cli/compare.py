@@ -1,5 +1,5 @@
 """`dprates compare STORES... --target T`: every algorithm of the stores on one axis, the samples
-it needs to reach the target error (`analysis.compare` says how each view counts them), with
+it needs to reach the target error (`analysis.comparisons.compare` says how each view counts them), with
 its passes over the data, the iterate it reads, paired ratios and flags."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _filter(cells, args: argparse.Namespace):
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the comparison table (markdown or CSV) and its notes."""
-    from analysis.compare import compare_table, display
+    from analysis.comparisons.compare import compare_table, display
 
     _check_args(args)
     cells = _filter(load_cells(args.stores), args)

@@ -1,7 +1,7 @@
 """`dprates crossover-law STORES... [-o FILE]`: the SOSP crossover alpha* of the two Spiders at
 every (eps, d) of the stores' samples-to-target fits, the law log alpha* = c + a log eps + b log d
 with CIs, and the law the rules predict once scaled by each Spider's measured budget use
-(`analysis.crossover_law`)."""
+(`analysis.comparisons.crossover_law`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bench.cli.output import write_output
 def cmd_crossover_law(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from analysis.crossover_law import conditions_from_stores, law_fit, law_markdown
+    from analysis.comparisons.crossover_law import conditions_from_stores, law_fit, law_markdown
     from bench.store import open_store_data
 
     for path in args.stores:
@@ -38,12 +38,12 @@ def cmd_crossover_law(args: argparse.Namespace) -> int:
             "bracket.\n\n" + law_markdown(law))
     write_output(text, args.output)
     if args.csv:
-        from analysis.crossover_files import crossovers_csv, merge_crossovers
+        from analysis.comparisons.crossover_files import crossovers_csv, merge_crossovers
 
         merged = merge_crossovers(args.csv, crossovers_csv(law))
         print(f"wrote {args.csv} ({len(law.table)} crossovers of {len(merged)})")
     if args.law_csv:
-        from analysis.crossover_files import law_row, merge_laws
+        from analysis.comparisons.crossover_files import law_row, merge_laws
 
         row = law_row(law)
         if row.empty:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from bench.cli.fit import _print_claims
 
@@ -14,7 +15,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     crossovers = None
     if getattr(args, "crossovers", None):
-        from analysis.crossover_files import read_crossovers
+        from analysis.comparisons.crossover_files import read_crossovers
 
         crossovers = read_crossovers(args.crossovers, "--crossovers")
     laws = None
@@ -22,15 +23,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ValueError(f"--laws={args.laws!r} is invalid without --crossovers: page 2 prints "
                          "each law beside its family's crossovers (reports/crossovers.csv)")
     if getattr(args, "laws", None):
-        from analysis.crossover_files import read_laws
+        from analysis.comparisons.crossover_files import read_laws
 
         laws = read_laws(args.laws, "--laws")
+    html = getattr(args, "html", None)
+    if html == "":  # --html without a path: beside the PDF
+        html = str(Path(args.output).with_suffix(".html"))
+    if html is not None and Path(html).suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--html={html!r} is invalid: the HTML report is a .html file")
     with all_claims_on_page_one(getattr(args, "all_claims", False)):
         res = write_report([open_store_data(p) for p in args.store], args.output,
                            n_boot=args.boot, csv=args.csv, figures=args.figures,
-                           crossovers=crossovers, laws=laws)
-    print(f"wrote {res['path']} ({res['pages']} pages)" + (f", {args.csv}" if args.csv else "")
-          + (f", figures in {args.figures}" if args.figures else ""))
+                           crossovers=crossovers, laws=laws, html=html)
+    print(f"wrote {res['path']} ({res['pages']} pages) and its appendix {res['appendix']} "
+          f"({res['appendix_pages']} pages)" + (f", {args.csv}" if args.csv else "")
+          + (f", figures in {args.figures}" if args.figures else "")
+          + (f", {res['html']} ({res['html_pages']} pages, sortable tables)" if html else ""))
     if args.print:
         _print_claims(res["claims"])
     return 0

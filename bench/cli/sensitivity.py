@@ -1,5 +1,5 @@
 """`dprates sensitivity STORE [-o FILE]`: how far the SOSP crossover and the paired slope move
-when each Spider's knobs move, one at a time and jointly (`analysis.sensitivity`; the store of
+when each Spider's knobs move, one at a time and jointly (`analysis.comparisons.sensitivity`; the store of
 bench/configs/headline4_sensitivity.toml)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from bench.cli.output import write_output
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from analysis.sensitivity import knob_summary, sensitivity_markdown, sensitivity_table
+    from analysis.comparisons.sensitivity import knob_summary, sensitivity_markdown, sensitivity_table
     from bench.store import load
 
     if not Path(args.store).is_file():
@@ -24,8 +24,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
             + sensitivity_markdown(table, knob_summary(table)))
     write_output(text, args.output)
     if args.csv and not table.empty:
-        from analysis.crossover_files import merge_crossovers
-        from analysis.sensitivity import crossover_rows
+        from analysis.comparisons.crossover_files import merge_crossovers
+        from analysis.comparisons.sensitivity import crossover_rows
         from bench.store import open_store_data
 
         spec = open_store_data(args.store).spec

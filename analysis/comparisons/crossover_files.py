@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.crossover_law import SLOPE_COLUMNS, Law
+from analysis.comparisons.crossover_law import SLOPE_COLUMNS, Law
 
 #: The columns of reports/crossovers.csv: one row per measured crossover.
 CROSSOVER_COLUMNS = ["problem", "source", "eps", "d", "constants", "alpha_star", "ci_low",

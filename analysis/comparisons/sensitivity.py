@@ -162,9 +162,9 @@ def knob_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def crossover_rows(table: pd.DataFrame, source: str, problem: str = "hard_valley",
                    eps: float = math.nan, d: float = math.nan, bracket: str = "") -> pd.DataFrame:
-    """The comparisons as rows of reports/crossovers.csv (`analysis.crossover_law`): constants
+    """The comparisons as rows of reports/crossovers.csv (`analysis.comparisons.crossover_law`): constants
     = the setting (defaults, one knob, or both Spiders' hypercube points)."""
-    from analysis.crossover_files import CROSSOVER_COLUMNS
+    from analysis.comparisons.crossover_files import CROSSOVER_COLUMNS
 
     out = pd.DataFrame({
         "problem": problem, "source": source, "eps": eps, "d": d,

@@ -1,5 +1,5 @@
 """The atlas's maps (issue 45, point 2) and its crossovers, from the long table of
-`analysis.atlas`.
+`analysis.comparisons.atlas`.
 
 One figure per (view, metric, problem, instance): x = the target (samples to target) or
 n eps / sqrt(d) (error at n), y = eps at the d with the most measured points, and a second
@@ -13,7 +13,7 @@ interpolation of its interval bounds; a change between adjacent measured eps (or
 as a boundary half-way, without an interval.
 
 The sensitivity study's ranges (issue 43): `ranges`, off by default, is a table with the point
-key columns (`analysis.atlas.KEY`) and a boolean `winner_changes`: whether the winner changes
+key columns (`analysis.comparisons.atlas.KEY`) and a boolean `winner_changes`: whether the winner changes
 when the constants move within their ranges. Points where it is true are hatched.
 `ranges_from_crossovers` makes it from reports/crossovers.csv: at an (problem, eps, d) that a
 constants study covers, a target between the smallest and the largest crossover over its
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from analysis.atlas import BEST, KEY, SAMPLES, WINNER, _num, points_table
+from analysis.comparisons.atlas import BEST, KEY, SAMPLES, WINNER, _num, points_table
 
 LIGHT = 0.3
 A4_LANDSCAPE = (11.69, 8.27)

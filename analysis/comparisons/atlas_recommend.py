@@ -1,10 +1,10 @@
 """The atlas's recommendation line (issue 45, point 3): "at n, d, eps (and a target), run X: its
 margin over the runner-up with its interval, measured or extrapolated, and the cells it rests
-on", read from the atlas's long table (`analysis.atlas.atlas_table` or its CSV).
+on", read from the atlas's long table (`analysis.comparisons.atlas.atlas_table` or its CSV).
 
 * **measured**: the requested (d, eps, x) is a design point two or more algorithms measured
   (x = the target in the samples-to-target view, n in the error view); the answer is that
-  point's reading, margin and paired interval (`analysis.atlas.points_table`).
+  point's reading, margin and paired interval (`analysis.comparisons.atlas.points_table`).
 * **extrapolated**: otherwise. In the nearest measured setting (d, eps; distance in log d and
   log eps over the keys given) every algorithm's measured curve (its medians against x) gets a
   log-log least-squares line, evaluated at the requested x. The interval is from redrawing each
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.atlas import ERROR, NOT_MEASURED, SAMPLES, WINNER, _num, pairing_text, points_table
+from analysis.comparisons.atlas import ERROR, NOT_MEASURED, SAMPLES, WINNER, _num, pairing_text, points_table
 from analysis.verdict_engine.rates import LEVEL, N_BOOT
 
 AT_KEYS = ("n", "d", "eps")
@@ -158,7 +158,7 @@ def _pct(draws: np.ndarray) -> tuple[float, float]:
 
 def _fittable(g: pd.DataFrame) -> np.ndarray:
     """Medians a fit may use: finite, > 0 and not a bound (a target reached at the smallest n
-    reads n* <= n_min, `analysis.compare`'s flag)."""
+    reads n* <= n_min, `analysis.comparisons.compare`'s flag)."""
     return (np.isfinite(g["value"]) & (g["value"] > 0)
             & ~g["flags"].astype(str).str.contains("n* <=", regex=False)).to_numpy(bool)
 

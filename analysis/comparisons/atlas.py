@@ -2,7 +2,7 @@
 
 A practitioner asks "at my n, d and eps, which algorithm should I run, and how sure is that?".
 The atlas answers it point by point, on the rows and intervals of `dprates compare`
-(`analysis.compare`: its rows, its bootstrap over repetitions and its paired ratios are reused
+(`analysis.comparisons.compare`: its rows, its bootstrap over repetitions and its paired ratios are reused
 here, not re-implemented). Two views, each a set of *design points*:
 
 * "samples to target": at each (problem, instance, d, eps) and each target the one-pass cells
@@ -25,8 +25,8 @@ The long table (`atlas_table`, one row per point and algorithm: median, interval
 point's best median and its interval; `pairing` "best median" on that row) is what
 `reports/atlas.csv` holds (`write_csv` / `read_csv`); the point table (`points_table`) and
 everything drawn from it are recomputed from it, so an atlas read back from its CSV gives the
-same answers as the stores. Maps: `analysis.atlas_map`;
-recommendations: `analysis.atlas_recommend`.
+same answers as the stores. Maps: `analysis.comparisons.atlas_map`;
+recommendations: `analysis.comparisons.atlas_recommend`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.compare import METRIC_COLUMN, Row, _label, build_rows, interval, ratio
+from analysis.comparisons.compare import METRIC_COLUMN, Row, _label, build_rows, interval, ratio
 from analysis.verdict_engine.rates import N_BOOT
 
 SAMPLES, ERROR = "samples to target", "error at n"
