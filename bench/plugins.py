@@ -75,6 +75,24 @@ def _version(module: object, path: Path | None) -> str:
         return "unknown"
 
 
+def _where(exc: BaseException, path: Path | None) -> str:
+    """" (at FILE:LINE)" of the innermost frame of `exc`'s traceback in the plugin's own file
+    (a file plugin), else in any file outside dprates and the standard library's import machinery
+    (a module plugin); "" when none is found. A SyntaxError names its own file and line."""
+    import traceback
+
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f" (at {exc.filename}:{exc.lineno})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if path is not None:
+        mine = [f for f in frames if Path(f.filename).resolve() == path.resolve()]
+    else:
+        here = Path(__file__).resolve().parent
+        mine = [f for f in frames if "importlib" not in f.filename
+                and Path(f.filename).resolve().parent != here]
+    return f" (at {mine[-1].filename}:{mine[-1].lineno})" if mine else ""
+
+
 def load_plugin(entry: str, base: Path | None = None) -> PluginInfo:
     """Import one plugin (once per process) and report what it registered."""
     import algorithms
@@ -106,7 +124,8 @@ def load_plugin(entry: str, base: Path | None = None) -> PluginInfo:
     except ValueError as exc:  # raised by register(): a clash or a missing method
         raise PluginError(f"plugin {entry!r}: {exc}") from None
     except Exception as exc:
-        raise PluginError(f"plugin {entry!r} failed to import: {type(exc).__name__}: {exc}") from None
+        raise PluginError(f"plugin {entry!r} failed to import: {type(exc).__name__}: {exc}"
+                          + _where(exc, path)) from None
     info = PluginInfo(entry=key, module=name, version=_version(module, path),
                       algorithms=sorted(set(algorithms.available()) - before_a),
                       problems=sorted(set(problems.available()) - before_p))

@@ -37,6 +37,7 @@ from bench.privacy_gate import (  # privacy_checks, PrivacyCheckFailed: re-expor
     refusal,
 )
 from bench.store import FAILED, Store
+from bench.store_lock import StoreLock
 
 BACKENDS = ("loky", "dask", "sequential")
 def _horizon(cell: Cell) -> float:
@@ -322,9 +323,6 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
     A plugin whose privacy check says FAILED, unverified or audited (`bench.privacy_gate`)
     stops the sweep before any cell (`PrivacyCheckFailed`) unless `allow_unverified`; its
     cells then store the label and the result lists a FAILED one in `privacy_failed`."""
-    import joblib
-    from tqdm.auto import tqdm
-
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is invalid: must be one of {', '.join(BACKENDS)}")
     if backend == "dask" and not scheduler:
@@ -334,17 +332,62 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
         raise ValueError(f"jobs={jobs!r} is invalid: must be an integer >= 1")
     n_jobs = jobs or default_jobs()
     t0 = time.perf_counter()
-    plan = plan_sweep(spec, store_path, retry_failed)
-    from bench import plugins as plugin_registry
+    # one writer per store (bench.store_lock), held from the plan (which cells are pending) to
+    # the last write: a second sweep on the store stops here with the holder's pid
+    with StoreLock(store_path):
+        plan = plan_sweep(spec, store_path, retry_failed)
+        from bench import plugins as plugin_registry
 
-    plugins = tuple(dict.fromkeys([*spec.plugins, *plugin_registry.loaded()]))
-    prov = {**provenance(), "plugins": plugin_registry.provenance()}
-    counts: dict[str, int] = {}
+        plugins = tuple(dict.fromkeys([*spec.plugins, *plugin_registry.loaded()]))
+        prov = {**provenance(), "plugins": plugin_registry.provenance()}
+        return _run_locked(spec, store_path, plan, plugins, prov, n_jobs, t0, backend, scheduler,
+                           progress, blas_threads, cell_fn, allow_unverified)
+
+
+def stored_privacy_failures(store_path: str | Path) -> dict[str, str]:
+    """algorithm -> its FAILED privacy label, for the cells a store already holds that ran with
+    --allow-unverified after their plugin's check found a leak (none for a new store)."""
+    import sqlite3
+
+    path = Path(store_path)
+    if not path.is_file():
+        return {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    try:
+        have = {r[1] for r in conn.execute("PRAGMA table_info(cells)")}
+        if "privacy_check" not in have:
+            return {}
+        rows = conn.execute("SELECT algorithm, privacy_check FROM cells "
+                            "WHERE privacy_check LIKE 'FAILED%'").fetchall()
+    finally:
+        conn.close()
+    return {str(a): str(lab) for a, lab in rows}
+
+
+def _run_locked(spec: SweepSpec, store_path: str | Path, plan: Any, plugins: tuple, prov: dict,
+                n_jobs: int, t0: float, backend: str, scheduler: str | None, progress: bool,
+                blas_threads: int | None, cell_fn: Callable | None,
+                allow_unverified: bool) -> SweepResult:
+    """`run_sweep` under its store's lock: the privacy gate, then the pending cells."""
+    import joblib
+    from tqdm.auto import tqdm
+
     checks = privacy_checks(plan.pending, quiet_failures=not allow_unverified)
     blocked = blocked_labels(checks)
+    # a rerun of a store whose cells ran with --allow-unverified after a FAILED check stops too
+    # (with nothing pending there is no check to run, and it once exited 0 without a word)
+    stored = {a: lab for a, lab in stored_privacy_failures(store_path).items() if a not in blocked}
+    if stored and not allow_unverified:
+        raise PrivacyCheckFailed(
+            "; ".join(f"store {str(store_path)!r} holds cells of plugin {a} whose privacy check "
+                      f"{lab.split(':')[0]}" for a, lab in stored.items())
+            + " (they ran with --allow-unverified): rerun with --allow-unverified to keep using "
+              "them, or sweep into a new store")
+    blocked = {**blocked, **stored}
     if blocked and not allow_unverified:
         raise PrivacyCheckFailed(refusal(blocked))
     failed = {a: lab for a, lab in blocked.items() if lab.startswith("FAILED")}
+    counts: dict[str, int] = {}
     with Store(store_path) as store:
         has_counts = any(c.data == "counts" for c in plan.cells)
         store.set_spec(spec.name, spec.text, spec.source, [c.key for c in plan.cells], now(),

@@ -69,7 +69,10 @@ def test_the_readme_example_runs_through_sweep_fit_and_report(tmp_path: Path):
 
 
 BAD = {
-    "import": ("import numpy\nraise RuntimeError('boom')\n", "failed to import: RuntimeError: boom"),
+    # the line that raised, named by file and line (issue 57, item 5)
+    "import": ("import numpy\nraise RuntimeError('boom')\n",
+               "failed to import: RuntimeError: boom (at "),
+    "syntax": ("import numpy\ndef f(:\n    pass\n", "failed to import: SyntaxError: "),
     "clash": (textwrap.dedent("""
         import algorithms
         from algorithms import DPGD
@@ -110,6 +113,8 @@ def test_a_bad_plugin_stops_every_command_with_one_line(tmp_path: Path, case: st
         assert res.returncode == 2, res.stderr
         assert len(lines) == 1 and "plugin" in lines[0] and "bad.py" in lines[0], res.stderr
         assert message in lines[0], lines[0]
+        if case in ("import", "syntax"):
+            assert lines[0].endswith("bad.py:2)"), lines[0]
     assert not store.exists()  # nothing ran
 
 

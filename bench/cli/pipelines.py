@@ -25,12 +25,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     res = run_sweep(spec, out, jobs=args.jobs, progress=not args.quiet)
     print(f"{res.ran} cells run, {res.skipped} already stored, {res.wall:.1f} s")
     from analysis.metrics import median_n_star
+    from analysis.points import _combo_label, theory_mask
 
-    med = median_n_star(load(out), ["problem", "algorithm", "target_alpha"])
+    cells = load(out)
+    # one row per knob setting, theory first: pooling the tuned grid's alpha_mult settings gave
+    # medians that `dprates compare` and the report (one setting each) never print
+    theory = theory_mask(cells)
+    cells["setting"] = [("theory (" + _combo_label(p, k) + ")") if t else _combo_label(p, k)
+                        for p, k, t in zip(cells["params"], cells["knobs"], theory, strict=True)]
+    med = median_n_star(cells, ["problem", "algorithm", "setting", "target_alpha"])
     print("\nMedian samples to reach the target alpha (n*; a censored run, which never reached "
-          "its target, counts as n* = inf):")
+          "its target, counts as n* = inf), one row per knob setting (theory: the papers' "
+          "values, what `dprates compare` and the report's theory mode read):")
     table = med["median_n_star"].unstack("target_alpha")
-    with __import__("pandas").option_context("display.width", 120, "display.float_format",
+    with __import__("pandas").option_context("display.width", 160, "display.max_columns", None,
+                                             "display.float_format",
                                              "{:.3g}".format):
         print(table.sort_index(axis=1, ascending=False))
     if med["censored"].sum():
