@@ -23,9 +23,8 @@ from analysis.comparisons.atlas import (
     WINNER,
     atlas_table,
     points_table,
-    read_csv,
-    write_csv,
 )
+from analysis.comparisons.atlas_csv import read_csv, write_csv
 from tests.synthetic_cells import budgets, targeted, write_store
 
 A, B, SGD, GD = "gaussian_spider", "adaptive_tree_spider", "dp_sgd", "dp_gd"
@@ -308,3 +307,54 @@ def test_a_per_target_instance_family_is_one_map():
     t = atlas_table(pd.DataFrame(rows), n_boot=200)
     assert set(t["instance"]) == {"{}"} or set(t["instance"]) == {""}
     assert sorted(set(t["x"])) == [0.05, 0.1]
+
+
+def _censored_atlas(win_n: float, rival_budget: float) -> pd.DataFrame:
+    """A reaches target 0.05 with `win_n` samples on every seed; B never does, each of its runs
+    stopping after reading `rival_budget` samples (censored). At target 0.1 both reach it, B
+    first (3x fewer), so the best median changes between the two targets."""
+    rows = one_pass(A, [win_n * f for f in SPREAD], 0.05)
+    rows += targeted(B, [math.inf] * 5, 0.05, d=10, eps=0.5, base_seed=1,
+                     pop_grad_best=math.nan, samples_used=rival_budget)
+    rows += one_pass(A, law(0.1, 3.0), 0.1) + one_pass(B, law(0.1), 0.1)
+    return atlas_table(pd.DataFrame(rows), n_boot=300)
+
+
+def test_a_censored_runner_up_is_a_lower_bound_never_an_infinite_margin():
+    """Issue 57, item 2: B censored after 1e6 samples where A needs 1e5: A wins by more than
+    10x (a lower bound, the pairing says why), never "inf x"; B censored after 1e4 where A
+    needs 1e5 decides nothing. The crossover toward the censored point has no position, only
+    its bracket of measured targets."""
+    from analysis.comparisons.atlas import CENSORED_RIVAL, CENSORED_UNDECIDED, text_lines
+    from analysis.comparisons.atlas_map import crossover_lines, crossovers
+
+    table = _censored_atlas(1e5, 1e6)
+    p = _point(points_table(table), 0.5, 0.05)
+    assert p["reading"] == WINNER and p["best"] == A and p["pairing"] == CENSORED_RIVAL
+    assert math.isnan(p["margin"]) and p["margin_low"] == pytest.approx(10.0)  # 1e6 / 1e5
+    rival = table[(table["algorithm"] == B) & np.isclose(table["x"], 0.05)].iloc[0]
+    assert math.isinf(rival["value"]) and rival["bound"] == 1e6
+    lines = "\n".join(text_lines(points_table(table)))
+    assert "more than 10x fewer samples than adaptive_tree_spider (censored" in lines
+    assert "infx" not in lines and "inf [" not in lines
+    cx = crossovers(table)
+    assert len(cx) == 1 and bool(cx["censored"].iloc[0]) and math.isnan(cx["x_cross"].iloc[0])
+    assert (cx["x_low"].iloc[0], cx["x_high"].iloc[0]) == (0.05, 0.1)
+    assert "crossing somewhere in target [0.05, 0.1] (a censored median at one end: not " \
+           "interpolated)" in crossover_lines(cx)[0]
+    short = points_table(_censored_atlas(1e5, 1e4))
+    q = _point(short, 0.5, 0.05)
+    assert q["reading"] == CENSORED_UNDECIDED and math.isnan(q["margin_low"])
+
+
+def test_a_censored_runner_up_survives_the_csv_and_an_old_csv_without_bounds(tmp_path):
+    from analysis.comparisons.atlas import CENSORED_RIVAL
+
+    table = _censored_atlas(1e5, 1e6)
+    back = read_csv(write_csv(table, tmp_path / "atlas.csv"))
+    p = _point(points_table(back), 0.5, 0.05)
+    assert p["pairing"] == CENSORED_RIVAL and p["margin_low"] == pytest.approx(10.0)
+    old = tmp_path / "old.csv"  # an atlas CSV written before the bound column
+    table.drop(columns=["bound"]).to_csv(old, index=False)
+    q = _point(points_table(read_csv(old)), 0.5, 0.05)
+    assert q["reading"] != WINNER and q["pairing"] == CENSORED_RIVAL  # no bound: no win claimed

@@ -23,7 +23,7 @@ d, eps and x values).
 
 The long table (`atlas_table`, one row per point and algorithm: median, interval, ratio to the
 point's best median and its interval; `pairing` "best median" on that row) is what
-`reports/atlas.csv` holds (`write_csv` / `read_csv`); the point table (`points_table`) and
+`reports/atlas.csv` holds (`atlas_csv.write_csv` / `read_csv`); the point table (`points_table`) and
 everything drawn from it are recomputed from it, so an atlas read back from its CSV gives the
 same answers as the stores. Maps: `analysis.comparisons.atlas_map`;
 recommendations: `analysis.comparisons.atlas_recommend`.
@@ -49,8 +49,14 @@ VIEWS = (SAMPLES, ERROR)
 KEY = ["view", "metric", "problem", "instance", "d", "eps", "x"]
 #: The long table's columns: the atlas CSV's (`winner` and `reading` are for its reader:
 #: `read_csv` recomputes them).
-COLUMNS = [*KEY, "algorithm", "read_from", "value", "ci_low", "ci_high", "ratio", "ratio_low",
-           "ratio_high", "pairing", "reps", "flags", "source", "winner", "reading"]
+COLUMNS = [*KEY, "algorithm", "read_from", "value", "bound", "ci_low", "ci_high", "ratio",
+           "ratio_low", "ratio_high", "pairing", "reps", "flags", "source", "winner", "reading"]
+#: Columns an older atlas CSV may lack (read as NaN): `bound`, the censored median's lower bound.
+OPTIONAL = ("bound",)
+#: The pairing of a winner whose runner-up is censored: the margin is only a lower bound.
+CENSORED_RIVAL = "runner-up censored"
+#: The reading where the runner-up is censored below the best median: nobody is known to win.
+CENSORED_UNDECIDED = "undecided: runner-up censored below the best median"
 NOT_MEASURED, NO_WINNER, WINNER = "not measured", "no significant winner", "winner"
 #: The pairing of a point's reference row: the best median (its ratios are to this row).
 BEST = "best median"
@@ -122,7 +128,8 @@ def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) ->
         row = rows[i]
         lo, hi = interval(row, n_boot, rng)
         rec = {**key, "algorithm": row.label, "read_from": row.column, "value": values[i],
-               "ci_low": lo, "ci_high": hi, "ratio": 1.0, "ratio_low": 1.0, "ratio_high": 1.0,
+               "bound": row.lower_bound(), "ci_low": lo, "ci_high": hi, "ratio": 1.0,
+               "ratio_low": 1.0, "ratio_high": 1.0,
                "pairing": BEST, "reps": len(row.reps), "flags": "; ".join(row.flags),
                "source": getattr(row, "source", "")}
         if row is not win:
@@ -249,6 +256,16 @@ def _reading(rows: pd.DataFrame) -> tuple[str, str, str, float, float, float, st
     win, run = rows.iloc[0], rows.iloc[1]
     if not math.isfinite(win["value"]):
         return "not reached by any", "", "", math.nan, math.nan, math.nan, ""
+    if not math.isfinite(run["value"]):
+        # a censored runner-up (issue 57, item 2): its median is only known to exceed its bound,
+        # so the margin is a lower bound (never "inf x"), and a bound below the best median
+        # decides nothing
+        bound = float(run["bound"]) if "bound" in run and pd.notna(run["bound"]) else math.nan
+        if math.isfinite(bound) and bound >= float(win["value"]) > 0:
+            return WINNER, str(win["algorithm"]), str(run["algorithm"]), math.nan, \
+                bound / float(win["value"]), math.inf, CENSORED_RIVAL
+        return CENSORED_UNDECIDED, str(win["algorithm"]), str(run["algorithm"]), math.nan, \
+            math.nan, math.nan, CENSORED_RIVAL
     lo, hi = float(run["ratio_low"]), float(run["ratio_high"])
     if math.isnan(lo) or math.isnan(hi):
         reading = "undecided"
@@ -296,60 +313,6 @@ def points_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-# ----- CSV ------------------------------------------------------------------------------------
-
-def write_csv(table: pd.DataFrame, path: str | Path) -> Path:
-    """Write the long table as the atlas CSV (`reports/atlas.csv`): full float precision, so
-    reading it back (`read_csv`) gives the same table."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table[COLUMNS].to_csv(path, index=False)
-    return path
-
-
-def read_csv(path: str | Path) -> pd.DataFrame:
-    """The long table of an atlas CSV this module wrote; ValueError naming the file when it is
-    not one. Point readings are recomputed from the medians and intervals."""
-    try:
-        table = pd.read_csv(path, keep_default_na=False, na_values=[""],
-                            dtype={"instance": str, "flags": str, "source": str, "pairing": str,
-                                   "algorithm": str, "winner": str, "reading": str})
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ValueError(f"{str(path)!r} is invalid: not a readable atlas CSV ({exc})") from None
-    missing = [c for c in COLUMNS if c not in table]
-    if missing:
-        raise ValueError(f"{str(path)!r} is invalid: not an atlas CSV (`dprates atlas --format csv`"
-                         f"; missing columns {', '.join(missing)})")
-    for c in ("instance", "flags", "source", "pairing", "read_from"):
-        table[c] = table[c].fillna("").astype(str)
-    for c in ("d", "eps", "x", "value", "ci_low", "ci_high", "ratio", "ratio_low", "ratio_high"):
-        table[c] = table[c].astype(float)
-    table["reps"] = table["reps"].astype(int)
-    return _with_readings(table)
-
-
-def filter_table(table: pd.DataFrame, metric: str | None = None, problem: str | None = None,
-                 d: float | None = None, eps: float | None = None) -> pd.DataFrame:
-    """The rows of `table` matching each given option; ValueError naming the option, its value
-    and the values the atlas holds when one matches nothing."""
-    for opt, want in (("metric", metric), ("problem", problem), ("d", d), ("eps", eps)):
-        if want is None:
-            continue
-        have = sorted(set(table[opt]), key=lambda v: (str(type(v)), v))
-        if opt in ("metric", "problem"):
-            keep = table[opt] == want
-        else:
-            keep = np.array([math.isclose(float(v), float(want), rel_tol=1e-9) for v in table[opt]],
-                            dtype=bool)
-        if not keep.any():
-            shown = ", ".join(v if isinstance(v, str) else f"{v:g}" for v in have) or "none"
-            raise ValueError(f"--{opt}={want!r} is invalid: the atlas holds {opt} {shown}"
-                             + (" (the claim metrics of its design points)"
-                                if opt == "metric" else ""))
-        table = table[keep]
-    return table
-
-
 # ----- display --------------------------------------------------------------------------------
 
 def _num(v: float) -> str:
@@ -366,6 +329,12 @@ def x_name(view: str, metric: str) -> str:
 def margin_text(p: pd.Series | dict) -> str:
     """"3.0x [2.5, 3.6] fewer samples than B (paired 5 seeds)" for a point with a runner-up."""
     what = "fewer samples" if p["view"] == SAMPLES else "lower error"
+    if p["pairing"] == CENSORED_RIVAL:
+        if p["reading"] == WINNER:
+            return (f"more than {_num(p['margin_low'])}x {what} than {p['runner_up']} (censored: "
+                    "it never reached the target, only a lower bound on its median is known)")
+        return (f"{p['runner_up']} censored below the best median (it stopped short of the "
+                "target before the best median's size): no margin")
     return (f"{_num(p['margin'])}x [{_num(p['margin_low'])}, {_num(p['margin_high'])}] {what} than "
             f"{p['runner_up']} ({pairing_text(p['pairing'])})")
 

@@ -86,13 +86,23 @@ def crossovers(table: pd.DataFrame) -> pd.DataFrame:
             f0, l0, h0 = (np.log(v) if v > 0 else math.nan for v in _ratio(r0, b, a))
             f1, l1, h1 = (np.log(v) if v > 0 else math.nan for v in _ratio(r1, b, a))
             u0, u1 = math.log(p0["x"]), math.log(p1["x"])
+            base = {**dict(zip(KEY[:6], key, strict=True)), "from": a, "to": b,
+                    "x0": p0["x"], "x1": p1["x"]}
+            if not all(math.isfinite(v) for v in (f0, f1)):
+                # a censored median at either end (issue 57, item 2): its ratio is infinite, and
+                # interpolating it would put the crossing on the grid point; only the bracket
+                # of measured x is known
+                out.append({**base, "x_cross": math.nan, "x_low": min(p0["x"], p1["x"]),
+                            "x_high": max(p0["x"], p1["x"]), "significant": False,
+                            "censored": True})
+                continue
             at = [math.exp(u0 + _root(f, h) * (u1 - u0)) for f, h in ((f0, f1), (l0, l1), (h0, h1))]
-            out.append({**dict(zip(KEY[:6], key, strict=True)), "from": a, "to": b,
-                        "x0": p0["x"], "x1": p1["x"], "x_cross": at[0],
-                        "x_low": min(at[1], at[2]), "x_high": max(at[1], at[2]),
-                        "significant": p0["reading"] == WINNER and p1["reading"] == WINNER})
+            out.append({**base, "x_cross": at[0], "x_low": min(at[1], at[2]),
+                        "x_high": max(at[1], at[2]),
+                        "significant": p0["reading"] == WINNER and p1["reading"] == WINNER,
+                        "censored": False})
     return pd.DataFrame(out, columns=[*KEY[:6], "from", "to", "x0", "x1", "x_cross", "x_low",
-                                      "x_high", "significant"])
+                                      "x_high", "significant", "censored"])
 
 
 def crossover_lines(cx: pd.DataFrame) -> list[str]:
@@ -100,9 +110,14 @@ def crossover_lines(cx: pd.DataFrame) -> list[str]:
     lines = []
     for _, c in cx.iterrows():
         x = "target" if c["view"] == SAMPLES else "n"
-        lines.append(f"crossover: {c['metric']} on {c['problem']} d={c['d']:g} eps={c['eps']:g}: "
-                     f"{c['from']} best at {x}={c['x0']:g}, {c['to']} at {x}={c['x1']:g}; crossing "
-                     f"near {x}={_num(c['x_cross'])} [{_num(c['x_low'])}, {_num(c['x_high'])}]"
+        head = (f"crossover: {c['metric']} on {c['problem']} d={c['d']:g} eps={c['eps']:g}: "
+                f"{c['from']} best at {x}={c['x0']:g}, {c['to']} at {x}={c['x1']:g}; ")
+        if c.get("censored", False):
+            lines.append(head + f"crossing somewhere in {x} [{c['x_low']:g}, {c['x_high']:g}] "
+                         "(a censored median at one end: not interpolated)")
+            continue
+        lines.append(head + f"crossing near {x}={_num(c['x_cross'])} [{_num(c['x_low'])}, "
+                     f"{_num(c['x_high'])}]"
                      + ("" if c["significant"] else " (not significant at both ends)"))
     return lines
 
@@ -186,7 +201,7 @@ def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colour
     alone = (pts["measured_by"] != "").to_numpy() & ~measured  # one algorithm only
     ax.scatter(xs[alone], ys[alone], s=12, facecolor="none", edgecolor="k", lw=0.7, zorder=3)
     _y_crossings(ax, pts, xs, ys, measured)
-    for _, c in cx.iterrows():
+    for _, c in cx[~cx["censored"].astype(bool)].iterrows():  # a censored one: no position
         y = float(c[yname])
         conv = (1.0 if view == SAMPLES else float(c["eps"]) / math.sqrt(float(c["d"])))
         xc = c["x_cross"] * conv

@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.comparisons.atlas import ERROR, NOT_MEASURED, SAMPLES, WINNER, _num, pairing_text, points_table
+from analysis.comparisons.atlas import (
+    CENSORED_RIVAL,
+    ERROR,
+    NOT_MEASURED,
+    SAMPLES,
+    WINNER,
+    _num,
+    pairing_text,
+    points_table,
+)
 from analysis.verdict_engine.rates import LEVEL, N_BOOT
 
 AT_KEYS = ("n", "d", "eps")
@@ -92,9 +101,15 @@ class Recommendation:
             what = "fewer samples" if self.view == SAMPLES else "lower error"
             verdict = f"run {self.winner}" if self.reading == WINNER else \
                 f"{self.reading} (best median: {self.winner})"
-            out = [head + f"{verdict}, {_num(self.margin)}x [{_num(self.margin_low)}, "
-                   f"{_num(self.margin_high)}] {what} than {self.runner_up} "
-                   f"({pairing_text(self.pairing)}); "
+            if self.pairing == CENSORED_RIVAL:  # the margin is a lower bound, or nothing
+                margin = (f"more than {_num(self.margin_low)}x {what} than {self.runner_up} "
+                          "(censored: it never reached the target)" if self.reading == WINNER
+                          else f"{self.runner_up} censored below the best median: no margin")
+            else:
+                margin = (f"{_num(self.margin)}x [{_num(self.margin_low)}, "
+                          f"{_num(self.margin_high)}] {what} than {self.runner_up} "
+                          f"({pairing_text(self.pairing)})")
+            out = [head + f"{verdict}, {margin}; "
                    + self.status + (f": {self.how}" if self.how else "")]
         if self.budget:
             out.append(f"  {self.budget}")

@@ -82,6 +82,19 @@ class Row:
     passes: float = math.nan
     flags: list[str] = field(default_factory=list)
     target: float = math.nan  # the error level the samples are counted to
+    #: one pass: (1, R) what each repetition is known to need at least: its n* where it reached
+    #: the target, the samples it read where it was censored (None: not stored)
+    bounds: np.ndarray | None = None
+
+    def lower_bound(self) -> float:
+        """What the median is known to exceed when it is censored (`estimate` inf): one pass,
+        the median of `bounds` (each run needs at least what it read); on records, the largest
+        design n. NaN when the estimate is finite or nothing bounds it."""
+        if math.isfinite(self.estimate()):
+            return math.nan
+        if self.view == "one pass":
+            return float(np.median(self.bounds[0])) if self.bounds is not None else math.nan
+        return float(self.ns[-1]) if len(self.ns) else math.nan
 
     def estimate(self, cols: np.ndarray | None = None) -> float:
         """Samples to the target on the repetitions `cols` (indices into `reps`; all if None)."""
@@ -217,9 +230,13 @@ def build_rows(cells: pd.DataFrame, target: float, column: str | None = None,
                                      f"(its targets: {have})")
                         continue
                     sub = sub.groupby("rep").first()
+                    n_star = sub["n_star"].to_numpy(float)
+                    read = (sub["samples_used"].to_numpy(float) if "samples_used" in sub
+                            else np.full(len(sub), math.nan))
                     row = Row(label, alg, "one pass", str(sub["target_metric"].iloc[0]),
                               "samples_to_target", (seed, data), sub.index.to_numpy(),
-                              sub["n_star"].to_numpy(float)[None, :], passes=1.0, target=target)
+                              n_star[None, :], passes=1.0, target=target,
+                              bounds=np.where(np.isfinite(n_star), n_star, read)[None, :])
                     k = int(sub["censored"].sum())
                     if k:
                         row.flags.append(f"censored {k} of {len(sub)}")

@@ -39,7 +39,8 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
     --problem / --d / --eps when `args` has them, as `dprates compare` does)."""
     import pandas as pd
 
-    from analysis.comparisons.atlas import atlas_table, read_csv
+    from analysis.comparisons.atlas import atlas_table
+    from analysis.comparisons.atlas_csv import read_csv
     from bench.cli.compare import _filter, load_cells
 
     csvs = [s for s in sources if str(s).lower().endswith(".csv")]
@@ -68,7 +69,7 @@ def write_atlas_csv(stores: Sequence[str], path: str | Path, n_boot: int = 2000)
     """The atlas CSV of `stores` (the per-point medians, paired ratios and intervals every
     reading of the atlas needs) at `path`: what `make reference` commits as reports/atlas.csv,
     since the stores are not in the repository."""
-    from analysis.comparisons.atlas import write_csv
+    from analysis.comparisons.atlas_csv import write_csv
 
     return write_csv(atlas_from_sources(list(stores), n_boot), path)
 
@@ -79,7 +80,8 @@ def _output(text: str, args: argparse.Namespace, what: str) -> None:
 
 def cmd_atlas(args: argparse.Namespace) -> int:
     """Print (or write) the atlas, its recommendation line or its maps."""
-    from analysis.comparisons.atlas import READING_NOTE, display, filter_table, points_table, text_lines
+    from analysis.comparisons.atlas import READING_NOTE, display, points_table, text_lines
+    from analysis.comparisons.atlas_csv import filter_table
     from analysis.comparisons.atlas_map import crossover_lines, crossovers
     from analysis.comparisons.atlas_recommend import parse_at, recommend
 
@@ -107,7 +109,7 @@ def cmd_atlas(args: argparse.Namespace) -> int:
         from analysis.comparisons.atlas import COLUMNS
 
         if args.output:
-            from analysis.comparisons.atlas import write_csv
+            from analysis.comparisons.atlas_csv import write_csv
 
             write_csv(table, args.output)
             print(f"wrote {args.output} ({len(table)} rows: the atlas CSV)")
