@@ -71,6 +71,7 @@ reference: $(STAMP_DEMO)
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates atlas $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) --format csv \
 	    -o reports/atlas.csv --maps reports/atlas
+	$(BIN)/dprates cost-rates $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) -o bench/measured_rates.json
 	$(MAKE) readme-claims
 
 # The SOSP crossover (issue 28, point 5): both Spiders on hard_valley, alpha 2e-3 to 3e-4,

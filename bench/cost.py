@@ -1,19 +1,24 @@
 """The dry-run's cost estimate, learned per (algorithm, problem, data mode) from stored cells.
 
+Issue 57, item 4 (the current model): every cell's seconds are a rate times its
+`work_scale` (d / alpha^2 for a cell with a target; a multi-pass cell's steps x gradients x
+d; otherwise d times its horizon or its n records), learned from the store being swept (its
+cells rebuilt from the spec it records, so a stored cell and a pending one share the unit),
+else from the rates shipped in `bench/measured_rates.json` (the reference stores', by
+algorithm and problem, then pooled over problems), else the defaults below. The shipped
+rates price every reference spec within 2x of its measured seconds (tested); a cell whose
+estimate passes `limits.time` is warned about before the sweep. The paragraphs below
+describe the defaults, which a new algorithm still meets.
+
 A record-mode cell costs about (seconds per sample x dimension) x samples used; a counts-mode
 cell (samples are free) about (seconds per step) x steps; a multi-pass (empirical-risk) cell,
 which reads its n records again at every step, about (seconds per gradient x dimension) x
-steps x gradients per step (b, plus n/q for SpiderBoost's anchors). Neither is known before the cell
-runs, so each is priced from a scale the cell does know, times a factor learned from the
-stored cells of the same algorithm, problem, data mode and kind:
-* fixed-budget cells: a fraction of the upper bound (the budget n; the rules' horizon T);
-* sample-complexity cells: a multiple of 1/alpha^2 (on the hard instances the path to an
-  alpha-stationary point has ~alpha^-2 steps, whatever the knobs do to the horizon T).
-Without stored cells the defaults below apply with the upper bound (budget or T; for a
-counts-mode sample-complexity cell DEFAULT_STEPS_TIMES_ALPHA2 / alpha^2 steps) plus a
-per-cell overhead: the estimate is then labelled a default-rate guess (an algorithm that
-loops in Python can be far slower than the default rate). The interquartile range of the
-stored cells' rates and factors gives the estimate's spread.
+steps x gradients per step (b, plus n/q for SpiderBoost's anchors). Neither samples nor steps
+are known before the cell runs, hence the scale above. An algorithm with neither stored nor
+shipped rates gets the defaults below with its upper bound (budget or T; for a counts-mode
+sample-complexity cell DEFAULT_STEPS_TIMES_ALPHA2 / alpha^2 steps) plus a per-cell overhead,
+labelled a default-rate guess (an algorithm that loops in Python can be far slower). The
+interquartile range of the rates gives the estimate's spread.
 """
 
 from __future__ import annotations
@@ -102,76 +107,153 @@ class Estimate:
         self.bounded += not learned
 
 
+def work_scale(cell: Cell, horizon: Callable[[Cell], float]) -> float:
+    """The unit a cell's seconds are learned and priced in, computed the same way for a stored
+    cell and a pending one: a multi-pass cell's work (`multi_pass_work`); a sample-complexity
+    cell's d / alpha^2 (on the hard instances its path has ~alpha^-2 steps whatever the knobs
+    do to the horizon, and a step works on vectors of d); otherwise d times the upper bound,
+    the horizon T (counts mode) or the n records (record mode)."""
+    multi = multi_pass_work(cell)
+    if multi is not None:
+        return multi
+    if cell.target_alpha is not None:  # a step costs O(d) in either mode (vectors of d)
+        return float(cell.d) / cell.target_alpha ** 2
+    return float(cell.d) * (horizon(cell) if cell.data == "counts" else float(cell.n or 0))
+
+
+def stored_rates(path: str | Path, horizon: Callable[[Cell], float]
+                 ) -> dict[tuple[str, str, str, bool], list[float]]:
+    """Seconds per unit of `work_scale` of every finished cell of a store, by (algorithm,
+    problem, data, targeted): the cells are rebuilt from the spec the store records, so a
+    stored cell is measured in exactly the unit a pending one is priced in. A store whose spec
+    cannot be rebuilt here (a plugin not loaded) gives nothing."""
+    from bench.config import parse_spec
+    from bench.store import Store
+
+    if not Path(path).is_file():
+        return {}
+    with Store(path, create=False) as st:
+        meta = dict(st.conn.execute("SELECT key, value FROM meta").fetchall())
+        rows = st.conn.execute("SELECT key, wall FROM cells WHERE status = 'ok' AND wall > 0"
+                               ).fetchall()
+    try:
+        cells = {c.key: c for c in parse_spec(meta.get("spec_text", ""),
+                                               source=meta.get("spec_source") or "<spec>").cells()}
+    except Exception:  # an old spec or a plugin not loaded: nothing to learn from
+        return {}
+    out: dict[tuple[str, str, str, bool], list[float]] = {}
+    for key, wall in rows:
+        cell = cells.get(key)
+        if cell is None:
+            continue
+        try:
+            scale = work_scale(cell, horizon)
+        except Exception:  # a cell whose rules no longer resolve: not a rate
+            continue
+        if scale > 0 and math.isfinite(scale):
+            out.setdefault((cell.algorithm, cell.problem, cell.data,
+                            cell.target_alpha is not None), []).append(wall / scale)
+    return out
+
+
+#: The rates shipped with the package (`bench/measured_rates.json`, written by `dprates
+#: cost-rates` from the reference stores): they price a spec before its own store has cells.
+SHIPPED_RATES = Path(__file__).resolve().parent / "measured_rates.json"
+#: The key of an algorithm's rates pooled over problems (its fallback on a new problem).
+ANY_PROBLEM = "*"
+
+
+def _quantiles(values: list[float]) -> tuple[float, ...]:
+    return tuple(float(np.quantile(values, q)) for q in QUANTILES)
+
+
 @dataclass
 class CostModel:
-    """Per (algorithm, problem, data): quantiles of the rate (seconds per unit of work) and of
-    the fraction of the upper bound a cell used."""
+    """Per (algorithm, problem, data, targeted): quantiles of the rate, seconds per unit of
+    `work_scale`; learned from the store being swept, else from the shipped rates."""
 
     rates: dict[tuple[str, str, str, bool], tuple[float, ...]] = field(default_factory=dict)
-    fractions: dict[tuple[str, str, str, bool], tuple[float, ...]] = field(default_factory=dict)
+    shipped: dict[tuple[str, str, str, bool], tuple[float, ...]] = field(default_factory=dict)
     stored: int = 0
+    shipped_cells: int = 0
 
     @classmethod
-    def from_store(cls, path: str | Path) -> CostModel:
-        from bench.store import Store
+    def from_store(cls, path: str | Path, horizon: Callable[[Cell], float] | None = None,
+                   shipped: str | Path | None = SHIPPED_RATES) -> CostModel:
+        from bench.runner import _horizon
 
         model = cls()
-        if not Path(path).is_file():
-            return model
-        with Store(path, create=False) as st:
-            rows = st.conn.execute(
-                "SELECT algorithm, problem, data, wall, samples_used, n, d, n_steps, target_alpha, "
-                "params_used "
-                "FROM cells WHERE status = 'ok' AND wall > 0").fetchall()
-        work: dict[tuple[str, str, str, bool], tuple[list[float], list[float]]] = {}
-        for alg, prob, data, wall, used, n, d, steps, target, params in rows:
-            has_target = target is not None
-            p = json.loads(params) if params else {}
-            per_step = gradients_per_step(p, n)
-            if per_step is not None:  # multi-pass: the work is steps x gradients x d
-                if not steps:
-                    continue
-                rate = wall / (steps * per_step * d)
-                frac = min(1.0, steps / float(p.get("T") or steps))
-            elif data == "counts":
-                horizon = p.get("T")
-                if not steps or not horizon:
-                    continue
-                rate = wall / steps
-                frac = steps * target**2 if has_target else min(1.0, steps / float(horizon))
-            else:
-                if not used or not n:
-                    continue
-                rate = wall / (used * d)
-                frac = used * target**2 if has_target else min(1.0, used / n)
-            r, f = work.setdefault((alg, prob, data, has_target), ([], []))
-            r.append(rate)
-            f.append(frac)
-        for key, (r, f) in work.items():
-            model.rates[key] = tuple(float(np.quantile(r, q)) for q in QUANTILES)
-            model.fractions[key] = tuple(float(np.quantile(f, q)) for q in QUANTILES)
+        for key, r in stored_rates(path, horizon or _horizon).items():
+            model.rates[key] = _quantiles(r)
             model.stored += len(r)
+        if shipped is not None and Path(shipped).is_file():
+            data = json.loads(Path(shipped).read_text())
+            for r in data["rates"]:
+                model.shipped[(r["algorithm"], r["problem"], r["data"], bool(r["targeted"]))] = \
+                    tuple(r["quantiles"])
+                model.shipped_cells += int(r["cells"]) if r["problem"] != ANY_PROBLEM else 0
         return model
+
+    def _rate(self, cell: Cell) -> tuple[tuple[float, ...] | None, str]:
+        targeted = cell.target_alpha is not None
+        key = (cell.algorithm, cell.problem, cell.data, targeted)
+        for table, k, what in ((self.rates, key, "store"), (self.shipped, key, "shipped"),
+                               (self.shipped, (cell.algorithm, ANY_PROBLEM, cell.data, targeted),
+                                "shipped")):
+            if k in table:
+                return table[k], what
+        return None, "default"
 
     def cell(self, cell: Cell, horizon: Callable[[Cell], float],
              limit: float = math.inf) -> tuple[tuple[float, float, float], bool]:
-        """(low, mid, high) seconds for `cell` and whether they were learned."""
-        has_target = cell.target_alpha is not None
-        key = (cell.algorithm, cell.problem, cell.data, has_target)
+        """(low, mid, high) seconds for `cell` (each at most `limit`) and whether they were
+        learned (from the store or the shipped rates) rather than the default guess."""
+        vals = self.unclipped(cell, horizon)
+        learned = self._rate(cell)[0] is not None
+        return tuple(min(limit, v) for v in vals), learned  # type: ignore[return-value]
+
+    def unclipped(self, cell: Cell, horizon: Callable[[Cell], float]
+                  ) -> tuple[float, float, float]:
+        """(low, mid, high) seconds for `cell` without the time limit (the limit warning)."""
+        rate, _where = self._rate(cell)
+        if rate is not None:
+            scale = work_scale(cell, horizon)
+            return tuple(r * scale for r in rate)  # type: ignore[return-value]
         multi = multi_pass_work(cell)
         if multi is not None:
             bound = multi
         else:
             bound = horizon(cell) if cell.data == "counts" else float((cell.n or 0) * cell.d)
-        if key in self.rates:
-            scale = bound
-            if has_target and multi is None:  # steps (or samples) ~ factor / alpha^2, never above the bound
-                scale = (1.0 if cell.data == "counts" else cell.d) / cell.target_alpha**2
-            vals = tuple(min(limit, r * min(f * scale, bound))
-                         for r, f in zip(self.rates[key], self.fractions[key], strict=True))
-            return vals, True  # type: ignore[return-value]
         default = DEFAULT_COST_PER_STEP if cell.data == "counts" else DEFAULT_COST_PER_SAMPLE_DIM
-        if has_target and multi is None and cell.data == "counts":
+        if cell.target_alpha is not None and multi is None and cell.data == "counts":
             bound = min(bound, DEFAULT_STEPS_TIMES_ALPHA2 / cell.target_alpha**2)
-        v = min(limit, DEFAULT_CELL_OVERHEAD + default * bound)
-        return (v, v, v), False
+        v = DEFAULT_CELL_OVERHEAD + default * bound
+        return v, v, v
+
+
+def shipped_rates_table(stores: list[str | Path]) -> dict:
+    """The content of `bench/measured_rates.json` from `stores` (the reference's): the rate
+    quantiles per (algorithm, problem, data, targeted) and pooled over problems, and per
+    store its spec's measured seconds (the sum of its finished cells' wall) beside its cell
+    count, the figures the estimate is tested against."""
+    from bench.runner import _horizon
+    from bench.store import Store
+
+    pooled: dict[tuple[str, str, str, bool], list[float]] = {}
+    rates, specs = [], []
+    for path in stores:
+        for (alg, prob, data, tgt), r in stored_rates(path, _horizon).items():
+            rates.append({"algorithm": alg, "problem": prob, "data": data, "targeted": tgt,
+                          "cells": len(r), "quantiles": list(_quantiles(r))})
+            pooled.setdefault((alg, ANY_PROBLEM, data, tgt), []).extend(r)
+        with Store(path, create=False) as st:
+            name = dict(st.conn.execute("SELECT key, value FROM meta").fetchall())["spec_name"]
+            wall, n = st.conn.execute(
+                "SELECT SUM(wall), COUNT(*) FROM cells WHERE key IN (SELECT key FROM spec_cells)"
+            ).fetchone()
+        specs.append({"spec": name, "cells": int(n), "measured_wall_s": float(wall or 0.0)})
+    rates += [{"algorithm": a, "problem": p, "data": d, "targeted": t, "cells": len(r),
+               "quantiles": list(_quantiles(r))} for (a, p, d, t), r in sorted(pooled.items())]
+    return {"about": "seconds per unit of bench.cost.work_scale, quantiles 0.25 / 0.5 / 0.75 "
+                     "of the reference stores' finished cells (wall); written by `dprates "
+                     "cost-rates`", "rates": rates, "specs": specs}

@@ -257,6 +257,8 @@ class Plan:
     cost: Estimate
     cost_basis: str
     status_counts: dict[str, int] = field(default_factory=dict)
+    #: one line when cells are likely to pass limits.time ("" otherwise)
+    limit_warning: str = ""
 
     @property
     def cost_seconds(self) -> float:
@@ -283,18 +285,29 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     failed = sum(1 for c in cells if stored.get(c.key) in FAILED)
     limit = spec.limits.time or math.inf
     estimate, mid = Estimate(), {}
+    over: list[float] = []  # the mid estimates of cells likely to pass limits.time
     for c in pending:
-        vals, learned = model.cell(c, _horizon, limit)
-        estimate.add(vals, learned)
+        raw = model.unclipped(c, _horizon)
+        vals = tuple(min(limit, v) for v in raw)
+        estimate.add(vals, model._rate(c)[0] is not None)  # type: ignore[arg-type]
         mid[c.key] = vals[1]
+        if raw[1] > limit:
+            over.append(raw[1])
     # Longest expected first: with the long cells last, one worker can end a sweep alone.
     # The order never changes results (each cell's seeds come from its key).
     pending.sort(key=lambda c: -mid[c.key])
-    basis = (f"learned from {model.stored} stored cells" if model.stored
-             else "default rates: no stored cells yet")
+    basis = "; ".join(part for part in (
+        f"learned from {model.stored} stored cells" if model.stored else "",
+        f"rates shipped from {model.shipped_cells} reference cells" if model.shipped else "")
+        if part) or "default rates: no stored cells yet"
+    warning = ""
+    if over:
+        warning = (f"{len(over)} of {len(pending)} cells are likely to pass limits.time = "
+                   f"{limit:g} s (estimated {min(over):.3g}-{max(over):.3g} s each): raise "
+                   "limits.time or shrink them (a cell that passes it is stored as a timeout)")
     return Plan(cells=cells, pending=pending, done=len(cells) - len(pending),
                 failed_to_retry=failed if retry_failed else 0, cost=estimate,
-                cost_basis=basis, status_counts=counts)
+                cost_basis=basis, status_counts=counts, limit_warning=warning)
 
 
 @dataclass
@@ -336,6 +349,8 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
     # the last write: a second sweep on the store stops here with the holder's pid
     with StoreLock(store_path):
         plan = plan_sweep(spec, store_path, retry_failed)
+        if plan.limit_warning:  # before any cell, whatever the progress setting
+            print(f"dprates: warning: {plan.limit_warning}", file=sys.stderr)
         from bench import plugins as plugin_registry
 
         plugins = tuple(dict.fromkeys([*spec.plugins, *plugin_registry.loaded()]))

@@ -517,8 +517,11 @@ def test_interrupted_sweep_says_what_is_stored_and_how_to_resume(tmp_path: Path,
 
 
 def test_dry_run_cost_is_learned_per_algorithm_and_problem(tmp_path: Path, capsys):
-    """Stored cells teach the estimate: seconds per step and steps x alpha^2 per (algorithm,
-    problem, data, kind), quartiles for the spread; a new target is priced as factor/alpha^2."""
+    """Stored cells teach the estimate: seconds per unit of work (d / alpha^2 for a cell with a
+    target) per (algorithm, problem, data, kind), measured on the cells rebuilt from the
+    store's spec, so a stored cell and a pending one are counted in one unit; quartiles for the
+    spread; a new target is priced as rate x d / alpha^2. Before the store has cells, the
+    rates shipped with the package price it (bench/measured_rates.json)."""
     from bench.cost import CostModel
 
     text = """
@@ -540,24 +543,80 @@ name = "adaptive_tree_spider"
     spec_path.write_text(text)
     store = tmp_path / "learn.sqlite"
     assert main(["sweep", str(spec_path), "--out", str(store), "--dry-run"]) == 0
-    assert "at the default rates" in capsys.readouterr().out  # nothing learned yet
+    out = capsys.readouterr().out
+    assert "rates shipped from" in out and "learned from" not in out  # the store is empty
     run_sweep(parse_spec(text), store, backend="sequential", progress=False)
     cells = load(store)
-    model = CostModel.from_store(store)
+    model = CostModel.from_store(store, shipped=None)
     key = ("adaptive_tree_spider", "hard_valley", "counts", True)
-    rate = cells["wall"] / cells["n_steps"]
-    factor = cells["n_steps"] * cells["target_alpha"] ** 2
+    rate = cells["wall"] / (cells["d"] / cells["target_alpha"] ** 2)  # the unit, by hand
     assert model.rates[key][1] == pytest.approx(float(np.median(rate)))
-    assert model.fractions[key][1] == pytest.approx(float(np.median(factor)))
+    assert model.rates[key][0] <= model.rates[key][1] <= model.rates[key][2]
     new = parse_spec(text.replace("[0.3, 0.2]", "[0.3, 0.2, 0.1]"))
     cell = next(c for c in new.cells() if c.target_alpha == 0.1)
     (low, mid, high), learned = model.cell(cell, lambda c: 1e12)
     assert learned and low <= mid <= high
-    assert mid == pytest.approx(model.rates[key][1] * model.fractions[key][1] / 0.1**2)
+    assert mid == pytest.approx(float(np.median(rate)) * 3 / 0.1**2)
     spec_path.write_text(text.replace("[0.3, 0.2]", "[0.3, 0.2, 0.1]"))
     assert main(["sweep", str(spec_path), "--out", str(store), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "interquartile range" in out and "learned from 8 stored cells" in out
+
+
+def test_shipped_rates_price_every_reference_spec_within_2x():
+    """Issue 57, item 4: the rates shipped with the package (from the reference stores) price
+    every reference spec, as a new user's dry run does (no store), within 2x of the seconds
+    its cells took (the stored figures in bench/measured_rates.json: the sum of its cells'
+    wall, measured when the reference ran)."""
+    import json
+
+    from bench.config import load_spec
+    from bench.cost import SHIPPED_RATES, CostModel
+    from bench.runner import _horizon
+
+    table = json.loads(SHIPPED_RATES.read_text())
+    assert len(table["specs"]) == 23
+    model = CostModel.from_store(Path("/nonexistent/none.sqlite"))
+    ratios = {}
+    for s in table["specs"]:
+        spec = load_spec(ROOT / "bench" / "configs" / f"{s['spec']}.toml")
+        cells = spec.cells()
+        assert len(cells) >= s["cells"] > 0
+        ratios[s["spec"]] = sum(model.unclipped(c, _horizon)[1] for c in cells) \
+            / s["measured_wall_s"]
+    assert all(0.5 <= r <= 2.0 for r in ratios.values()), ratios
+    # the defaults alone, as before the shipped rates: 20-100x low on the records-mode specs
+    bare = CostModel()
+    spec = load_spec(ROOT / "bench" / "configs" / "seed002_scaling3_pdp.toml")
+    measured = next(s for s in table["specs"] if s["spec"] == "seed002_scaling3_pdp")
+    assert sum(bare.unclipped(c, _horizon)[1] for c in spec.cells()) \
+        < measured["measured_wall_s"] / 10
+
+
+def test_a_cell_likely_to_pass_its_time_limit_is_warned_before_the_sweep(tmp_path: Path, capsys):
+    text = """
+name = "slow"
+seed = 3
+repetitions = 2
+stop_at_target = true
+[limits]
+time = 0.001
+[grid]
+target_alpha = [0.05]
+budget = 100000000
+d = [3]
+eps = [1.0]
+[[problem]]
+name = "hard_valley"
+[[algorithm]]
+name = "adaptive_tree_spider"
+"""
+    spec_path = tmp_path / "slow.toml"
+    spec_path.write_text(text)
+    assert main(["sweep", str(spec_path), "--out", str(tmp_path / "s.sqlite"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: 2 of 2 cells are likely to pass limits.time = 0.001 s" in out
+    assert "raise limits.time" in out
 
 
 def test_default_rate_prices_a_sample_complexity_cell_by_its_target():

@@ -22,7 +22,7 @@ from bench.cli.report import cmd_plot, cmd_report
 from bench.cli.run import RUN_EPILOG, cmd_run
 from bench.cli.sensitivity import add_parser as add_sensitivity_parser
 from bench.cli.stores import cmd_export, cmd_status
-from bench.cli.sweep import cmd_sweep
+from bench.cli.sweep import cmd_cost_rates, cmd_sweep
 from bench.cli.values import _positive_float
 from bench.cli.verdict_changes import add_parser as add_verdict_changes_parser
 
@@ -95,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="problem parameter (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("cost-rates", help="the cost estimate's shipped rates from finished stores "
+                       "(bench/measured_rates.json; make reference writes them)")
+    p.add_argument("stores", nargs="+")
+    p.add_argument("-o", "--output", default="bench/measured_rates.json")
+    p.set_defaults(func=cmd_cost_rates)
     p = sub.add_parser("sweep", help="run a sweep spec (TOML) into a resumable SQLite store")
     p.add_argument("spec", help="path of a sweep spec, e.g. bench/configs/quick.toml")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")

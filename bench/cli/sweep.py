@@ -25,7 +25,7 @@ def describe_cost(plan, jobs: int) -> str:
     if est.learned:
         return (f"estimated cost: {format_seconds(est.mid)} of CPU, about {wall}; {est.bounded} "
                 f"of {len(plan.pending)} cells priced at their upper bound (budget or horizon T: "
-                f"no stored cells of their algorithm and problem yet) ({plan.cost_basis})")
+                f"no stored or shipped rates of their algorithm yet) ({plan.cost_basis})")
     return (f"estimated cost: {format_seconds(max(est.mid, 1.0))} of CPU or more, {wall} at the "
             f"default rates ({plan.cost_basis}: each cell priced at its budget or horizon T plus "
             "0.3 s; algorithms that loop in Python can take far longer; a rerun after some cells "
@@ -62,6 +62,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print("  stored: " + ", ".join(f"{k} {v}" for k, v in sorted(plan.status_counts.items())))
         jobs = args.jobs or __import__("bench.runner").runner.default_jobs()
         print("  " + describe_cost(plan, jobs))
+        if plan.limit_warning:
+            print("  warning: " + plan.limit_warning)
         print_forecast(spec, plan.cells)
         return 0
     def terminate(signum: int, frame: Any) -> None:
@@ -125,3 +127,20 @@ def print_forecast(spec: Any, cells: list) -> None:
             print(f"    {r['algorithm']} / {r['problem']}" + (f" ({setting})" if setting else "")
                   + f": {r['forecast']}{extra}")
 
+
+def cmd_cost_rates(args: argparse.Namespace) -> int:
+    """Write the shipped cost rates (`bench/measured_rates.json`) from finished stores."""
+    import json
+    from pathlib import Path
+
+    from bench.cost import shipped_rates_table
+
+    missing = [s for s in args.stores if not Path(s).is_file()]
+    if missing:
+        raise ValueError(f"store {missing[0]!r} is invalid: no such file")
+    table = shipped_rates_table(args.stores)
+    Path(args.output).write_text(json.dumps(table, indent=1) + "\n")
+    print(f"wrote {args.output}: {len(table['rates'])} rates from "
+          f"{sum(r['cells'] for r in table['rates'] if r['problem'] != '*')} cells of "
+          f"{len(table['specs'])} stores")
+    return 0
