@@ -107,6 +107,16 @@ class Estimate:
         self.bounded += not learned
 
 
+def _horizon(cell: Cell) -> float:
+    """The cell's horizon T from its algorithm's rules (the most steps it can run)."""
+    from algorithms import Privacy, get_algorithm
+    from problems import get_problem
+
+    prob = get_problem(cell.problem, d=cell.d, **dict(cell.problem_params))
+    alg = get_algorithm(cell.algorithm)(**cell.run_params())
+    return float(alg.resolve_params(prob, cell.n, Privacy(cell.eps, cell.delta, cell.calibration))["T"])
+
+
 def work_scale(cell: Cell, horizon: Callable[[Cell], float]) -> float:
     """The unit a cell's seconds are learned and priced in, computed the same way for a stored
     cell and a pending one: a multi-pass cell's work (`multi_pass_work`); a sample-complexity
@@ -180,8 +190,6 @@ class CostModel:
     @classmethod
     def from_store(cls, path: str | Path, horizon: Callable[[Cell], float] | None = None,
                    shipped: str | Path | None = SHIPPED_RATES) -> CostModel:
-        from bench.runner import _horizon
-
         model = cls()
         for key, r in stored_rates(path, horizon or _horizon).items():
             model.rates[key] = _quantiles(r)
@@ -236,7 +244,6 @@ def shipped_rates_table(stores: list[str | Path]) -> dict:
     quantiles per (algorithm, problem, data, targeted) and pooled over problems, and per
     store its spec's measured seconds (the sum of its finished cells' wall) beside its cell
     count, the figures the estimate is tested against."""
-    from bench.runner import _horizon
     from bench.store import Store
 
     pooled: dict[tuple[str, str, str, bool], list[float]] = {}

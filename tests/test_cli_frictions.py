@@ -71,5 +71,8 @@ def test_dry_run_never_prices_a_sweep_of_small_cells_at_zero(capsys, tmp_path):
         'seed = 1', 'seed = 1\nrepetitions = 20'))
     assert main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "s.sqlite")]) == 0
     out = capsys.readouterr().out
-    m = re.search(r"estimated cost: (\d+) s of CPU or more", out)
-    assert m and int(m.group(1)) >= 0.3 * 40  # 40 cells, each at least its 0.3 s overhead
+    # priced from the shipped rates (issue 57, item 4): these 40 cells took 0.8 s in all when
+    # measured (0.02 s each), so the line says "0.xx s", never "0 s"
+    m = re.search(r"estimated cost: ([\d.]+) s of CPU", out)
+    assert m and float(m.group(1)) > 0 and m.group(1) != "0", out
+    assert "rates shipped from" in out

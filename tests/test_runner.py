@@ -571,8 +571,7 @@ def test_shipped_rates_price_every_reference_spec_within_2x():
     import json
 
     from bench.config import load_spec
-    from bench.cost import SHIPPED_RATES, CostModel
-    from bench.runner import _horizon
+    from bench.cost import SHIPPED_RATES, CostModel, _horizon
 
     table = json.loads(SHIPPED_RATES.read_text())
     assert len(table["specs"]) == 23

@@ -12,7 +12,7 @@ from typing import Any
 
 def describe_cost(plan, jobs: int) -> str:
     """The dry-run's cost line: the estimate, its spread and what it rests on."""
-    from bench.runner import format_seconds
+    from bench.plan import format_seconds
 
     est = plan.cost
     if not plan.pending:
