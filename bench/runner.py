@@ -286,24 +286,26 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
                            progress, blas_threads, cell_fn, allow_unverified)
 
 
-def stored_privacy_failures(store_path: str | Path) -> dict[str, str]:
-    """algorithm -> its FAILED privacy label, for the cells a store already holds that ran with
-    --allow-unverified after their plugin's check found a leak (none for a new store)."""
+def stored_privacy_failures(store_path: str | Path, keys: set[str] | None = None
+                            ) -> dict[str, str]:
+    """algorithm -> its FAILED privacy label, for the cells a store already holds (of `keys`,
+    the current spec's cells; None: all) that ran with --allow-unverified after their plugin's
+    check found a leak (none for a new store)."""
     import sqlite3
 
     path = Path(store_path)
     if not path.is_file():
         return {}
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0)
     try:
         have = {r[1] for r in conn.execute("PRAGMA table_info(cells)")}
         if "privacy_check" not in have:
             return {}
-        rows = conn.execute("SELECT algorithm, privacy_check FROM cells "
+        rows = conn.execute("SELECT key, algorithm, privacy_check FROM cells "
                             "WHERE privacy_check LIKE 'FAILED%'").fetchall()
     finally:
         conn.close()
-    return {str(a): str(lab) for a, lab in rows}
+    return {str(a): str(lab) for k, a, lab in rows if keys is None or k in keys}
 
 
 def _run_locked(spec: SweepSpec, store_path: str | Path, plan: Any, plugins: tuple, prov: dict,
@@ -318,7 +320,8 @@ def _run_locked(spec: SweepSpec, store_path: str | Path, plan: Any, plugins: tup
     blocked = blocked_labels(checks)
     # a rerun of a store whose cells ran with --allow-unverified after a FAILED check stops too
     # (with nothing pending there is no check to run, and it once exited 0 without a word)
-    stored = {a: lab for a, lab in stored_privacy_failures(store_path).items() if a not in blocked}
+    stored = {a: lab for a, lab in stored_privacy_failures(
+        store_path, {c.key for c in plan.cells}).items() if a not in blocked}
     if stored and not allow_unverified:
         raise PrivacyCheckFailed(
             "; ".join(f"store {str(store_path)!r} holds cells of plugin {a} whose privacy check "

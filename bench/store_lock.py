@@ -42,7 +42,11 @@ class StoreLock:
         except ImportError:  # no flock: run unlocked (documented in the module docstring)
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")  # held open for the lock's lifetime
+        try:
+            fh = open(self.path, "a+")  # held open for the lock's lifetime
+        except OSError as exc:
+            raise StoreBusy(f"store {str(self.store)!r} cannot be locked: {exc.strerror} "
+                            f"({self.path})") from None
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -52,6 +56,10 @@ class StoreLock:
             raise StoreBusy(
                 f"store {str(self.store)!r} is being written by another sweep ({holder}): wait "
                 f"for it to finish or stop it; two writers would run the same cells") from None
+        except OSError as exc:  # a file system without flock (some NFS mounts)
+            fh.close()
+            raise StoreBusy(f"store {str(self.store)!r} cannot be locked on its file system: "
+                            f"{exc.strerror}; sweep into a local directory") from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}")

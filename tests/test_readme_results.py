@@ -121,6 +121,18 @@ def test_the_atlas_summary_names_the_winner_at_both_ends_with_the_losers_ratio()
                          "1.65]x fewer | adaptive, 1.29 [1.24, 1.34]x fewer |")
 
 
+def test_the_atlas_summary_gives_a_censored_runner_up_as_a_lower_bound():
+    """Issue 57, item 2: the README never prints an 'inf x' margin."""
+    base = {"view": "samples to target", "problem": "hard_valley", "d": 10.0, "eps": 0.1,
+            "x": 0.002, "winner": "gaussian_spider", "reading": "winner"}
+    rows = [{**base, "algorithm": "gaussian_spider", "value": 1e8, "bound": math.nan,
+             "ratio": 1.0, "ratio_low": 1.0, "ratio_high": 1.0},
+            {**base, "algorithm": "adaptive_tree_spider", "value": math.inf, "bound": 5e8,
+             "ratio": math.inf, "ratio_low": math.inf, "ratio_high": math.inf}]
+    line = atlas_summary(pd.DataFrame(rows))[-1]
+    assert "Gaussian, more than 5x fewer (runner-up censored)" in line and "inf" not in line
+
+
 def test_update_readme_needs_all_three_results_csvs(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("x\n", encoding="utf-8")

@@ -64,8 +64,10 @@ def test_a_rerun_of_a_store_with_failed_plugin_cells_stops(tmp_path: Path):
     spec = parse_spec(SPEC)
     assert run_sweep(spec, store, jobs=1, progress=False).ran == 2
     # as a sweep run with --allow-unverified after a FAILED check stores its cells
-    with sqlite3.connect(store) as conn:
+    conn = sqlite3.connect(store)
+    with conn:
         conn.execute("UPDATE cells SET privacy_check = 'FAILED: moved 2.3e+05 x (planted)'")
+    conn.close()
     with pytest.raises(PrivacyCheckFailed, match="holds cells of plugin dp_gd whose privacy "
                                                  "check FAILED"):
         run_sweep(spec, store, jobs=1, progress=False)

@@ -88,7 +88,7 @@ def crossovers(table: pd.DataFrame) -> pd.DataFrame:
             u0, u1 = math.log(p0["x"]), math.log(p1["x"])
             base = {**dict(zip(KEY[:6], key, strict=True)), "from": a, "to": b,
                     "x0": p0["x"], "x1": p1["x"]}
-            if not all(math.isfinite(v) for v in (f0, f1)):
+            if any(math.isinf(v) for v in (f0, f1)):
                 # a censored median at either end (issue 57, item 2): its ratio is infinite, and
                 # interpolating it would put the crossing on the grid point; only the bracket
                 # of measured x is known

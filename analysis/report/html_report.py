@@ -152,5 +152,6 @@ def write_html(path: str | Path, title: str, parts: list[tuple[str, list[HtmlSec
            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
            f"<nav>{''.join(nav)}</nav>\n<main>\n{chr(10).join(body)}\n</main>\n"
            f"<script>{_SCRIPT}</script></body></html>\n")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(doc, encoding="utf-8")
     return n_pages

@@ -185,6 +185,12 @@ def atlas_summary(atlas: pd.DataFrame) -> list[str]:
                 cells.append(short)
                 continue
             r = lose.iloc[0]
+            if "value" in r and not math.isfinite(float(r["value"])):  # censored: a lower bound
+                bound = float(r.get("bound", math.nan)) / float(p[p["algorithm"] == win]
+                                                                 ["value"].iloc[0])
+                cells.append(f"{short}, more than {_num(bound)}x fewer (runner-up censored)"
+                             if math.isfinite(bound) else f"{short}? runner-up censored")
+                continue
             cells.append(f"{short}, {_ci(r['ratio'], r['ratio_low'], r['ratio_high'])}x fewer")
         rows.append([f"`{problem}`", _num(d, "g"), _num(eps, "g"),
                      f"{_num(xs[0])}..{_num(xs[-1])} ({len(xs)})", *cells])

@@ -174,20 +174,24 @@ def summary_table_pages(pdf: PdfPages, summary: pd.DataFrame, title: str,
         legend = "   ".join(dict.fromkeys(verdict_key(v) for v in summary["verdict"]))
         drawn = height(header) + sum(height(rows[k]) for k in idx)  # of the box's height
         top = max(0.135, box[1] + box[3] * (1 - drawn) - 0.02)  # just under the table
-        lines = [*"\n".join(textwrap.fill(n, 210) for n in notes).split("\n"),
-                 "row colours: " + legend]
-        room = int((top - 0.015) * A4_LANDSCAPE[1] * 72 / (NOTES_FONT * 1.2))
-        rest = []
-        if len(lines) > room:  # the reference's notes outgrow page 1: the rest on a page of their own
+        last = i == len(pages) - 1  # the notes go under the table's last page only
+        lines = [*("\n".join(textwrap.fill(n, 210) for n in notes).split("\n") if last else []),
+                 "row colours: " + legend + ("" if last else "   (notes: under the table's end)")]
+        per_line = NOTES_FONT * 1.2 / (A4_LANDSCAPE[1] * 72)  # of the page's height
+        room = int((top - 0.015) / per_line)
+        rest: list[str] = []
+        if len(lines) > room:  # the reference's notes outgrow page 1: the rest on pages of their own
             lines, rest = lines[:room - 1], lines[room - 1:]
             lines.append("(the notes continue on the next page)")
         fig.text(0.03, top, "\n".join(lines), fontsize=NOTES_FONT, va="top")
         pdf.savefig(fig)
         plt.close(fig)
-        if rest:
+        per_page = int((0.92 - 0.015) / per_line)
+        chunks = [rest[k:k + per_page] for k in range(0, len(rest), per_page)]
+        for chunk in chunks:
             fig = plt.figure(figsize=A4_LANDSCAPE)
             fig.text(0.03, 0.965, title + ": notes (continued)", fontsize=13, weight="bold",
                      va="top")
-            fig.text(0.03, 0.92, "\n".join(rest), fontsize=NOTES_FONT, va="top")
+            fig.text(0.03, 0.92, "\n".join(chunk), fontsize=NOTES_FONT, va="top")
             pdf.savefig(fig)
             plt.close(fig)

@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cost-rates", help="the cost estimate's shipped rates from finished stores "
                        "(bench/measured_rates.json; make reference writes them)")
     p.add_argument("stores", nargs="+")
-    p.add_argument("-o", "--output", default="bench/measured_rates.json")
+    p.add_argument("-o", "--output", default=None,
+                   help="default: the package's bench/measured_rates.json, which the estimate reads")
     p.set_defaults(func=cmd_cost_rates)
     p = sub.add_parser("sweep", help="run a sweep spec (TOML) into a resumable SQLite store")
     p.add_argument("spec", help="path of a sweep spec, e.g. bench/configs/quick.toml")

@@ -28,10 +28,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from analysis.points import _combo_label, theory_mask
 
     cells = load(out)
-    # one row per knob setting, theory first: pooling the tuned grid's alpha_mult settings gave
-    # medians that `dprates compare` and the report (one setting each) never print
+    # one row per knob setting, theory first ("(" sorts before letters): pooling the tuned
+    # grid's alpha_mult settings gave medians that `dprates compare` and the report (one
+    # setting each) never print
     theory = theory_mask(cells)
-    cells["setting"] = [("theory (" + _combo_label(p, k) + ")") if t else _combo_label(p, k)
+    cells["setting"] = [("(theory) " + _combo_label(p, k)) if t else _combo_label(p, k)
                         for p, k, t in zip(cells["params"], cells["knobs"], theory, strict=True)]
     med = median_n_star(cells, ["problem", "algorithm", "setting", "target_alpha"])
     print("\nMedian samples to reach the target alpha (n*; a censored run, which never reached "

@@ -133,12 +133,13 @@ def cmd_cost_rates(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from bench.cost import shipped_rates_table
+    from bench.cost import SHIPPED_RATES, shipped_rates_table
 
     missing = [s for s in args.stores if not Path(s).is_file()]
     if missing:
         raise ValueError(f"store {missing[0]!r} is invalid: no such file")
     table = shipped_rates_table(args.stores)
+    args.output = args.output or str(SHIPPED_RATES)
     Path(args.output).write_text(json.dumps(table, indent=1) + "\n")
     print(f"wrote {args.output}: {len(table['rates'])} rates from "
           f"{sum(r['cells'] for r in table['rates'] if r['problem'] != '*')} cells of "
