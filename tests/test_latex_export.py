@@ -170,3 +170,38 @@ def test_the_export_compiles(tmp_path: Path, capsys):
             over = [float(x) for x in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide",
                                                   log.read_text(errors="replace"))]
             assert all(x < 1.0 for x in over), over
+
+
+def test_paper_exports_list_the_same_claims_in_every_format_without_tool_provenance(tmp_path):
+    """Issue 57, item 5: `claims --paper` gives a paper the same rows in markdown, LaTeX and
+    CSV (the CSV otherwise keeps every declared claim), no 'decided by' column (spec and fit
+    names) and no shell command in the notes; the plain exports keep both. Measured: the
+    reference's headline2 rows only, so most declared claims are not measured."""
+    from bench.cli import main
+
+    fits = tmp_path / "fits.csv"
+    ref = pd.read_csv(CSV)
+    ref[ref["spec"] == "headline2"].to_csv(fits, index=False)
+    out = {}
+    for fmt in ("markdown", "latex", "csv"):
+        path = tmp_path / f"paper.{fmt}"
+        assert main(["claims", "--measured", str(fits), "--format", fmt, "--paper",
+                     "-o", str(path)]) == 0
+        out[fmt] = path.read_text()
+    csv = pd.read_csv(tmp_path / "paper.csv")
+    md = [ln.split("|")[1].strip() for ln in out["markdown"].splitlines()
+          if ln.startswith("| ") and not ln.startswith("| algorithm")]
+    tex = [ln.split("&")[0].strip().replace("\\_", "_") for ln in out["latex"].splitlines()
+           if ln.rstrip().endswith("\\\\") and "&" in ln and "algorithm" not in ln.split("&")[0]]
+    assert list(csv["algorithm"]) == md == tex == ["gaussian_spider", "adaptive_tree_spider"]
+    for text in out.values():
+        assert "decided by" not in text and not re.search(r"dprates [a-z]", text)
+    assert "21 of 23 declared claims are not measured by these data and not listed." \
+        in out["markdown"]
+    plain = tmp_path / "plain.csv"
+    assert main(["claims", "--measured", str(fits), "--format", "csv", "-o", str(plain)]) == 0
+    full = pd.read_csv(plain)
+    assert "decided by" in full and len(full) == 23  # every declared claim, measured or not
+    md_plain = tmp_path / "plain.md"
+    assert main(["claims", "--measured", str(fits), "-o", str(md_plain)]) == 0
+    assert "--all-claims" in md_plain.read_text()  # the plain note says how to list the rest

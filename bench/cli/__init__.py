@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --measured: list every declared claim in the markdown / LaTeX "
                         "table, the not measured ones too (default: the measured ones; the CSV "
                         "has every claim)")
+    p.add_argument("--paper", action="store_true",
+                   help="with --measured: a table for a paper: the same claims in every format "
+                        "(the measured ones, or all with --all-claims), no 'decided by' "
+                        "provenance column, no shell commands in the notes")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples for stores")
     p.set_defaults(func=cmd_claims)
     p = sub.add_parser("list", help="registered problems and algorithms")

@@ -128,16 +128,23 @@ def _measured_claims(args: argparse.Namespace) -> int:
     fmt = args.format or "markdown"
     if args.standalone and fmt != "latex":
         raise ValueError("--standalone is only used with --format latex")
+    paper = getattr(args, "paper", False)
     notes = summary_notes(summary) if fmt != "csv" else []
     # the reader's tables list the measured claims (and a FAILED algorithm's rows) unless
-    # --all-claims; the CSV, data for a script, keeps every row
-    shown, hidden = shown_claims(summary, getattr(args, "all_claims", False) or fmt == "csv")
+    # --all-claims; the CSV, data for a script, keeps every row, except for a paper (--paper),
+    # where every format lists the same claims
+    all_rows = getattr(args, "all_claims", False) or (fmt == "csv" and not paper)
+    shown, hidden = shown_claims(summary, all_rows)
     if hidden:
-        notes.insert(len(privacy_failure_lines(summary)), hidden_claims_line(
+        notes.insert(len(privacy_failure_lines(summary)), (
+            f"{hidden} of {len(summary)} declared claims are not measured by these data and "
+            "not listed.") if paper else hidden_claims_line(
             hidden, len(summary), f"`dprates claims --measured {' '.join(args.measured)} "
             "--all-claims`"))
-    text = export(summary_for_export(shown, numeric=fmt == "csv", short_sources=fmt == "latex"),
-                  fmt, notes=notes,
+    table = summary_for_export(shown, numeric=fmt == "csv", short_sources=fmt == "latex")
+    if paper:  # provenance (spec / fit names) is the tool's, not the paper's
+        table = table.drop(columns=[c for c in ("decided by",) if c in table])
+    text = export(table, fmt, notes=notes,
                   caption="Measured convergence exponents against the claimed rates (dprates).",
                   label="tab:dprates-claims", wide=("claim", "source", "decided by"),
                   standalone=args.standalone)
