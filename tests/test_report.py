@@ -402,39 +402,39 @@ class _Tags(HTMLParser):
 
 def test_html_report_holds_the_pdfs_pages_and_sortable_tables(store: Path, tmp_path: Path,
                                                                capsys):
-    """`write_report(html=...)` (`dprates report --html`): one file with every page of both
-    PDFs inlined as PNG, one anchor per bookmarked section, the claims summary and the declared
-    fits as sortable tables with one row each, and nothing loaded from outside the file."""
+    """`dprates report --html` (one report, the bare flag: beside the PDF): one file with every
+    page of both PDFs inlined as PNG, one anchor per bookmarked section, the claims summary and
+    the declared fits as sortable tables with one row each, and nothing loaded from outside the
+    file; a bad path is one line before any work."""
     import base64
 
     from pypdf import PdfReader
 
     out = tmp_path / "r.pdf"
-    res = write_report(open_store_data(store), out, n_boot=200, html=tmp_path / "r.html")
+    with pytest.raises(ValueError, match=r"the HTML report is a \.html file"):
+        write_report(open_store_data(store), out, n_boot=50, html=tmp_path / "r.htm.txt")
+    assert main(["report", str(store), "-o", str(out), "--html", str(tmp_path / "r.txt")]) == 2
+    assert "--html=" in capsys.readouterr().err and not out.exists()
+    assert main(["report", str(store), "-o", str(out), "--html", "--boot", "50"]) == 0
+    assert "r.html" in capsys.readouterr().out
     doc = (tmp_path / "r.html").read_text()
     tags = _Tags()
     tags.feed(doc)
     imgs = [a for t, a in tags.tags if t == "img"]
+    main_pdf, appendix = PdfReader(out), PdfReader(tmp_path / "r_appendix.pdf")
     # the appendix's contents page is the PDF's own; the HTML has its sidebar instead
-    assert len(imgs) == res["html_pages"] == res["pages"] + res["appendix_pages"] - 1
+    assert len(imgs) == len(main_pdf.pages) + len(appendix.pages) - 1
     for a in imgs:
         assert a["src"].startswith("data:image/png;base64,")
         assert base64.b64decode(a["src"].split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     refs = [v for _, a in tags.tags for k, v in a.items() if k in ("src", "href")]
     assert not [r for r in refs if not (r.startswith("data:") or r.startswith("#"))]
-    marks = [m.title for p in (out, res["appendix"]) for m in PdfReader(p).outline]
+    marks = [m.title for r in (main_pdf, appendix) for m in r.outline]
     sections = [a["id"] for t, a in tags.tags if t == "section"]
     assert len(sections) == len(marks) - 1  # every bookmark but "Appendix: contents"
     assert [a["href"] for t, a in tags.tags if t == "a"] == [f"#{s}" for s in sections]
     tables = [a for t, a in tags.tags if t == "table"]
     assert tables and all(a.get("class") == "sortable" for a in tables)
-    assert tags.rows[0] == len(res["summary"]) == 23  # the claims summary, every claim
-    assert len(res["claims"]) in tags.rows  # the declared fits, one row each
+    assert tags.rows[0] == 23  # the claims summary: every declared claim
+    assert len(claims_table(open_store_data(store), n_boot=50)) in tags.rows  # one row per fit
     assert "table.sortable th" in doc and "addEventListener('click'" in doc
-    with pytest.raises(ValueError, match=r"the HTML report is a \.html file"):
-        write_report(open_store_data(store), out, n_boot=50, html=tmp_path / "r.htm.txt")
-    # the command line: a bad path is one line before any work; --html alone: beside the PDF
-    assert main(["report", str(store), "-o", str(out), "--html", str(tmp_path / "r.txt")]) == 2
-    assert "--html=" in capsys.readouterr().err
-    assert main(["report", str(store), "-o", str(tmp_path / "b.pdf"), "--html", "--boot", "50"]) == 0
-    assert (tmp_path / "b.html").stat().st_size > 10_000 and "b.html" in capsys.readouterr().out
