@@ -516,15 +516,8 @@ def test_interrupted_sweep_says_what_is_stored_and_how_to_resume(tmp_path: Path,
     assert len(load(store)) == 24
 
 
-def test_dry_run_cost_is_learned_per_algorithm_and_problem(tmp_path: Path, capsys):
-    """Stored cells teach the estimate: seconds per unit of work (d / alpha^2 for a cell with a
-    target) per (algorithm, problem, data, kind), measured on the cells rebuilt from the
-    store's spec, so a stored cell and a pending one are counted in one unit; quartiles for the
-    spread; a new target is priced as rate x d / alpha^2. Before the store has cells, the
-    rates shipped with the package price it (bench/measured_rates.json)."""
-    from bench.cost import CostModel
-
-    text = """
+#: A small sample-complexity spec the cost tests learn from (and vary).
+LEARN_SPEC = """
 name = "learn"
 seed = 3
 repetitions = 4
@@ -539,6 +532,17 @@ name = "hard_valley"
 [[algorithm]]
 name = "adaptive_tree_spider"
 """
+
+
+def test_dry_run_cost_is_learned_per_algorithm_and_problem(tmp_path: Path, capsys):
+    """Stored cells teach the estimate: seconds per unit of work (d / alpha^2 for a cell with a
+    target) per (algorithm, problem, data, kind), measured on the cells rebuilt from the
+    store's spec, so a stored cell and a pending one are counted in one unit; quartiles for the
+    spread; a new target is priced as rate x d / alpha^2. Before the store has cells, the
+    rates shipped with the package price it (bench/measured_rates.json)."""
+    from bench.cost import CostModel
+
+    text = LEARN_SPEC
     spec_path = tmp_path / "learn.toml"
     spec_path.write_text(text)
     store = tmp_path / "learn.sqlite"
@@ -596,23 +600,10 @@ def test_shipped_rates_price_every_reference_spec_within_2x():
 
 
 def test_a_cell_likely_to_pass_its_time_limit_is_warned_before_the_sweep(tmp_path: Path, capsys):
-    text = """
-name = "slow"
-seed = 3
-repetitions = 2
-stop_at_target = true
-[limits]
-time = 0.001
-[grid]
-target_alpha = [0.05]
-budget = 100000000
-d = [3]
-eps = [1.0]
-[[problem]]
-name = "hard_valley"
-[[algorithm]]
-name = "adaptive_tree_spider"
-"""
+    # the learning spec at one small target, two seeds and a 1 ms limit: far below any cell
+    text = LEARN_SPEC.replace('name = "learn"', 'name = "slow"').replace(
+        "repetitions = 4", "repetitions = 2").replace("[0.3, 0.2]", "[0.05]").replace(
+        "[grid]", "[limits]\ntime = 0.001\n[grid]")
     spec_path = tmp_path / "slow.toml"
     spec_path.write_text(text)
     assert main(["sweep", str(spec_path), "--out", str(tmp_path / "s.sqlite"), "--dry-run"]) == 0

@@ -218,10 +218,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             (f"Main report ({out.name})", sections_of(captured[0].pages, main_marks, tables)),
             (f"Appendix ({appendix_path.name})", sections_of(captured[1].pages, app_marks, tables))])
     if csv is not None and len(claims):
-        table = claims.copy()
-        table["window"] = [f"{w[0]:g}..{w[1]:g}" if isinstance(w, (tuple, list)) else "" for w in
-                           table["window"]]
-        table[[c for c in CSV_COLUMNS if c in table]].to_csv(csv, index=False, float_format="%.4g")
+        claims_csv_table(claims).to_csv(csv, index=False, float_format="%.4g")
     return {"claims": claims, "paired": [p for part in paired for p in part], "pages": pages,
             "path": out, "summary": summary, "appendix": appendix_path,
             "appendix_pages": appendix_pages, "html": Path(html) if html is not None else None,
@@ -270,13 +267,17 @@ def html_tables(summary: pd.DataFrame, claims: pd.DataFrame, crossovers: pd.Data
     if len(atlas):
         out[MAIN_SECTIONS[2]] = [("The atlas's long table", atlas)]
     if len(claims):
-        table = claims.copy()
-        table["window"] = [f"{w[0]:g}..{w[1]:g}" if isinstance(w, (tuple, list)) else "" for w in
-                           table["window"]]
         out["Declared fits: exponents, CIs and verdicts"] = [
-            ("Every declared fit (the claims CSV's columns)",
-             table[[c for c in CSV_COLUMNS if c in table]])]
+            ("Every declared fit (the claims CSV's columns)", claims_csv_table(claims))]
     return out
+
+
+def claims_csv_table(claims: pd.DataFrame) -> pd.DataFrame:
+    """The claims table as the CSV holds it: CSV_COLUMNS, the window as "lo..hi"."""
+    table = claims.copy()
+    table["window"] = [f"{w[0]:g}..{w[1]:g}" if isinstance(w, (tuple, list)) else "" for w in
+                       table["window"]]
+    return table[[c for c in CSV_COLUMNS if c in table]]
 
 
 def appendix_path_for(out: str | Path) -> Path:
