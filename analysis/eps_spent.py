@@ -271,7 +271,9 @@ def eps_spent(algorithm: str, params: dict[str, Any] | None, eps: float, delta: 
         mech = ledger_mechanism(ledger, mu)
         if mech is None:
             return None
-        e = _ledger_eps(ledger or {"accountant": "gdp", "mu": mu}, delta, eps)
+        # a ledger may hold only the counts-mode rounding record (eps_with_rounding, ...):
+        # the accountant and mu it lacks are the cell's GDP ones, as for a store without one
+        e = _ledger_eps({"accountant": "gdp", "mu": mu, **(ledger or {})}, delta, eps)
     return EpsSpent(float(eps), float(delta), calibration, e, e / float(eps), mech)
 
 

@@ -260,3 +260,18 @@ def test_fair_calibration_specs_pair_cell_by_cell_with_headline2(new, old):
     assert all(fb.window[0] <= fa.window[0] and fa.window[1] <= fb.window[1]
                for fa, fb in zip(a.fits, b.fits, strict=True))
     assert {c.algorithm for c in ca} == {"gaussian_spider", "adaptive_tree_spider"}
+
+
+def test_a_ledger_holding_only_the_rounding_record_reads_as_the_cells_gdp():
+    """Since the counts-mode rounding is declared (issue 60) a run's ledger can hold only
+    {eps_with_rounding, largest_batch, sensitivity_rounding}; the accountant and mu it lacks
+    are the cell's GDP ones. It once read as an unknown ledger: spent fraction inf (the
+    empirical SOSP route's rows in the reference CSV). Reference: the GDP closed form."""
+    mu = gdp_mu(0.1, 1e-6)
+    rounding = {"eps_with_rounding": 0.1000000000009, "largest_batch": 31623,
+                "sensitivity_rounding": 8.0e-12}
+    with_record = eps_spent("empirical_sosp_spider", {}, 0.1, 1e-6, ledger=rounding, mu=mu)
+    without = eps_spent("empirical_sosp_spider", {}, 0.1, 1e-6, ledger=None, mu=mu)
+    assert with_record is not None and without is not None
+    assert with_record.spent_fraction == pytest.approx(1.0, abs=1e-6)
+    assert with_record.spent_fraction == without.spent_fraction
