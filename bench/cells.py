@@ -62,13 +62,20 @@ class Cell:
     #: The counts stream version counts cells draw (problems.counts.stream.STREAM_VERSION). Not
     #: part of the key: a store holds one version (bench.store.Store.check_stream_version).
     counts_stream: int = STREAM_VERSION
+    #: The metric a target cell's target is on (the spec's `target_metric`); None: the
+    #: algorithm's claim metric. Part of the key only when set: keys of earlier stores stay.
+    metric: str | None = None
+    #: The largest n a search over n tries (the spec's `search_cap`; None: the budget n). Part
+    #: of the key only when set.
+    search_cap: int | None = None
 
     @classmethod
     def make(cls, *, problem: str, problem_params: dict, algorithm: str, params: dict,
              n: int | None, d: int, eps: float, delta: float, rep: int, calibration: str = "tight",
              base_seed: int = 0, target_alpha: float | None = None,
              knobs: tuple[str, ...] = (), stop_at_target: bool = False,
-             data: str = "records", counts_stream: int = STREAM_VERSION) -> Cell:
+             data: str = "records", counts_stream: int = STREAM_VERSION,
+             metric: str | None = None, search_cap: int | None = None) -> Cell:
         return cls(problem=problem,
                    problem_params=tuple(sorted((k, canonical_number(v)) for k, v in problem_params.items())),
                    algorithm=algorithm,
@@ -77,7 +84,8 @@ class Cell:
                    rep=int(rep), calibration=calibration, base_seed=int(base_seed),
                    target_alpha=None if target_alpha is None else float(target_alpha),
                    knobs=tuple(sorted(knobs)), stop_at_target=bool(stop_at_target), data=data,
-                   counts_stream=int(counts_stream))
+                   counts_stream=int(counts_stream), metric=metric,
+                   search_cap=None if search_cap is None else int(search_cap))
 
     def content(self) -> dict[str, Any]:
         """What determines the run's numbers (the knob-grid bookkeeping does not)."""
@@ -86,6 +94,9 @@ class Cell:
         c.pop("counts_stream")  # one per store (checked there): keys of earlier stores stay valid
         if not self.stop_at_target:  # absent unless used: keys of earlier stores stay valid
             c.pop("stop_at_target")
+        for k in ("metric", "search_cap"):  # the same
+            if c[k] is None:
+                c.pop(k)
         c["problem_params"] = dict(self.problem_params)
         c["params"] = dict(self.params)
         for k in ("eps", "delta", "target_alpha"):
@@ -134,4 +145,5 @@ class Cell:
                         base_seed=d["base_seed"], target_alpha=d.get("target_alpha"),
                         knobs=tuple(d.get("knobs", ())), stop_at_target=d.get("stop_at_target", False),
                         data=d.get("data", "records"),
-                        counts_stream=d.get("counts_stream", STREAM_VERSION))
+                        counts_stream=d.get("counts_stream", STREAM_VERSION),
+                        metric=d.get("metric"), search_cap=d.get("search_cap"))

@@ -9,6 +9,13 @@ A spec (see bench/configs/quick.toml for a commented example):
     calibration = "tight"          # optional: tight | theory
     stop_at_target = true          # optional (target_alpha sweeps): end a run once alpha_SOSP
                                    # <= its target; n* is unchanged, later metrics are not measured
+    target_metric = "alpha_sosp"   # optional (target_alpha sweeps): the metric every algorithm's
+                                   # target is on (default: each algorithm's claim metric), so
+                                   # one spec puts all on one axis; an algorithm that runs on n
+                                   # records (DP-GD, DP-SGD, ...) gets its samples to the target
+                                   # by a search over n inside each target cell (bench.n_search)
+    search_cap = 2000000           # optional: the largest n such a search tries (default: the
+                                   # budget; records mode holds n records in memory)
     data = "counts"                # optional: counts (exact batch statistics: samples are free)
                                    # | records; default: counts for each (problem, algorithm)
                                    # pair where it is exact, records for the others; "counts"
@@ -89,14 +96,17 @@ from bench.config_values import (
     _where,
     delta_for,
 )
+from bench.n_search import runs_on_n_records
 from problems import data_modes, instance_params
 from problems.base import DATA_MODES
 from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
             "problem", "algorithm", "fit", "stop_at_target", "data", "plugins", "counts_stream",
-            "controls_from"}
+            "controls_from", "target_metric", "search_cap"}
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
+#: The largest search_cap (or budget, without one) a records-mode search over n may have.
+RECORDS_SEARCH_CAP = 10**8
 LIMIT_KEYS = {"time", "memory_mb"}
 PROBLEM_KEYS = {"name", "params"}
 ALGORITHM_KEYS = {"name", "params", "grid"}
@@ -132,6 +142,8 @@ class SweepSpec:
     plugins: tuple[str, ...] = ()  # resolved plugin entries (absolute paths or module names)
     counts_stream: int = STREAM_VERSION  # the counts stream version its counts cells draw
     controls_from: tuple[str, ...] = ()  # specs whose stores lend this one eps = inf controls
+    target_metric: str | None = None  # the metric of every target (None: each claim metric)
+    search_cap: int | None = None  # the largest n a search over n tries (None: grid.budget)
 
     def data_mode(self, problem: str, algorithm: str) -> str:
         """The data mode of the cells of (`problem`, `algorithm`): the spec's, or the first of
@@ -165,7 +177,10 @@ class SweepSpec:
                             target_alpha=ta, knobs=tuple(knob_names),
                             stop_at_target=self.stop_at_target,
                             data=self.data_mode(prob["name"], alg["name"]),
-                            counts_stream=self.counts_stream))
+                            counts_stream=self.counts_stream,
+                            metric=self.target_metric if ta is not None else None,
+                            search_cap=self.search_cap if ta is not None and
+                            runs_on_n_records(alg["name"]) else None))
         return out
 
 
@@ -291,8 +306,37 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                 raise SpecError(f"algorithm[{i}] ({aname}): {exc}") from None
         alg_list.append({"name": aname, "params": params, "grid": kgrid})
 
+    target_metric = raw.get("target_metric")
+    if target_metric is not None:
+        from bench.n_search import SEARCH_METRICS
+
+        if target_metric not in SEARCH_METRICS:
+            raise _where("target_metric", target_metric,
+                         f"must be one of {', '.join(SEARCH_METRICS)} (population metrics)")
+        if "target_alpha" not in grid:
+            raise SpecError("target_metric is only allowed with grid.target_alpha")
+        if raw.get("stop_at_target") is True and target_metric not in ("alpha_sosp", "grad_norm"):
+            raise SpecError(f"target_metric={target_metric!r} is invalid with stop_at_target = "
+                            "true: a run stops on alpha_sosp or grad_norm (population metrics) only")
+        if target_metric == "excess_risk":
+            from problems import get_problem_class
+
+            for prob in problem_list:
+                if not hasattr(get_problem_class(prob["name"]), "excess_risk"):
+                    raise SpecError(f"target_metric='excess_risk' is invalid for problem "
+                                    f"{prob['name']!r}: it states no excess risk (min F unknown)")
+    search_cap = raw.get("search_cap")
+    if search_cap is not None:
+        if isinstance(search_cap, bool) or not isinstance(search_cap, (int, float)) \
+                or search_cap != int(search_cap) or search_cap < 1:
+            raise _where("search_cap", search_cap, "must be an integer >= 1")
+        if target_metric is None:
+            raise SpecError("search_cap is only allowed with target_metric (the search's opt-in)")
+        if search_cap > grid["budget"]:
+            raise _where("search_cap", search_cap, f"must be at most grid.budget = {grid['budget']}")
+        search_cap = int(search_cap)
     if "target_alpha" in grid:
-        _check_targets_below_start(grid, problem_list, alg_list)
+        _check_targets_below_start(grid, problem_list, alg_list, target_metric)
 
     fits = []
     raw_fits = raw.get("fit", [])
@@ -377,11 +421,21 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
             algorithms.check_calibration(alg["name"], calibration)
         except ValueError as exc:
             raise SpecError(str(exc)) from None
+    if target_metric is not None:  # a records-mode search holds its n records in memory
+        cap = search_cap or grid["budget"]
+        for prob in problem_list:
+            for alg in alg_list:
+                if runs_on_n_records(alg["name"]) and cap > RECORDS_SEARCH_CAP and \
+                        (data or default_data_mode(prob["name"], alg["name"])) == "records":
+                    raise SpecError(f"search_cap={cap:g} is invalid for {alg['name']!r} on "
+                                    f"{prob['name']!r} in records mode: a search may hold that "
+                                    f"many records; set search_cap <= {RECORDS_SEARCH_CAP:g}")
     return SweepSpec(name=name, seed=seed, repetitions=reps, calibration=calibration, grid=grid,
                      problems=problem_list, algorithms=alg_list, fits=fits, limits=limits,
                      description=raw.get("description", ""), text=text, source=source,
                      stop_at_target=stop, data=data, plugins=plugins,
-                     counts_stream=int(counts_version), controls_from=tuple(controls_from))
+                     counts_stream=int(counts_version), controls_from=tuple(controls_from),
+                     target_metric=target_metric, search_cap=search_cap)
 
 
 def load_spec(path: str | Path) -> SweepSpec:

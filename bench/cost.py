@@ -79,18 +79,25 @@ def multi_pass_work(cell: Cell) -> float | None:
     if not multi or not cell.n:
         return None
     prob = get_problem(cell.problem, d=cell.d, **dict(cell.problem_params))
-    p = cls(**cell.run_params()).resolve_params(prob, cell.n, Privacy(cell.eps, cell.delta,
-                                                                      cell.calibration))
+    n = getattr(cell, "search_cap", None) or cell.n  # a search's largest n
+    p = cls(**cell.run_params()).resolve_params(prob, n, Privacy(cell.eps, cell.delta,
+                                                                 cell.calibration))
     if "abar" in p:
         p["anchors"] = math.ceil(p["T"] / max(1, p["q"]))
     if "K_t" in p:  # stages of full-chunk steps (recursive regularization)
         steps, per_step = float(sum(p["K_t"])), float(p["m"])
     else:
-        steps, per_step = float(p["T"]), gradients_per_step(p, cell.n)
+        steps, per_step = float(p["T"]), gradients_per_step(p, n)
+    # a cell that searches n (bench.n_search): the doubling's runs sum to at most twice a run
+    # at the cap, the bisection's (about two) to at most two more (a target reached well below
+    # the cap costs far less)
+    from bench.n_search import searches_n
+
+    runs = 4.0 if searches_n(cell) else 1.0
     if cell.data == "counts":  # counts cells are priced per step
-        return steps
+        return runs * steps
     dim = float(p.get("k", cell.d))  # the JL method's base works in k dimensions
-    return None if per_step is None else steps * per_step * dim
+    return None if per_step is None else runs * steps * per_step * dim
 
 
 @dataclass

@@ -45,7 +45,8 @@ KINDS = (INPUT, RELEASE, EVALUATION, EVALUATION_ONLY, MACHINE, STATUS)
 _EVALUATION = ("emp_grad_best", "emp_grad_last", "emp_grad_selected", "emp_alpha_best",
                "emp_alpha_last", "emp_alpha_selected", "emp_lambda_min_best",
                "alpha_at_emp_best",  # the iterate is chosen by the empirical alpha (reads S)
-               "data_digest", "privacy_check")
+               "data_digest", "privacy_check",
+               "n_search")  # which n reached the target is read from population values
 _MACHINE = ("wall", "cpu", "run_wall", "eval_wall", "dprates_version", "git_commit", "python",
             "numpy", "plugins", "host", "pid", "started", "finished")
 _STATUS = ("status", "error_type", "error_message", "traceback")

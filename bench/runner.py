@@ -78,16 +78,27 @@ def provenance() -> dict[str, str]:
 
 
 def compute_cell(cell: Cell, time_limit: float | None) -> dict[str, Any]:
-    """The real work of a cell: run_cell (the code path of `dprates run`) plus the curves."""
-    from analysis.metrics import trajectory_profile
+    """The real work of a cell: run_cell (the code path of `dprates run`) plus the curves; a
+    target cell of an algorithm that runs on n records searches n (`bench.n_search`)."""
+    from bench.n_search import compute_search_cell, searches_n
     from bench.single_run import run_cell
 
+    if searches_n(cell):
+        return compute_search_cell(cell, time_limit)
     res = run_cell(cell.algorithm, cell.problem, cell.n, cell.d, cell.eps, delta=cell.delta,
                    params=cell.run_params(), problem_params=dict(cell.problem_params),
                    calibration=cell.calibration, data_seed=cell.data_seed(),
                    rng=_generator(cell), time_limit=time_limit,
                    stop_at_target=cell.stop_at_target, data=cell.data,
-                   counts_version=cell.counts_stream)
+                   counts_version=cell.counts_stream, metric=cell.metric)
+    return finish_cell(cell, res)
+
+
+def finish_cell(cell: Cell, res: dict[str, Any]) -> dict[str, Any]:
+    """A run_cell result as a cell's record: its curves, first batch, gradient evaluations and
+    privacy ledger."""
+    from analysis.metrics import trajectory_profile
+
     traj = res.pop("trajectory")
     prob = res.pop("problem_obj")
     res["curves"] = {
@@ -203,7 +214,7 @@ def execute_cell(cell_dict: dict[str, Any], limits: Limits, prov: dict[str, str]
         rec.update({k: res.get(k) for k in ("warnings", "data_digest", "curves", "first_o1_batch",
                                              "delta_spent", "mu_spent", "accountant",
                                              "privacy_ledger", "grad_evals",
-                                             "evaluation_only")})
+                                             "evaluation_only", "n_search")})
         rec["params_used"] = res.get("params")
         timing = res.get("timing", {})
         rec["run_wall"], rec["eval_wall"] = timing.get("run_wall"), timing.get("eval_wall")

@@ -53,7 +53,7 @@ def cell_seeds(seed: int) -> tuple[np.random.SeedSequence, np.random.Generator]:
 
 
 def check_target(algorithm: str, problem: str, d: int, problem_params: dict[str, Any] | None,
-                 target: float | None, name: str = "target_alpha") -> None:
+                 target: float | None, name: str = "target_alpha", metric: str | None = None) -> None:
     """Refuse, before any work, a target at or above the start's value of the algorithm's
     claim metric (met at step 0: samples_to_target 0 measures nothing), with the spec check's
     line (`bench.config_grid_checks.target_at_start`); `name` is the parameter as given."""
@@ -63,7 +63,8 @@ def check_target(algorithm: str, problem: str, d: int, problem_params: dict[str,
     from problems import instance_params
 
     params = instance_params(problem, problem_params, float(target))
-    why = target_at_start(problem, d, params, float(target), claim_metric(algorithm), algorithm)
+    why = target_at_start(problem, d, params, float(target), metric or claim_metric(algorithm),
+                          algorithm)
     if why:
         raise ValueError(f"{name}={float(target):g} is invalid: {why}")
 
@@ -74,9 +75,12 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
              data_seed: np.random.SeedSequence | None = None,
              rng: np.random.Generator | None = None,
              time_limit: float | None = None, stop_at_target: bool = False,
-             data: str | None = None, counts_version: int | None = None) -> dict[str, Any]:
+             data: str | None = None, counts_version: int | None = None,
+             metric: str | None = None) -> dict[str, Any]:
     """Validate everything, run, evaluate. Returns params, metrics, curve, timings.
 
+    `metric`: the metric a target is on (the monitor's and samples_to_target's; None: the
+    algorithm's claim metric, `analysis.verdict_engine.predictions.claim_metric`).
     `data`: "records", "counts" (exact batch statistics, `problems.counts.stream`) or None for the
     problem's default (counts where it opts in); `counts_version`: the counts stream version
     counts mode draws (`problems.counts.stream.SUPPORTED_STREAM_VERSIONS`; None: the latest).
@@ -101,7 +105,9 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"n={n!r} is invalid: must be an integer >= 1")
     alg = cls(**(params or {}))
-    check_target(algorithm, problem, d, problem_params, alg.overrides.get("target_alpha"))
+    metric = metric or claim_metric(algorithm)
+    check_target(algorithm, problem, d, problem_params, alg.overrides.get("target_alpha"),
+                 metric=metric)
     if data_seed is None or rng is None:
         data_seed, rng = cell_seeds(seed)
     if data == "counts":
@@ -116,10 +122,10 @@ def run_cell(algorithm: str, problem: str, n: int | None, d: int, eps: float,
         if target is None:
             raise ValueError("stop_at_target=True is invalid without target_alpha: it ends a run "
                              "when alpha_SOSP first falls to the target")
-        monitor = target_monitor(prob, float(target), claim_metric(algorithm))
+        monitor = target_monitor(prob, float(target), metric)
     traj = alg.run(prob, stream, privacy, rng, time_limit=time_limit, monitor=monitor)
     t1, c1 = time.perf_counter(), time.process_time()
-    ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"), metric=claim_metric(algorithm))
+    ev = evaluate(prob, traj, target=alg.overrides.get("target_alpha"), metric=metric)
     t2 = time.perf_counter()
     params_used = {k: v for k, v in traj.params.items()}
     return {

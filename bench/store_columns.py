@@ -30,6 +30,8 @@ RUN_COLUMNS = {
     "params_used": "TEXT", "warnings": "TEXT", "data_digest": "TEXT", "first_o1_batch": "INTEGER",
     "delta_spent": "REAL", "mu_spent": "REAL", "accountant": "TEXT", "privacy_ledger": "TEXT",
     "privacy_check": "TEXT", "grad_evals": "INTEGER",
+    # a multi-pass algorithm's target cell: every run of its search over n (bench.n_search)
+    "n_search": "TEXT",
     # hidden by the accountant (a Poisson family's realized batch sizes): bench.disclosure
     "evaluation_only": "TEXT",
     "wall": "REAL", "cpu": "REAL", "run_wall": "REAL", "eval_wall": "REAL",
@@ -39,6 +41,6 @@ RUN_COLUMNS = {
 }
 ALL_COLUMNS = {**CELL_COLUMNS, **METRIC_COLUMNS, **RUN_COLUMNS}
 JSON_COLUMNS = ("problem_params", "params", "knobs", "params_used", "warnings", "privacy_ledger",
-                "evaluation_only")
+                "evaluation_only", "n_search")
 
 __all__ = ["ALL_COLUMNS", "CELL_COLUMNS", "JSON_COLUMNS", "METRIC_COLUMNS", "RUN_COLUMNS"]

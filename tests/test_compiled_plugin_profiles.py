@@ -217,7 +217,7 @@ def test_a_problem_from_the_mixins_alone_says_its_map_is_not_the_separable_one(
     assert tr.n_steps == 50 and compiled_steps == []
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'mixin_valley' (MixinValley)" in err[0]
-    assert "its O2 map is not problems.separable.SeparableSaddle's" in err[0]
+    assert "its O2 map is neither problems.separable.SeparableSaddle's nor declared" in err[0]
 
 
 def test_built_in_problems_never_print_the_line(compiled_steps, capsys):

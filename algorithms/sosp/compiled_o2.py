@@ -43,7 +43,15 @@ from typing import Any
 import numba
 import numpy as np
 
-from algorithms.sosp.compiled_profiles import MODE_PYTHON, PY_PROFILE, o2_profile, profile_d1, report_fallback
+from algorithms.sosp.compiled_maps import call_map
+from algorithms.sosp.compiled_profiles import (
+    MODE_MAP,
+    MODE_PYTHON,
+    PY_PROFILE,
+    o2_profile,
+    profile_d1,
+    report_fallback,
+)
 from problems.counts import kernels as _kernels
 from problems.counts.coordinates import CoordinateCountsStream
 from problems.separable import SeparableSaddle
@@ -53,8 +61,9 @@ ENABLED = True
 #: Steps per compiled call at most (a deadline is checked between calls).
 CHUNK = 4096
 #: Why the compiled call returned: CHUNK steps done; the last step stores an iterate (Python
-#: runs its post-step block); the next step is Python's.
-DONE, POST, PYTHON = 0, 1, 2
+#: runs its post-step block); the next step is Python's; a declared loss's difference raised
+#: after the step took its records (`O2Kernel.run` raises it from Python).
+DONE, POST, PYTHON, RAISED = 0, 1, 2, 3
 
 # Float state (one array, read and written by the kernel).
 F_DRIFT, F_PREV_NORM, F_BEST, F_KAPPA, F_ETA, F_D, F_D2, F_ALPHA2, F_ALPHA, F_EPS, F_SQRT_D, \
@@ -64,7 +73,8 @@ F_DRIFT, F_PREV_NORM, F_BEST, F_KAPPA, F_ETA, F_D, F_D2, F_ALPHA2, F_ALPHA, F_EP
 I_T, I_T_MAX, I_USED, I_BUDGET, I_B, I_FIXED_B, I_FROZEN_PREV, I_KEEP_EVERY, I_TREE_T, \
     I_TREE_LEVELS, I_GRAD_EVALS, I_NODES_STREAM, I_NODES_TREE, I_ADAPTIVE, I_BOUNDED, \
     I_BY_NORMS, I_HAS_TREE, I_PRIVATE, I_TREE_CLIPS, I_HELD0, I_HELD1, I_LEVELS, \
-    I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE, I_D1_ADDR = range(29)
+    I_LEAF_LEVELS, I_MONITOR, I_STORED, I_SUPER, I_PER_SUPER, I_PY_PROFILE, I_D1_ADDR, I_MAP_M = \
+    range(30)
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -110,7 +120,7 @@ def _hold_roots(first, last, ist, roots, cum, before):
 def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cum, before, tags,
               st, meta, path,
               flags, leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_drift, r_samples, s_x, s_t, s_used,
-              d1_params, d1_err):
+              d1_params, d1_err, maddr, mparams, mlow, mspan, zh, mbuf):
     d = x.shape[0]
     n = 0
     n_stored = 0
@@ -122,6 +132,8 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
     t, used, frozen_prev = ist[I_T], ist[I_USED], ist[I_FROZEN_PREV]
     levels, leaf_levels = ist[I_LEVELS], ist[I_LEAF_LEVELS]
     mode, addr = ist[I_PY_PROFILE], ist[I_D1_ADDR]  # how d1 is computed (compiled_profiles)
+    # a declared loss's map (MODE_MAP, compiled_maps): its functions by address, m coordinates
+    declared, n_walk = mode == MODE_MAP, ist[I_MAP_M] if mode == MODE_MAP else 2
     # the previous step's d1 at x is this step's at x_prev (same float in, same float out)
     last_u, last_d1 = math.nan, 0.0
     screen_u, screen_d1 = math.nan, 0.0  # the monitor screen's d1 at the last stored x
@@ -163,26 +175,35 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             cap = fs[F_LEAF_SENS] * bt / 2
             if cap < g:  # min(g, cap) as Python's
                 clip = cap
-        # the O2 map's two factors and its whole-support bound (before any draw)
-        ux = x[0]
-        if ux == screen_u and math.copysign(1.0, ux) == math.copysign(1.0, screen_u):
-            d1x = screen_d1
+        # the O2 map's whole-support bound (before any draw) and, for the separable map, its
+        # two factors
+        if declared:
+            bound = call_map(maddr[0], x, x_prev, zh, mparams, mbuf, d1_err)
+            if d1_err[0] != 0:  # the declared bound raised: Python's step raises it
+                d1_err[0] = 0
+                reason = PYTHON
+                break
+            first, rest = 0.0, mbuf  # not read: the declared map computes the mean itself
         else:
-            d1x = profile_d1(ux, w, beta, mode, addr, d1_params, d1_err)
-        uy = x_prev[0]
-        if uy == last_u and math.copysign(1.0, uy) == math.copysign(1.0, last_u):
-            d1y = last_d1
-        else:
-            d1y = profile_d1(uy, w, beta, mode, addr, d1_params, d1_err)
-        if d1_err[0] != 0:  # an outside d1 raised: Python's step raises it
-            d1_err[0] = 0
-            reason = PYTHON
-            break
-        last_u, last_d1 = x[0], d1x
-        first = c * (d1x - d1y)
-        rest = _unit(x) - _unit(x_prev)
-        rest *= mu
-        bound = (1 + s) * math.sqrt(first * first + np.dot(rest, rest))
+            ux = x[0]
+            if ux == screen_u and math.copysign(1.0, ux) == math.copysign(1.0, screen_u):
+                d1x = screen_d1
+            else:
+                d1x = profile_d1(ux, w, beta, mode, addr, d1_params, d1_err)
+            uy = x_prev[0]
+            if uy == last_u and math.copysign(1.0, uy) == math.copysign(1.0, last_u):
+                d1y = last_d1
+            else:
+                d1y = profile_d1(uy, w, beta, mode, addr, d1_params, d1_err)
+            if d1_err[0] != 0:  # an outside d1 raised: Python's step raises it
+                d1_err[0] = 0
+                reason = PYTHON
+                break
+            last_u, last_d1 = x[0], d1x
+            first = c * (d1x - d1y)
+            rest = _unit(x) - _unit(x_prev)
+            rest *= mu
+            bound = (1 + s) * math.sqrt(first * first + np.dot(rest, rest))
         if not clip >= bound * (1 - 1e-12):
             reason = PYTHON  # Python's guard raises the error
             break
@@ -190,18 +211,28 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
         if not _hold_roots(start >> levels, stop >> levels, ist, roots, cum, before):
             reason = PYTHON  # block roots of another superblock: Python draws them
             break
-        ist[I_NODES_STREAM] += _kernels.walk_between(0, 2, start, stop, levels, leaf_levels, roots,
+        ist[I_NODES_STREAM] += _kernels.walk_between(0, n_walk, start, stop, levels, leaf_levels, roots,
                                                      tags, st, meta, path, flags, leaf_arr, ranks,
                                                      out)
         used = stop
         ist[I_USED] = used  # at once: the records are taken even if a later step fails
         ist[I_GRAD_EVALS] += 2 * bt
         k = float(bt)
-        a1 = -s + 2 * s * (out[0] / k)
-        a2 = -s + 2 * s * (out[1] / k)
-        mean = np.empty(d)
-        mean[0] = (1 + a1) * first
-        mean[1:] = rest * (1 + a2)
+        if declared:  # the mean record's head (`mean_record`'s arithmetic), then the difference
+            for j in range(n_walk):
+                zh[j] = mlow[j] + mspan[j] * (out[j] / k)
+            call_map(maddr[1], x, x_prev, zh, mparams, mbuf, d1_err)
+            if d1_err[0] != 0:  # after the take: the run raises it (O2Kernel.run)
+                d1_err[0] = 0
+                reason = RAISED
+                break
+            mean = mbuf
+        else:
+            a1 = -s + 2 * s * (out[0] / k)
+            a2 = -s + 2 * s * (out[1] / k)
+            mean = np.empty(d)
+            mean[0] = (1 + a1) * first
+            mean[1:] = rest * (1 + a2)
         delta = (mean * k) / k  # clipped_grad_diff_sum's sum, o2_leaf's division
         noise_std = 0.0
         if not ist[I_HAS_TREE] and ist[I_PRIVATE]:
@@ -263,15 +294,27 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
         if est < best or t % ist[I_KEEP_EVERY] == 0:
             if ist[I_MONITOR]:
                 # the monitor is Python's; where ||grad F(x)|| is clearly above target: False
-                screen_u = x[0]
-                screen_d1 = profile_d1(screen_u, w, beta, mode, addr, d1_params, d1_err)
-                if d1_err[0] != 0:  # an outside d1 raised: Python's monitor raises it
-                    d1_err[0] = 0
-                    screen_u = math.nan
-                    reason = POST
-                    break
-                g0, g_rest = c * screen_d1, _unit(x) * mu
-                if not math.sqrt(g0 * g0 + np.dot(g_rest, g_rest)) > fs[F_SCREEN]:
+                if declared:
+                    if not fs[F_SCREEN] < math.inf:  # no pop_grad_fn: no screen
+                        reason = POST
+                        break
+                    call_map(maddr[2], x, x, zh, mparams, mbuf, d1_err)
+                    if d1_err[0] != 0:  # the declared gradient raised: Python's monitor raises it
+                        d1_err[0] = 0
+                        reason = POST
+                        break
+                    gnorm = math.sqrt(np.dot(mbuf, mbuf))
+                else:
+                    screen_u = x[0]
+                    screen_d1 = profile_d1(screen_u, w, beta, mode, addr, d1_params, d1_err)
+                    if d1_err[0] != 0:  # an outside d1 raised: Python's monitor raises it
+                        d1_err[0] = 0
+                        screen_u = math.nan
+                        reason = POST
+                        break
+                    g0, g_rest = c * screen_d1, _unit(x) * mu
+                    gnorm = math.sqrt(g0 * g0 + np.dot(g_rest, g_rest))
+                if not gnorm > fs[F_SCREEN]:
                     reason = POST
                     break
             if est < best:  # min(best, est) as Python's
@@ -301,6 +344,10 @@ class O2Kernel:
     d1_params: Any = None  # an outside profile's params (MODE_ADDRESS), else a stand-in
     d1_err: Any = None  # set by a raise in an outside d1
     d1_keep: Any = None  # its C wrapper, alive as long as the kernel
+    #: a declared loss's map (MODE_MAP): addresses, parameters, the head's low and span, the
+    #: head and output buffers (stand-ins otherwise); the problem
+    map_args: tuple = ()
+    problem: Any = None
 
     def run(self, x, x_prev, nabla, drift, prev_norm, best, frozen_prev, t, grad_evals, rng):
         """Up to CHUNK O2 steps from the engine's state; returns (steps, reason, new state,
@@ -335,12 +382,14 @@ class O2Kernel:
                 CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
                 before, stream.tags, stream._st, stream._meta, stream._path, stream._flags,
                 stream._leaf_arr, stream._ranks, stream._out, *self.buffers, self.d1_params,
-                self.d1_err)
+                self.d1_err, *self.map_args)
         finally:
             stream._roots_of[:] = [int(ist[I_HELD0]), int(ist[I_HELD1])]
             PY_PROFILE.profile = outer  # a run nested in a d1 hands the outer one its profile back
             stream.used = int(ist[I_USED])
             stream.nodes_drawn += int(ist[I_NODES_STREAM])
+        if reason == RAISED:  # the declared difference raised after its step took the records
+            self._raise(x, x_prev)
         if n == 0:
             return 0, reason, None
         if tree is not None:
@@ -356,6 +405,16 @@ class O2Kernel:
         state = (x, x_prev, x_prev2, nabla, float(fs[F_DRIFT]), float(fs[F_PREV_NORM]),
                  float(fs[F_BEST]), int(ist[I_FROZEN_PREV]), int(ist[I_T]), int(ist[I_GRAD_EVALS]))
         return n, reason, (state, recs, stored)
+
+
+    def _raise(self, x: np.ndarray, x_prev: np.ndarray) -> None:
+        """Raise what the declared difference raised in the kernel, from Python (the same call
+        on the same floats: the mean record's head the kernel held)."""
+        prob = self.problem
+        zh, p = self.map_args[4], self.map_args[1]
+        type(prob).grad_diff_fn(x, x_prev, zh.copy(), p, np.empty(prob.d))
+        raise RuntimeError(f"problem {prob.name!r}: grad_diff_fn raised in the compiled steps but "
+                           "not when called again from Python on the same values")
 
 
 @_jit
@@ -419,9 +478,11 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     fs[F_MULT] = mult
     fs[F_TREE_SIGMA] = tree.sigma if tree is not None else 0.0
     fs[F_THRESHOLD], fs[F_M] = p["escape_threshold"], const.M
-    fs[F_C], fs[F_MU], fs[F_NOISE] = problem.c, problem.mu, problem.noise
-    fs[F_W], fs[F_BETA] = prof.w, prof.beta
-    ist = np.zeros(29, dtype=np.int64)
+    declared = prof.mode == MODE_MAP
+    if not declared:  # the separable map's constants (a declared map reads its own params)
+        fs[F_C], fs[F_MU], fs[F_NOISE] = problem.c, problem.mu, problem.noise
+        fs[F_W], fs[F_BETA] = prof.w, prof.beta
+    ist = np.zeros(30, dtype=np.int64)
     # b or B past 2^62 (overrides, rules at tiny alpha): the cap ends every step in Python,
     # which stops the run as before
     ist[I_T_MAX], ist[I_B] = T_int, min(int(p["b"]), 2**62)
@@ -438,12 +499,20 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     ist[I_MONITOR] = monitor is not None
     screen = getattr(monitor, "grad_screen", None)  # none for a target among subnormal squares
     screened = (screen is not None and 1e-150 < screen < math.inf
-                and type(problem).population_grad is SeparableSaddle.population_grad)
+                and (prof.map.screen if declared else
+                     type(problem).population_grad is SeparableSaddle.population_grad))
     fs[F_SCREEN] = float(screen) * (1 + SCREEN_MARGIN) if screened else math.inf
     buffers = (np.zeros(CHUNK, dtype=np.int64), *(np.zeros(CHUNK) for _ in range(3)),
                np.zeros(CHUNK, dtype=np.int64), np.zeros((CHUNK, d)), np.zeros(CHUNK, dtype=np.int64),
                np.zeros(CHUNK, dtype=np.int64))
     no_cum = np.zeros((stream.per_super + 1, len(stream.tags)), dtype=np.int64)
+    if declared:
+        mp = prof.map
+        ist[I_MAP_M] = mp.m
+        map_args = (mp.addrs, mp.params, mp.low, mp.span, np.zeros(mp.m), np.zeros(d))
+    else:
+        map_args = (np.zeros(3, dtype=np.int64), np.zeros(1), np.zeros(1), np.zeros(1),
+                    np.zeros(1), np.zeros(d))
     return O2Kernel(stream, fs, ist, np.zeros((64, d)), np.zeros(d), tree, buffers, no_cum,
                     prof.profile if prof.mode == MODE_PYTHON else None, prof.params,
-                    np.zeros(1, dtype=np.int64), prof.keep)
+                    np.zeros(1, dtype=np.int64), prof.keep, map_args, problem)

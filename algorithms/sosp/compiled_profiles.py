@@ -37,13 +37,16 @@ from numba import types
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
+from algorithms.sosp.compiled_maps import map_profile
 from problems import BUILTIN
+from problems.compiled_loss import CompiledTwoPointLoss
 from problems.jit_profile import JitProfile
 from problems.profiles import CosineProfile, RampProfile, ValleyProfile
 from problems.separable import SeparableSaddle
 
-#: How a compiled step computes d1: compiled valley, numpy's through Python, by address.
-MODE_VALLEY, MODE_PYTHON, MODE_ADDRESS = 0, 1, 2
+#: How a compiled step computes d1: compiled valley, numpy's through Python, by address; or no
+#: d1 at all: a declared loss's whole O2 map by address (`compiled_maps`).
+MODE_VALLEY, MODE_PYTHON, MODE_ADDRESS, MODE_MAP = 0, 1, 2, 3
 
 #: The profile whose d1 a compiled call computes through Python (`_python_d1`), per thread
 #: (a Dask worker runs cells in threads, and the compiled steps release the GIL); set by
@@ -193,6 +196,7 @@ class O2Profile:
     params: np.ndarray = field(default_factory=lambda: np.zeros(1))
     profile: Any = None  # the profile whose d1 runs in Python (MODE_PYTHON)
     keep: Any = None  # the C wrapper at addr (kept alive with the kernel)
+    map: Any = None  # a declared loss's `compiled_maps.MapProfile` (MODE_MAP)
 
 
 #: The shipped profiles whose d1 runs through Python (numpy's floats).
@@ -205,9 +209,12 @@ MAP_METHODS = ("guarded_counts_grad_diff", "_mean_grad_diff_and_support_bound",
 def o2_profile(problem: Any) -> O2Profile | str:
     """How the compiled steps compute this problem's O2 map, or why they cannot (its floats
     would not be established to be the Python loop's)."""
+    if isinstance(problem, CompiledTwoPointLoss):
+        mp = map_profile(problem)
+        return mp if isinstance(mp, str) else O2Profile(MODE_MAP, map=mp, keep=mp.keep)
     if not isinstance(problem, SeparableSaddle):
-        return ("its O2 map is not problems.separable.SeparableSaddle's (subclass it with a "
-                "problems.jit_profile.JitProfile)")
+        return ("its O2 map is neither problems.separable.SeparableSaddle's nor declared by "
+                "problems.compiled_loss.CompiledTwoPointLoss (see problems/README.md)")
     cls = type(problem)
     for name in MAP_METHODS:
         if getattr(cls, name) is not getattr(SeparableSaddle, name):
@@ -248,5 +255,5 @@ def report_fallback(problem: Any, reason: str) -> None:
           flush=True)
 
 
-__all__ = ["MODE_ADDRESS", "MODE_PYTHON", "MODE_VALLEY", "PY_PROFILE", "O2Profile", "o2_profile",
+__all__ = ["MODE_ADDRESS", "MODE_MAP", "MODE_PYTHON", "MODE_VALLEY", "PY_PROFILE", "O2Profile", "o2_profile",
            "profile_d1", "report_fallback", "valley_d1"]

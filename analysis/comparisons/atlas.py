@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.comparisons.compare import METRIC_COLUMN, Row, _label, build_rows, interval, ratio
+from analysis.comparisons.compare import COUNTED, METRIC_COLUMN, Row, _label, build_rows, interval, ratio
 from analysis.verdict_engine.rates import N_BOOT
 
 SAMPLES, ERROR = "samples to target", "error at n"
@@ -169,7 +169,7 @@ def _one_per_algorithm(rows: list[Row]) -> list[Row]:
     for alg, cands in by_alg.items():
         if len(cands) > 1:
             others = [r.seed for r in rows if r.algorithm != alg]
-            cands = sorted(cands, key=lambda r: (r.view != "one pass",
+            cands = sorted(cands, key=lambda r: (r.view not in COUNTED,
                                                  -sum(o == r.seed for o in others), -len(r.reps),
                                                  r.label))
         # one row per algorithm: its name is its label at every point (a suffix naming a knob

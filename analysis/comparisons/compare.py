@@ -9,8 +9,11 @@ different ways:
   summarized by the median over repetitions (`analysis.metrics.median_n_star`'s reading);
 * a method that runs on n records (DP-GD, DP-SGD, private SpiderBoost, Pagan, ...) uses all n
   whatever the target, so its samples to the target are the smallest n whose output reaches
-  it: the first crossing of the median error curve against n, log-log interpolated
-  (`analysis.empirical_n_star._crossing`, as `dprates fit --n-star`).
+  it. Two readings: from its target cells, each a search over n per repetition
+  (`bench.n_search`, view "n search": the median of the searched n*, passes = gradient
+  evaluations / n* at n*); else from an n grid, the first crossing of the median error curve
+  against n, log-log interpolated (`analysis.empirical_n_star._crossing`, as `dprates fit
+  --n-star`), view "records".
 
 Both estimators are functions of the repetitions (seeds) of a curve. One bootstrap over
 repetitions gives every interval: a repetition's data seed depends on (base seed, problem,
@@ -41,13 +44,18 @@ METRIC_COLUMN = {"alpha_sosp": "alpha_best", "grad_norm": "pop_grad_best",
                  "emp_alpha_sosp": "emp_alpha_best"}
 #: Fewer design sizes n than this make a records row's n* a "few n" read (two points fix a line).
 MIN_DESIGN = 3
+#: The views whose rows hold one n* per repetition (a median of them is the estimate).
+COUNTED = ("one pass", "n search")
 
 
-def selection_rule(column: str, metric: str = "") -> str:
+def selection_rule(column: str, metric: str = "", view: str = "") -> str:
     """Which iterate an error column reads (the store records it in the column's suffix;
-    `metric`: the claim metric of a samples_to_target column)."""
+    `metric`: the claim metric of a samples_to_target column; `view` "n search": a searched
+    n*, read off each run's best iterate)."""
     emp = column.startswith("emp_") or metric.startswith("emp_")
     oracle = "empirical oracle F_S" if emp else "population oracle"
+    if view == "n search":
+        return f"best iterate by {oracle} of the run at n (the smallest n on the search path)"
     if column == "samples_to_target":
         return f"first time the best iterate so far (by {oracle}) reaches it"
     if column.endswith("_best"):
@@ -72,7 +80,7 @@ class Row:
 
     label: str
     algorithm: str
-    view: str  # "one pass" or "records"
+    view: str  # "one pass", "n search" (n* per repetition, as one pass) or "records"
     metric: str  # the claim metric (alpha_sosp, ...)
     column: str  # the stored column the samples are read from
     seed: object  # base seed and data mode: rows with equal seeds pair
@@ -92,14 +100,14 @@ class Row:
         design n. NaN when the estimate is finite or nothing bounds it."""
         if math.isfinite(self.estimate()):
             return math.nan
-        if self.view == "one pass":
+        if self.view in COUNTED:
             return float(np.median(self.bounds[0])) if self.bounds is not None else math.nan
         return float(self.ns[-1]) if len(self.ns) else math.nan
 
     def estimate(self, cols: np.ndarray | None = None) -> float:
         """Samples to the target on the repetitions `cols` (indices into `reps`; all if None)."""
         v = self.values if cols is None else self.values[:, cols]
-        if self.view == "one pass":
+        if self.view in COUNTED:
             return float(np.median(v[0]))
         with np.errstate(all="ignore"):
             med = np.array([np.nanmedian(r) if np.isfinite(r).any() else math.inf for r in v])
@@ -222,7 +230,9 @@ def build_rows(cells: pd.DataFrame, target: float, column: str | None = None,
                 if split:  # the same algorithm in two data modes, calibrations or seeds
                     parts = {"data": data, "calibration": cal, "base_seed": f"seed {seed}"}
                     label += " [" + ", ".join(str(parts[c]) for c in split) + "]"
-                if one_pass and gc["target_alpha"].notna().any():
+                searched = (not one_pass and "n_search" in gc
+                            and gc.loc[gc["target_alpha"].notna(), "n_search"].notna().any())
+                if (one_pass or searched) and gc["target_alpha"].notna().any():
                     sub = gc[np.isclose(gc["target_alpha"].fillna(-1), target, rtol=1e-9)]
                     if not len(sub):
                         have = ", ".join(f"{t:g}" for t in sorted(gc["target_alpha"].dropna().unique()))
@@ -231,21 +241,38 @@ def build_rows(cells: pd.DataFrame, target: float, column: str | None = None,
                         continue
                     sub = sub.groupby("rep").first()
                     n_star = sub["n_star"].to_numpy(float)
-                    read = (sub["samples_used"].to_numpy(float) if "samples_used" in sub
-                            else np.full(len(sub), math.nan))
-                    row = Row(label, alg, "one pass", str(sub["target_metric"].iloc[0]),
+                    if searched:  # censored: known to need more than the search's cap
+                        read = np.array([float((ns or {}).get("n_max") or n) for ns, n in
+                                         zip(sub["n_search"], sub["n"], strict=True)])
+                        with np.errstate(all="ignore"):  # reached seeds only (censored: inf n*)
+                            per = np.where(np.isfinite(n_star),
+                                           sub["grad_evals"].to_numpy(float) / n_star, np.nan)
+                        passes = float(np.nanmedian(per)) if np.isfinite(per).any() else math.nan
+                    else:
+                        read = (sub["samples_used"].to_numpy(float) if "samples_used" in sub
+                                else np.full(len(sub), math.nan))
+                        passes = 1.0
+                    row = Row(label, alg, "n search" if searched else "one pass",
+                              str(sub["target_metric"].iloc[0]),
                               "samples_to_target", (seed, data), sub.index.to_numpy(),
-                              n_star[None, :], passes=1.0, target=target,
+                              n_star[None, :], passes=passes, target=target,
                               bounds=np.where(np.isfinite(n_star), n_star, read)[None, :])
                     k = int(sub["censored"].sum())
                     if k:
                         row.flags.append(f"censored {k} of {len(sub)}")
+                    if searched:  # reached at the search's first n: n* is an upper bound there
+                        first = [ns["runs"][0]["n"] for ns in sub["n_search"]
+                                 if ns and ns.get("n_star") is not None and ns.get("lo") is None]
+                        if first:
+                            row.flags.append(f"reached at the search's first n in {len(first)} of "
+                                             f"{len(sub)} (n* <= {min(first):g} there)")
                     rows.append(row)
                     continue
                 n_cells = gc[gc["target_alpha"].isna()]
                 if not len(n_cells):
                     notes.append(f"{label} on {gkey[0]}: runs on n records but has only targeted "
-                                 "cells (its samples to a target are the smallest n: sweep n)")
+                                 "cells without a search (its samples to a target are the smallest "
+                                 "n: set the spec's target_metric to search n, or sweep n)")
                     continue
                 col = column or METRIC_COLUMN.get(one_pass_metrics[0] if one_pass_metrics
                                                   else claim_metric(alg))
@@ -306,8 +333,9 @@ def compare_table(cells: pd.DataFrame, target: float, column: str | None = None,
             rec = {"problem": problem, "instance": "" if instance == "{}" else instance,
                    "d": d, "eps": eps, "algorithm": row.label, "view": row.view,
                    "metric": row.metric, "read_from": row.column,
-                   "selection": selection_rule(row.column, row.metric),
-                   "passes": row.passes, "samples": point, "ci_low": lo, "ci_high": hi,
+                   "selection": selection_rule(row.column, row.metric, row.view),
+                   "passes": row.passes, "samples": point, "bound": row.lower_bound(),
+                   "ci_low": lo, "ci_high": hi,
                    "baseline": base.label if base else "", "ratio": math.nan,
                    "ratio_low": math.nan, "ratio_high": math.nan, "pairing": "",
                    "reps": len(row.reps), "flags": list(row.flags)}
@@ -352,13 +380,18 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         **{c: table[c].map(lambda v: v if isinstance(v, str) else f"{v:g}")
            for c in ("problem", "instance", "d", "eps") if many[c] or c == "problem"},
         "algorithm": table["algorithm"], "view": table["view"].map(
-            {"one pass": "one pass: samples read", "records": "on n records: smallest n"}),
+            {"one pass": "one pass: samples read", "records": "on n records: smallest n",
+             "n search": "on n records: smallest n (searched)"}),
         "metric": [m if c == "samples_to_target" else f"{m} ({c})"
                    for m, c in zip(table["metric"], table["read_from"], strict=True)],
         "selection": table["selection"],
         "passes": table["passes"].map(_num),
-        "samples to target [95% CI]": [f"{_num(p)} [{_num(lo)}, {_num(hi)}]" for p, lo, hi in
-                                       zip(table["samples"], table["ci_low"], table["ci_high"], strict=True)],
+        "samples to target [95% CI]": [
+            (f"> {_num(b)} (censored)" if math.isinf(p) and math.isfinite(b) else
+             f"{_num(p)} [{_num(lo)}, {_num(hi)}]")
+            for p, lo, hi, b in zip(table["samples"], table["ci_low"], table["ci_high"],
+                                    table.get("bound", pd.Series(math.nan, index=table.index)),
+                                    strict=True)],
         "ratio to baseline [95% CI]": [
             f"1 ({b}, baseline)" if pr == "baseline" else
             (f"{_num(r)} [{_num(lo)}, {_num(hi)}] vs {b}" if pr else "-")

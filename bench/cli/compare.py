@@ -12,8 +12,9 @@ import sys
 VIEW_NOTE = ("one pass: the samples a run read until its error first fell to the target (the "
              "stored samples_to_target of its cells configured for that target; median over "
              "seeds, a censored run counts as more than its budget); on n records: the smallest "
-             "n whose output (median over seeds) reaches the target, log-log interpolated "
-             "between design sizes")
+             "n whose output (median over seeds) reaches the target: searched per seed in its "
+             "target cells (doubling, then bisection to 19%; passes = gradient evaluations / n "
+             "at that n), else log-log interpolated between the design sizes of an n grid")
 
 
 def _check_args(args: argparse.Namespace) -> None:
