@@ -48,10 +48,13 @@ def sosp_alpha(problem: Problem, x: np.ndarray) -> dict:
     return {"alpha": max(g, curv), "grad_norm": g, "lambda_min": lam, "curvature_part": curv}
 
 
-def running_min_alpha(problem: Problem, iterates: np.ndarray) -> np.ndarray:
+def running_min_alpha(problem: Problem, iterates: np.ndarray,
+                      grads: np.ndarray | None = None) -> np.ndarray:
     """Running minimum of alpha_SOSP along the iterates, exact, with the gradient-norm screen:
-    an iterate whose gradient norm is >= the running minimum so far cannot lower it."""
-    grads = np.array([np.linalg.norm(problem.population_grad(x)) for x in iterates])
+    an iterate whose gradient norm is >= the running minimum so far cannot lower it. `grads`:
+    `grad_norms(problem, iterates)` where the caller has it (the same floats)."""
+    if grads is None:
+        grads = grad_norms(problem, iterates)
     best = math.inf
     out = np.empty(len(iterates))
     for i, x in enumerate(iterates):
@@ -123,14 +126,17 @@ EVALUATION_ONLY = {
 }
 
 
-def first_order_metrics(problem: Problem, traj, target: float | None, metric: str) -> dict:
+def first_order_metrics(problem: Problem, traj, target: float | None, metric: str,
+                        pop: np.ndarray | None = None) -> dict:
     """Population and empirical gradient norms of a run (the first-order claims' metrics):
     pop_grad_best / _last over the stored iterates; with the run's sample (empirical
     algorithms) emp_grad_best over the stored iterates `emp_eval_indices` picks, _last and
     _selected (smallest private estimate norm). For metric grad_norm / emp_grad_norm,
-    samples_to_target is the samples consumed when that metric first fell to <= target."""
+    samples_to_target is the samples consumed when that metric first fell to <= target. `pop`:
+    `grad_norms(problem, traj.iterates)` where the caller has it (the same floats)."""
     its = traj.iterates
-    pop = grad_norms(problem, its)
+    if pop is None:
+        pop = grad_norms(problem, its)
     pop_min = np.minimum.accumulate(pop)
     out = {"pop_grad_best": float(pop_min[-1]), "pop_grad_last": float(pop[-1]),
            "grad_x0": float(np.linalg.norm(problem.population_grad(problem.x0))),
@@ -179,7 +185,10 @@ def evaluate(problem: Problem, traj, target: float | None = None,
     emp_grad_norm) first fell to <= target (NaN if it never did: a censored cell); the curve
     is over the same metric. The first-order metrics (`first_order_metrics`) are always added."""
     its = traj.iterates
-    run_min = running_min_alpha(problem, its)
+    # ||grad F|| at every stored iterate, once: the alpha screen and the first-order metrics
+    # read the same array (it was computed twice: half of a long cell's evaluation)
+    pop = grad_norms(problem, its)
+    run_min = running_min_alpha(problem, its, pop)
     best_alpha = float(run_min[-1])
     # Locate the best iterate: the first index where the running minimum reaches its final value.
     best_idx = int(np.flatnonzero(run_min <= best_alpha)[0])
@@ -202,7 +211,7 @@ def evaluate(problem: Problem, traj, target: float | None = None,
         "n_o1": int((traj.records["oracle"] == 1).sum()),
         "n_escapes": int(traj.records["escape"].sum()),
     }
-    fo = first_order_metrics(problem, traj, target, metric)
+    fo = first_order_metrics(problem, traj, target, metric, pop)
     out.update(fo["metrics"], target_metric=metric)
     out.update(empirical_sosp_metrics(problem, traj))
     if metric != "alpha_sosp":

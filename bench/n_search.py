@@ -157,7 +157,7 @@ def compute_search_cell(cell: Any, time_limit: float | None) -> dict[str, Any]:
 
     from analysis.comparisons.compare import METRIC_COLUMN
     from analysis.verdict_engine.predictions import claim_metric
-    from bench.runner import finish_cell
+    from bench.cell_record import finish_cell
     from bench.single_run import run_cell
 
     metric = cell.metric or claim_metric(cell.algorithm)

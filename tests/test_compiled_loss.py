@@ -46,6 +46,11 @@ FALLBACK = {
     "qv_fastmath": ([("@numba.njit\ndef grad_diff_bound(",
                       "@numba.njit(fastmath=True)\ndef grad_diff_bound(")],
                     "is compiled with fastmath"),
+    "qv_bound_raises": ([("def grad_diff_bound(x, y, p):  # the largest record's gradient "
+                          "difference norm (z0 = s, z1 = 1)\n",
+                          "def grad_diff_bound(x, y, p):\n    if x[0] == 0.0 and y[0] == 0.0:\n"
+                          "        raise ValueError('at the origin')\n")],
+                        "raises at a check point (ValueError: at the origin)"),
     "qv_override": ([("    def params(self):", "    def counts_grad_diff(self, x, y, batch):\n"
                       "        return super().counts_grad_diff(x, y, batch)\n\n    def params(self):")],
                     "it overrides CompiledTwoPointLoss.counts_grad_diff"),
