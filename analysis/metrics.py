@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.sparse.linalg import LinearOperator, eigsh
 
+from analysis import batched_oracles
 from problems.base import Problem
 from problems.counts.layouts import CountsBatch
 from problems.empirical_hessian import empirical_alpha, supports_empirical_hessian
@@ -52,15 +53,47 @@ def running_min_alpha(problem: Problem, iterates: np.ndarray,
                       grads: np.ndarray | None = None) -> np.ndarray:
     """Running minimum of alpha_SOSP along the iterates, exact, with the gradient-norm screen:
     an iterate whose gradient norm is >= the running minimum so far cannot lower it. `grads`:
-    `grad_norms(problem, iterates)` where the caller has it (the same floats)."""
+    `grad_norms(problem, iterates)` where the caller has it (the same floats). Where the problem
+    declares `population_lambda_mins` (analysis.batched_oracles), lambda_min is taken in one
+    batched call per chunk at every iterate of it the screen could let through (those below
+    the running minimum at the chunk's start), the same floats as one call each."""
     if grads is None:
         grads = grad_norms(problem, iterates)
+    if not batched_oracles.declares(problem, "population_lambda_mins"):
+        best = math.inf
+        out = np.empty(len(iterates))
+        for i, x in enumerate(iterates):
+            if grads[i] < best:
+                best = min(best, sosp_alpha(problem, x)["alpha"])
+            out[i] = best
+        return out
+    lams = batched_oracles.batched(problem, "population_lambda_mins")
+    rho = problem.constants.rho
     best = math.inf
     out = np.empty(len(iterates))
-    for i, x in enumerate(iterates):
-        if grads[i] < best:
-            best = min(best, sosp_alpha(problem, x)["alpha"])
-        out[i] = best
+    step = batched_oracles.CHUNK
+    for start in range(0, len(iterates), step):
+        g = grads[start:start + step]
+        cand = np.flatnonzero(g < best)
+        alpha = dict(zip(cand.tolist(), _alphas(g[cand], lams(iterates[start + cand]), rho),
+                         strict=True))
+        for i, gi in enumerate(g.tolist()):
+            if gi < best:
+                best = min(best, alpha[i])
+            out[start + i] = best
+    return out
+
+
+def _alphas(grad_norm: np.ndarray, lam: np.ndarray, rho: float) -> list[float]:
+    """sosp_alpha's alpha from a gradient norm and lambda_min, elementwise (its formula)."""
+    out = []
+    for g, lm in zip(grad_norm.tolist(), lam.tolist(), strict=True):
+        if not (math.isfinite(g) and math.isfinite(lm)):
+            out.append(math.nan)
+            continue
+        neg = max(0.0, -lm)
+        curv = 0.0 if neg == 0 else (neg**2 / rho if rho > 0 else math.inf)
+        out.append(max(g, curv))
     return out
 
 
@@ -83,8 +116,14 @@ EMP_EVAL_POINTS = 256
 
 
 def grad_norms(problem: Problem, iterates: np.ndarray) -> np.ndarray:
-    """||grad F(x)|| (population, closed form) at each iterate."""
-    return np.array([np.linalg.norm(problem.population_grad(x)) for x in iterates])
+    """||grad F(x)|| (population, closed form) at each iterate: batched where the problem
+    declares `population_grads` (analysis.batched_oracles; the same floats as one call each)."""
+    if not batched_oracles.declares(problem, "population_grads"):
+        return np.array([np.linalg.norm(problem.population_grad(x)) for x in iterates])
+    iterates = np.asarray(iterates, dtype=float)
+    if len(iterates) == 0:
+        return np.zeros(0)
+    return batched_oracles.row_norms(batched_oracles.batched(problem, "population_grads")(iterates))
 
 
 def empirical_grad_norm(problem: Problem, x: np.ndarray, sample: np.ndarray | CountsBatch,

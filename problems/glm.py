@@ -334,6 +334,31 @@ class GLM(FiniteAtoms, Problem):
         eig = float(np.linalg.eigvalsh(r @ self._hessian_coords(x) @ r.T)[0])
         return min(eig, 0.0) if self._range_q.shape[1] < self.d else eig
 
+    # Batched population oracles: row i is bit for bit the single-point oracle at xs[i]. Every
+    # product is np.matmul over a stack of (k, 1) columns, which calls the same BLAS gemv /
+    # gemm per slice as the single-point code (one gemm over all columns would sum in another
+    # order), and the links' ufuncs act elementwise; analysis.metrics checks the identity once
+    # per process and falls back to the single-point loop where it fails.
+    def _margins_many(self, xs: np.ndarray) -> np.ndarray:
+        """y <x_i, B z_a> for each row x_i of xs: shape (len(xs), N), as `_margins` row by row."""
+        proj = np.matmul(self.basis.T, np.asarray(xs, dtype=float)[:, :, None])  # (m, r, 1)
+        return self.atoms[:, 0] * np.matmul(self.atoms[:, 1:], proj)[:, :, 0]
+
+    def population_grads(self, xs: np.ndarray) -> np.ndarray:
+        """grad F at each row of xs, shape (m, d): `population_grad` row by row."""
+        coef = self.atoms[:, 0] * _dphi(self.link, self._margins_many(xs))  # _coef per row
+        inner = np.matmul(self.atoms[:, 1:].T, coef[:, :, None])  # (m, r, 1)
+        return np.matmul(self.basis, inner)[:, :, 0] / self.n_atoms
+
+    def population_lambda_mins(self, xs: np.ndarray) -> np.ndarray:
+        """lambda_min(hess F) at each row of xs: `population_lambda_min` row by row."""
+        z, y = self.atoms[:, 1:], self.atoms[:, 0]
+        w = y * y * _d2phi(self.link, self._margins_many(xs)) / self.n_atoms  # (m, N)
+        h = np.matmul((z * w[:, :, None]).transpose(0, 2, 1), z)  # (m, r, r), _hessian_coords
+        r = self._range_r
+        eig = np.linalg.eigvalsh(np.matmul(np.matmul(r, h), r.T))[:, 0]
+        return np.minimum(eig, 0.0) if self._range_q.shape[1] < self.d else eig
+
     def population_minimizer(self) -> np.ndarray:
         """The minimum-norm minimizer of F (link="logistic" only), by damped Newton in the
         coordinates c of range(B) (w = Q c) to ||grad F|| <= 1e-12; cached."""

@@ -240,6 +240,23 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
     def params(self):
         return {"d": self.d, "c": self.c, "mu": self.mu, "noise": self.noise, "tau": self.tau}
 
+    # The batched gradient, row i bit for bit `population_grad(xs[i])` (analysis.metrics checks
+    # it once per process): the block's squared norm is np.matmul over (1, k) x (k, 1) slices
+    # (the BLAS dot that `y @ y` calls), the profile's ufuncs act on a contiguous column. No
+    # batched lambda_min: the valley's d2 takes powers that numpy computes differently on
+    # arrays and on scalars (an ulp apart), and the alpha screen calls it at few iterates.
+    def _block_radius(self, xs: np.ndarray) -> np.ndarray:
+        y = xs[:, 1:]
+        return np.sqrt(1.0 + np.matmul(y[:, None, :], y[:, :, None])[:, 0, 0])
+
+    def population_grads(self, xs: np.ndarray) -> np.ndarray:
+        """grad F at each row of xs, shape (m, d): `population_grad` row by row."""
+        xs = np.asarray(xs, dtype=float)
+        g = np.empty_like(xs)
+        g[:, 0] = self.c * self.profile.d1(np.ascontiguousarray(xs[:, 0]))
+        g[:, 1:] = self.mu * xs[:, 1:] / self._block_radius(xs)[:, None]
+        return g
+
 
 class StrictSaddle(SeparableSaddle):
     """Benign strict saddle: phi(u) = cos(omega u); saddle at 0, minima at x_1 = +-pi/omega.

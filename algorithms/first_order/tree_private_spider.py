@@ -198,8 +198,7 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                 total = clipped_grad_diff_sum(problem, x_node, x_par, rows, clip_used)
             leaf = total * scale
             sens = 2 * clip * scale
-            sigma = calibrate(privacy.eps, privacy.delta, sens, method=privacy.calibration).sigma \
-                if privacy.private else 0.0
+            sigma = multiplier * sens if privacy.private else 0.0  # calibrate's sigma, its float
             noisy = leaf + (sigma * noise_factor * rng.standard_normal(d) if sigma > 0 else 0.0)
             est = noisy if base is None else base + noisy
             if probe is not None:
@@ -210,6 +209,10 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                               escape=False, denom=1.0 / scale)
             return est, sigma
 
+        # Every release is calibrated alone to the whole (eps, delta) (parallel composition):
+        # one multiplier, sigma = multiplier x sensitivity as `calibrate` computes it
+        multiplier = calibrate(privacy.eps, privacy.delta, 1.0, method=privacy.calibration
+                               ).multiplier if privacy.private else 0.0
         x = np.array(problem.x0, dtype=float)
         # Steps the data budget allows (2^D per round of b (D/2 + 1) records), not an open horizon:
         # storage, and so how often the target monitor looks, follow the real run length.
@@ -234,13 +237,14 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                     rows = stream.take(size)
                     evals += 2 * size
                     x_par = w_at[j - 1]
-                    c2 = min(M * float(np.linalg.norm(x - x_par)), 2 * G)
+                    step = x - x_par  # np.linalg.norm's sqrt(v.dot(v)), without its dispatch
+                    c2 = min(M * math.sqrt(step.dot(step)), 2 * G)
                     est, sigma_here = release(x, rows, c2, 2**j / b, t + 1, 2, g_at[j - 1], x_par)
                     batch_here = size
                     for depth in range(j, D + 1):  # the right child and its left descendants
                         w_at[depth], g_at[depth] = x.copy(), est
                 est = g_at[D]
-                norm = float(np.linalg.norm(est))
+                norm = math.sqrt(est.dot(est))  # np.linalg.norm's formula
                 if norm <= stop_at:  # line 19-20: early return
                     stop = "early_return"
                     done = True
