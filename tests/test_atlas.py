@@ -358,3 +358,15 @@ def test_a_censored_runner_up_survives_the_csv_and_an_old_csv_without_bounds(tmp
     table.drop(columns=["bound"]).to_csv(old, index=False)
     q = _point(points_table(read_csv(old)), 0.5, 0.05)
     assert q["reading"] != WINNER and q["pairing"] == CENSORED_RIVAL  # no bound: no win claimed
+
+
+def test_one_or_two_seeds_never_name_a_winner():
+    """A one-seed probe read "dp_gd wins, 1.19x [1.19, 1.19]": the bootstrap over one seed is a
+    point. With 1 or 2 seeds the same planted 3x margin is undecided; with 3 it is a winner."""
+    from analysis.comparisons.atlas import FEW_SEEDS
+
+    for reps, want in ((1, FEW_SEEDS), (2, FEW_SEEDS), (3, WINNER)):
+        rows = one_pass(A, law(0.05)[:reps], 0.05) + one_pass(B, law(0.05, 3.0)[:reps], 0.05)
+        p = _point(points_table(atlas_table(pd.DataFrame(rows), n_boot=200)), 0.5, 0.05)
+        assert p["reading"] == want, (reps, p["reading"])
+        assert p["margin"] == pytest.approx(3.0)

@@ -58,6 +58,11 @@ CENSORED_RIVAL = "runner-up censored"
 #: The reading where the runner-up is censored below the best median: nobody is known to win.
 CENSORED_UNDECIDED = "undecided: runner-up censored below the best median"
 NOT_MEASURED, NO_WINNER, WINNER = "not measured", "no significant winner", "winner"
+#: Seeds each of the two best rows needs before a point names a winner: a bootstrap over one
+#: seed gives a point interval ([1.19, 1.19] read "wins" on a one-seed probe), over two only
+#: three distinct resamples.
+MIN_SEEDS_FOR_WINNER = 3
+FEW_SEEDS = f"undecided: fewer than {MIN_SEEDS_FOR_WINNER} seeds"
 #: The pairing of a point's reference row: the best median (its ratios are to this row).
 BEST = "best median"
 #: What a reading of the atlas means (the header of its printed forms and report page).
@@ -267,12 +272,21 @@ def _reading(rows: pd.DataFrame) -> tuple[str, str, str, float, float, float, st
         return CENSORED_UNDECIDED, str(win["algorithm"]), str(run["algorithm"]), math.nan, \
             math.nan, math.nan, CENSORED_RIVAL
     lo, hi = float(run["ratio_low"]), float(run["ratio_high"])
+    seeds = min(_reps(win), _reps(run))
     if math.isnan(lo) or math.isnan(hi):
         reading = "undecided"
+    elif seeds < MIN_SEEDS_FOR_WINNER:
+        reading = FEW_SEEDS
     else:
         reading = WINNER if lo > 1 else NO_WINNER
     return reading, str(win["algorithm"]), str(run["algorithm"]), float(run["ratio"]), lo, hi, \
         str(run["pairing"])
+
+
+def _reps(row: pd.Series) -> int:
+    """A long-table row's seeds (an old CSV without the column: enough, as it was read then)."""
+    v = row.get("reps", math.nan)
+    return int(v) if pd.notna(v) else MIN_SEEDS_FOR_WINNER
 
 
 def _with_readings(table: pd.DataFrame) -> pd.DataFrame:
