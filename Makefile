@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench reference reference-crossover reference-fair reference-law reference-sensitivity reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean
+.PHONY: demo test lint bench reference reference-practitioners reference-crossover reference-fair reference-law reference-sensitivity reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,7 +71,8 @@ reference: $(STAMP_DEMO)
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates atlas $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) --format csv \
 	    -o reports/atlas.csv --maps reports/atlas
-	$(BIN)/dprates cost-rates $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) -o bench/measured_rates.json
+	$(BIN)/dprates cost-rates $(foreach s,$(REFERENCE_SPECS),results/$(s).sqlite) \
+	    $(wildcard $(foreach s,$(PRACTITIONERS_SPECS),results/$(s).sqlite)) -o bench/measured_rates.json
 	$(MAKE) readme-claims
 
 # The SOSP crossover (issue 28, point 5): both Spiders on hard_valley, alpha 2e-3 to 3e-4,
@@ -143,6 +144,18 @@ reference-sensitivity: reference-law
 	    results/headline4_law_ramp_d.sqlite --metric alpha_sosp --format csv -o reports/atlas_fair.csv \
 	    --maps reports/atlas_fair --ranges reports/crossovers.csv
 
+# The practitioners' atlas (issue 57, item 3): DP-SGD, DP-GD, noisy SGD and both SOSP Spiders on
+# samples to alpha_SOSP targets (hard_valley and strict_saddle, d 10 and 100, eps 0.1 and 1), and
+# the tree private Spider with the three others on ||grad F|| targets; each algorithm's compute
+# beside its samples (reports/practitioners.csv, README "DP-SGD or a Spider?", the maps in
+# reports/atlas_practitioners/). Outside `make reference` for its cost (the specs' headers).
+PRACTITIONERS_SPECS := practitioners practitioners_first_order practitioners_d100
+reference-practitioners: $(STAMP_DEMO)
+	for s in $(PRACTITIONERS_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
+	$(BIN)/dprates practitioners $(foreach s,$(PRACTITIONERS_SPECS),results/$(s).sqlite) \
+	    -o reports/practitioners.csv --maps reports/atlas_practitioners
+	$(BIN)/dprates practitioners reports/practitioners.csv --update-readme README.md
+
 # The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:
 # fewer seeds, the same windows), then per claim whether the verdict agrees with the committed
 # reports/reference_exponents.csv (exit 1 if one differs). <= 15 min on 2 cores.
@@ -154,6 +167,7 @@ reference-quick: $(STAMP_DEMO)
 readme-claims: $(STAMP_DEMO)
 	$(BIN)/dprates claims --measured reports/reference_exponents.csv --update-readme README.md \
 	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --atlas reports/atlas_fair.csv
+	$(BIN)/dprates practitioners reports/practitioners.csv --update-readme README.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

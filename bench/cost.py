@@ -1,19 +1,20 @@
 """The dry-run's cost estimate, learned per (algorithm, problem, data mode) from stored cells.
 
-Issue 57, item 4 (the current model): every cell's seconds are a per-cell overhead plus a
-rate times its `work_scale` (d / alpha^2 for a cell with a target; a multi-pass cell's steps x
-gradients x d; otherwise d times its horizon or its n records), fitted per key (`fit_rate`)
-on the store being swept (its cells rebuilt from the spec it records, so a stored cell and a
-pending one share the unit), else on the rates shipped in `bench/measured_rates.json` (the
-reference stores', by algorithm and problem, then pooled over problems), else the defaults
-below. The shipped fits price all 23 reference specs within 2x of their measured seconds
-(tested; 0.64-1.24x on the clean-clone reference of cb2f937, whose cores were shared, where
-the median rate per unit without an overhead read 0.82-3.49x, 8 specs past 2x: since the
-Spiders' steps are compiled, a cell's fixed cost, building the problem and evaluating its
-iterates, is a large share of a small cell, so a median over small cells overprices the large
-ones that make a spec's time). A cell whose estimate passes `limits.time` is warned about
-before the sweep. The paragraphs below describe the defaults, which a new algorithm still
-meets.
+Issue 57, item 4 (the current model): every cell's seconds are a per-cell overhead plus a rate
+times its `work_scale` (d / alpha^2 for a cell with a target; a multi-pass cell's steps x
+gradients plus its evaluation's iterates x n, times d plus a per-record overhead, for a search
+over n one run's at the n it likely stops at; otherwise d times its horizon or its n records),
+fitted per key (`fit_rate`) on the store being swept (its cells rebuilt from the spec it
+records, so a stored cell and a pending one share the unit), else on the rates shipped in
+`bench/measured_rates.json` (the reference stores', by algorithm and problem, then pooled over
+problems), else the defaults below. The shipped fits price all 23 reference specs and the 3
+practitioners' specs within 2x of their measured seconds (tested; 0.56-1.19x, the 23 on the
+clean-clone reference of cb2f937, whose cores were shared, where the median rate per unit
+without an overhead read 0.82-3.49x, 8 specs past 2x: since the Spiders' steps are compiled, a
+cell's fixed cost, building the problem and evaluating its iterates, is a large share of a
+small cell, so a median over small cells overprices the large ones that make a spec's time). A
+cell whose estimate passes `limits.time` is warned about before the sweep. The paragraphs below
+describe the defaults, which a new algorithm still meets.
 
 A record-mode cell costs about (seconds per sample x dimension) x samples used; a counts-mode
 cell (samples are free) about (seconds per step) x steps; a multi-pass (empirical-risk) cell,
@@ -54,6 +55,18 @@ DEFAULT_STEPS_TIMES_ALPHA2 = 5.0
 #: a small error-view sweep, n 1e4-1e5, took 9.7 s of wall on 2 jobs, 0.36 s each, while the
 #: steps alone were priced at ~0.05 s). Without it a sweep of small cells priced at "0 s".
 DEFAULT_CELL_OVERHEAD = 0.3
+#: Where a search over n likely stops (`searched_n_guess`): N_STAR_FACTOR x max(1, d^
+#: N_STAR_D_POWER / eps) / alpha^2. Fitted on the practitioners' stores (DP-SGD on hard_valley
+#: and strict_saddle, d 10 and 100, eps 0.1 and 1): the measured n* are 2-12x sqrt(d) / (eps
+#: alpha^2) and grow about as d^0.7-1.0 between d 10 and 100; with (4, 0.75) and
+#: RECORD_OVERHEAD_DIMS the shipped rates price the three specs at 0.83-1.00x of their measured
+#: seconds (sqrt(d) and no overhead: 0.47-0.94x, 0.49x with the cap's work / 4 runs before).
+N_STAR_FACTOR = 4.0
+N_STAR_D_POWER = 0.75
+#: A record costs about d + this many coordinates' work in records mode: numpy's per-row costs
+#: at small d (the empirical evaluation over n records took 10 s of a d-10 search and 34 s of a
+#: d-100 one at the same n* 1.05e5, 3.4x for 10x the coordinates).
+RECORD_OVERHEAD_DIMS = 40.0
 #: The spread of an estimate: these quantiles of a key's measured / fitted seconds.
 SPREAD_QUANTILES = (0.25, 0.75)
 #: Fewer cells than this under one key fit no overhead (the rate is sum(wall) / sum(scale)).
@@ -73,10 +86,11 @@ def gradients_per_step(params: dict, n: int | None) -> float | None:
     return None
 
 
-def multi_pass_work(cell: Cell) -> float | None:
+def multi_pass_work(cell: Cell, at_n: float | None = None) -> float | None:
     """Upper bound on a multi-pass cell's work from its algorithm's resolved rules: steps x
     gradients per step x d (records), or steps (counts mode, priced per step); None when the
-    algorithm reads each record once."""
+    algorithm reads each record once. `at_n`: one run's work at that n (a search's runs);
+    else a search's runs at its cap (four of them), or the cell's one run at n."""
     from algorithms import Privacy, get_algorithm
     from problems import get_problem
 
@@ -85,7 +99,7 @@ def multi_pass_work(cell: Cell) -> float | None:
     if not multi or not cell.n:
         return None
     prob = get_problem(cell.problem, d=cell.d, **dict(cell.problem_params))
-    n = getattr(cell, "search_cap", None) or cell.n  # a search's largest n
+    n = int(at_n) if at_n else (getattr(cell, "search_cap", None) or cell.n)  # a search's largest n
     p = cls(**cell.run_params()).resolve_params(prob, n, Privacy(cell.eps, cell.delta,
                                                                  cell.calibration))
     if "abar" in p:
@@ -99,11 +113,19 @@ def multi_pass_work(cell: Cell) -> float | None:
     # the cap costs far less)
     from bench.n_search import searches_n
 
-    runs = 4.0 if searches_n(cell) else 1.0
+    runs = 4.0 if searches_n(cell) and not at_n else 1.0
     if cell.data == "counts":  # counts cells are priced per step
         return runs * steps
     dim = float(p.get("k", cell.d))  # the JL method's base works in k dimensions
-    return None if per_step is None else runs * steps * per_step * dim
+    if per_step is None:
+        return None
+    # the evaluation reads all n records at up to EMP_EVAL_POINTS + 2 stored iterates (the
+    # empirical gradient, analysis.metrics.emp_eval_indices): on DP-SGD's searches at d 100,
+    # where T x b << T x n, it was 20-27 s of a 30 s run
+    from analysis.metrics import EMP_EVAL_POINTS
+
+    return runs * (steps * per_step + min(steps, EMP_EVAL_POINTS + 2.0) * n) \
+        * (dim + RECORD_OVERHEAD_DIMS)
 
 
 @dataclass
@@ -132,6 +154,22 @@ def _horizon(cell: Cell) -> float:
     return float(alg.resolve_params(prob, cell.n, Privacy(cell.eps, cell.delta, cell.calibration))["T"])
 
 
+def searched_n_guess(cell: Cell) -> float:
+    """Where a search over n (`bench.n_search`) will likely stop, before it runs: N_STAR_FACTOR
+    x max(1, d^N_STAR_D_POWER / eps) / alpha^2, the inverse of the first-order DP-ERM rate
+    alpha ~ (sqrt(d) / (n eps))^(1/2) with the d power the practitioners' searches measured (the
+    statistical 1 / alpha^2 at eps = inf), inside [the search's first n, its cap]. A search
+    costs what its runs near n* cost (the doubling's runs sum to about 4/3 of its last, the
+    bisection's two sit at n*), so a searched cell is priced by one run's work at this n, the
+    per-key rate absorbing the constant."""
+    from bench.n_search import MIN_START, START_DOUBLINGS
+
+    cap = float(getattr(cell, "search_cap", None) or cell.n or 0)
+    privacy = float(cell.d) ** N_STAR_D_POWER / cell.eps if math.isfinite(cell.eps) and cell.eps > 0 else 0.0
+    guess = N_STAR_FACTOR * max(1.0, privacy) / float(cell.target_alpha or 1.0) ** 2
+    return min(cap, max(guess, cap / 2 ** START_DOUBLINGS, MIN_START))
+
+
 def work_scale(cell: Cell, horizon: Callable[[Cell], float]) -> float:
     """The unit a cell's seconds are learned and priced in, computed the same way for a stored
     cell and a pending one: a multi-pass cell's work (`multi_pass_work`); a sample-complexity
@@ -140,6 +178,10 @@ def work_scale(cell: Cell, horizon: Callable[[Cell], float]) -> float:
     the horizon T (counts mode) or the n records (record mode)."""
     multi = multi_pass_work(cell)
     if multi is not None:
+        from bench.n_search import searches_n
+
+        if searches_n(cell) and cell.target_alpha is not None:
+            return multi_pass_work(cell, at_n=searched_n_guess(cell)) or multi
         return multi
     bound = float(cell.d) * (horizon(cell) if cell.data == "counts" else float(cell.n or 0))
     if cell.target_alpha is not None:  # a step costs O(d) in either mode (vectors of d)

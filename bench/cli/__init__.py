@@ -18,6 +18,7 @@ from bench.cli.crossover_law import add_parser as add_crossover_law_parser
 from bench.cli.fit import cmd_fit
 from bench.cli.listing import cmd_list
 from bench.cli.pipelines import cmd_demo, cmd_reference_quick
+from bench.cli.practitioners import add_parser as add_practitioners_parser
 from bench.cli.report import cmd_plot, cmd_report
 from bench.cli.run import RUN_EPILOG, cmd_run
 from bench.cli.sensitivity import add_parser as add_sensitivity_parser
@@ -246,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
     add_atlas_parser(sub)
+    add_practitioners_parser(sub)
     add_crossover_law_parser(sub)
     add_sensitivity_parser(sub)
     add_verdict_changes_parser(sub)
