@@ -145,11 +145,12 @@ reference-sensitivity: reference-law
 	    --maps reports/atlas_fair --ranges reports/crossovers.csv
 
 # The practitioners' atlas (issue 57, item 3): DP-SGD, DP-GD, noisy SGD and both SOSP Spiders on
-# samples to alpha_SOSP targets (hard_valley and strict_saddle, d 10 and 100, eps 0.1 and 1), and
+# samples to alpha_SOSP targets (hard_valley and strict_saddle, d 10 and 100, eps 0.1 and 1; a decade
+# of targets except d 100 at eps 0.1, 0.21-0.046, whose next would reach DP-SGD's cap), and
 # the tree private Spider with the three others on ||grad F|| targets; each algorithm's compute
 # beside its samples (reports/practitioners.csv, README "DP-SGD or a Spider?", the maps in
 # reports/atlas_practitioners/). Outside `make reference` for its cost (the specs' headers).
-PRACTITIONERS_SPECS := practitioners practitioners_first_order practitioners_d100
+PRACTITIONERS_SPECS := practitioners practitioners_first_order practitioners_d100 practitioners_d100_eps1
 reference-practitioners: $(STAMP_DEMO)
 	for s in $(PRACTITIONERS_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(BIN)/dprates practitioners $(foreach s,$(PRACTITIONERS_SPECS),results/$(s).sqlite) \

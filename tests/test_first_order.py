@@ -390,13 +390,16 @@ def test_the_report_lists_every_declared_claim_measured_or_not():
 
 def test_dry_run_prices_multi_pass_cells_by_their_gradients():
     """An empirical-risk cell reads its n records at every step: its work bound is
-    T x gradients per step x d (DP-GD: n; DP-SGD: b; SpiderBoost: 2 b2 + n / q), by hand from
-    the resolved rules; one-pass algorithms keep the n x d bound (None here)."""
+    (T x gradients per step + the evaluation's n records at min(T, EMP_EVAL_POINTS + 2) stored
+    iterates) x (d + RECORD_OVERHEAD_DIMS) (DP-GD: n a step; DP-SGD: b; SpiderBoost: 2 b2 +
+    n / q), by hand from the resolved rules; one-pass algorithms keep the n x d bound (None)."""
+    from analysis.metrics import EMP_EVAL_POINTS
     from bench.cells import Cell
-    from bench.cost import multi_pass_work
+    from bench.cost import RECORD_OVERHEAD_DIMS, multi_pass_work
 
     prob = get_problem("hard_valley", d=10, start=1.0)
     privacy = Privacy(1.0)
+    width = 10 + RECORD_OVERHEAD_DIMS
 
     def cell(alg):
         return Cell.make(problem="hard_valley", problem_params={"start": 1.0}, algorithm=alg,
@@ -404,13 +407,18 @@ def test_dry_run_prices_multi_pass_cells_by_their_gradients():
                          calibration="tight", base_seed=1, target_alpha=None, knobs=(),
                          stop_at_target=False, data="records")
 
+    def evaluation(T):
+        return min(T, EMP_EVAL_POINTS + 2) * 6000
+
     gd = get_algorithm("dp_gd")().resolve_params(prob, 6000, privacy)
-    assert multi_pass_work(cell("dp_gd")) == pytest.approx(gd["T"] * 6000 * 10)
+    assert multi_pass_work(cell("dp_gd")) == pytest.approx(
+        (gd["T"] * 6000 + evaluation(gd["T"])) * width)
     sgd = get_algorithm("dp_sgd")().resolve_params(prob, 6000, privacy)
-    assert multi_pass_work(cell("dp_sgd")) == pytest.approx(sgd["T"] * sgd["b"] * 10)
+    assert multi_pass_work(cell("dp_sgd")) == pytest.approx(
+        (sgd["T"] * sgd["b"] + evaluation(sgd["T"])) * width)
     sb = get_algorithm("private_spiderboost")().resolve_params(prob, 6000, privacy)
     assert multi_pass_work(cell("private_spiderboost")) == pytest.approx(
-        sb["T"] * (2 * sb["b"] + 6000 / sb["q"]) * 10)
+        (sb["T"] * (2 * sb["b"] + 6000 / sb["q"]) + evaluation(sb["T"])) * width)
     assert multi_pass_work(cell("noisy_sgd")) is None
 
 
