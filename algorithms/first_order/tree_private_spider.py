@@ -44,6 +44,10 @@ Choices where the paper is silent or unusable (each a knob, each tested):
   Lemma C.1 bounds only with the large C~), ending 4 of 6 runs before the target.
 * Noise: the accountant's tight Gaussian calibration (`calibration="theory"` gives the paper's
   sqrt(2 log(1.25/delta)) / eps).
+
+In counts mode on a separable strict saddle or a declared two-point loss the right-child leaves
+run compiled (`algorithms.first_order.compiled_tree`: the same floats as this loop, tested whole
+runs bit for bit); the root releases, the monitor and every other case run the loop below.
 """
 
 from __future__ import annotations
@@ -60,6 +64,10 @@ from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
+from algorithms.first_order.compiled_tree import EARLY as KERNEL_EARLY
+from algorithms.first_order.compiled_tree import POST as KERNEL_POST
+from algorithms.first_order.compiled_tree import PYTHON as KERNEL_PYTHON
+from algorithms.first_order.compiled_tree import tree_kernel_for
 from algorithms.privacy.accounting.gdp import calibrate
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.rule_constants import require_rule_constants
@@ -220,6 +228,13 @@ class TreePrivateSpider(FirstOrderAlgorithm):
         traj = TrajectoryBuilder(x, max(1, rounds) * 2**D, p["max_iterate_floats"])
         t, stop, evals, warnings = 0, "T_reached", 0, []
         done = False
+        # Right-child leaves in compiled code where their floats are the loop's (compiled_tree);
+        # it hands back the round's end, every stored iterate (the monitor is Python's) and
+        # every leaf that needs Python.
+        kernel = tree_kernel_for(self, problem, stream, privacy, p, probe, monitor,
+                                 traj.keep_every, multiplier, rng)
+        W = np.empty((D + 1, d))  # the iterate of the node at each depth on the current path
+        E = np.empty((D + 1, d))  # its estimate
         for _ in range(T):
             if stream.remaining < b * (D / 2 + 1):
                 stop = "data_exhausted"
@@ -227,23 +242,44 @@ class TreePrivateSpider(FirstOrderAlgorithm):
             rows = stream.take(b)
             evals += b
             est, sigma = release(x, rows, G, 1.0 / b, t + 1, 1)
-            w_at = [x.copy()] * (D + 1)  # iterate of the node at each depth on the current path
-            g_at = [est] * (D + 1)       # its estimate
-            for k in range(2**D):
+            W[:] = x
+            E[:] = est
+            k = 0
+            python_next = False
+            while k < 2**D:
+                if kernel is not None and k > 0 and not python_next:
+                    n_done, why, k, x, res = kernel.run(k, x, W, E, t, traj.best_est, evals, rng)
+                    python_next = why == KERNEL_PYTHON
+                    if n_done:
+                        t, traj.best_est, evals, recs, stored = res
+                        traj.log.extend(n_done, *recs)
+                        traj.kept.extend(len(stored[1]), *stored)
+                    if why == KERNEL_EARLY:  # lines 19-20: early return
+                        stop, done = "early_return", True
+                        break
+                    if why == KERNEL_POST and monitor is not None and monitor(x):
+                        stop, done = "target_reached", True
+                        break
+                    if n_done and time.perf_counter() > deadline:
+                        stop, done = "timeout", True
+                        break
+                    if not python_next:
+                        continue
+                python_next = False
                 batch_here, sigma_here = (b if k == 0 else 0), (sigma if k == 0 else 0.0)
                 if k > 0:  # the right child at depth j = D - trailing zeros of k
                     j = D - ((k & -k).bit_length() - 1)
                     size = b // 2**j
                     rows = stream.take(size)
                     evals += 2 * size
-                    x_par = w_at[j - 1]
+                    x_par = W[j - 1]
                     step = x - x_par  # np.linalg.norm's sqrt(v.dot(v)), without its dispatch
                     c2 = min(M * math.sqrt(step.dot(step)), 2 * G)
-                    est, sigma_here = release(x, rows, c2, 2**j / b, t + 1, 2, g_at[j - 1], x_par)
+                    est, sigma_here = release(x, rows, c2, 2**j / b, t + 1, 2, E[j - 1], x_par)
                     batch_here = size
-                    for depth in range(j, D + 1):  # the right child and its left descendants
-                        w_at[depth], g_at[depth] = x.copy(), est
-                est = g_at[D]
+                    W[j:] = x  # the right child and its left descendants
+                    E[j:] = est
+                est = E[D]
                 norm = math.sqrt(est.dot(est))  # np.linalg.norm's formula
                 if norm <= stop_at:  # line 19-20: early return
                     stop = "early_return"
@@ -251,6 +287,7 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                     break
                 x = x - step_len * est / norm
                 t += 1
+                k += 1
                 if traj.step(x, t, stream.used, batch_here, sigma_here, norm) and monitor is not None \
                         and monitor(x):
                     stop, done = "target_reached", True

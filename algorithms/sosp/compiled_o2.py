@@ -150,12 +150,7 @@ class O2Kernel:
         fs[F_DRIFT], fs[F_PREV_NORM], fs[F_BEST] = drift, prev_norm, best
         ist[I_T], ist[I_USED], ist[I_FROZEN_PREV] = t, stream.used, frozen_prev
         ist[I_GRAD_EVALS], ist[I_NODES_STREAM] = grad_evals, 0
-        ist[I_HELD0], ist[I_HELD1] = stream._roots_of
-        cum, before = stream._super_cum, stream._before_run[1]
-        if cum is None or stream._before_run[0] != stream._super_index:
-            ist[I_SUPER], cum, before = -1, self.no_cum, stream._zero  # roots: Python's
-        else:
-            ist[I_SUPER] = stream._super_index
+        cum, before = held_roots(stream, ist, self.no_cum)
         if tree is not None:
             held = tree._nodes
             for k, node in enumerate(held):
@@ -237,22 +232,68 @@ def numba_matches_numpy(d: int, bit_generator: type) -> bool:
     return _AGREES[key]
 
 
-def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tree: Any,
-                  probe: Any, monitor: Any, T_int: int, keep_every: int, mult: float,
-                  rng: Any) -> O2Kernel | None:
-    """The compiled O2 steps for this run, or None where their floats are not established to
-    be the Python loop's (module docstring)."""
-    if not ENABLED or probe is not None or alg.planted_faults or not isinstance(rng, np.random.Generator):
+def held_roots(stream: CoordinateCountsStream, ist: np.ndarray,
+               no_cum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hand a kernel the stream's two held block-root rows (their blocks into ist) and its
+    cached superblock's cumulative roots with the counts before it; where none is cached for
+    the current superblock, `no_cum` and zeros (the kernel then hands such roots to Python)."""
+    ist[I_HELD0], ist[I_HELD1] = stream._roots_of
+    cum, before = stream._super_cum, stream._before_run[1]
+    if cum is None or stream._before_run[0] != stream._super_index:
+        ist[I_SUPER] = -1
+        return no_cum, stream._zero
+    ist[I_SUPER] = stream._super_index
+    return cum, before
+
+
+def compiled_map_profile(enabled: bool, alg: Any, problem: Any, stream: Any, probe: Any,
+                         rng: Any) -> Any:
+    """How a compiled kernel computes this run's O2 map (`compiled_profiles.O2Profile`), or None
+    where its floats are not established to be the Python loop's: the kernel off, the privacy
+    audit's probe, planted faults, a generator that is not numpy's, a stream other than the
+    compiled per-coordinate counts stream, a map the compiled code does not have (a plugin
+    problem says why, once), numba's dot products or normals not numpy's here."""
+    if not enabled or probe is not None or alg.planted_faults or not isinstance(rng, np.random.Generator):
         return None
     if type(stream) is not CoordinateCountsStream or not stream.compiled:
         return None
-    # the shipped profiles and checked outside ones (compiled_profiles); a plugin problem
-    # refused says why, once
     prof = o2_profile(problem)
     if isinstance(prof, str):
         report_fallback(problem, prof)
         return None
     if not numba_matches_numpy(problem.d, type(rng.bit_generator)):
+        return None
+    return prof
+
+
+def screen_threshold(monitor: Any, prof: Any, problem: Any) -> float:
+    """The ||grad F(x)|| above which a kernel may skip a target monitor stating `grad_screen`
+    (its value plus SCREEN_MARGIN), where the kernel computes ||grad F|| by the problem's own
+    formula (the separable saddle's, or a declared pop_grad_fn); inf: no screen."""
+    screen = getattr(monitor, "grad_screen", None)  # none for a target among subnormal squares
+    screened = (screen is not None and 1e-150 < screen < math.inf
+                and (prof.map.screen if prof.mode == MODE_MAP else
+                     type(problem).population_grad is SeparableSaddle.population_grad))
+    return float(screen) * (1 + SCREEN_MARGIN) if screened else math.inf
+
+
+def map_arguments(prof: Any, d: int) -> tuple[int, tuple]:
+    """A declared loss's map for a kernel (`compiled_maps`): its m and (addresses, parameters,
+    the head's low and span, the head and output buffers); stand-ins for the separable map."""
+    if prof.mode == MODE_MAP:
+        mp = prof.map
+        return mp.m, (mp.addrs, mp.params, mp.low, mp.span, np.zeros(mp.m), np.zeros(d))
+    return 0, (np.zeros(3, dtype=np.int64), np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1),
+               np.zeros(d))
+
+
+def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tree: Any,
+                  probe: Any, monitor: Any, T_int: int, keep_every: int, mult: float,
+                  rng: Any) -> O2Kernel | None:
+    """The compiled O2 steps for this run, or None where their floats are not established to
+    be the Python loop's (module docstring)."""
+    prof = compiled_map_profile(ENABLED, alg, problem, stream, probe, rng)
+    if prof is None:
         return None
     adaptive = alg.batch_rule == "adaptive"
     bounded = alg.bounded_step
@@ -287,22 +328,12 @@ def o2_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, tr
     ist[I_PER_SUPER] = stream.per_super
     ist[I_PY_PROFILE], ist[I_D1_ADDR] = prof.mode, prof.addr
     ist[I_MONITOR] = monitor is not None
-    screen = getattr(monitor, "grad_screen", None)  # none for a target among subnormal squares
-    screened = (screen is not None and 1e-150 < screen < math.inf
-                and (prof.map.screen if declared else
-                     type(problem).population_grad is SeparableSaddle.population_grad))
-    fs[F_SCREEN] = float(screen) * (1 + SCREEN_MARGIN) if screened else math.inf
+    fs[F_SCREEN] = screen_threshold(monitor, prof, problem)
     buffers = (np.zeros(CHUNK, dtype=np.int64), *(np.zeros(CHUNK) for _ in range(3)),
                np.zeros(CHUNK, dtype=np.int64), np.zeros((CHUNK, d)), np.zeros(CHUNK, dtype=np.int64),
                np.zeros(CHUNK, dtype=np.int64))
     no_cum = np.zeros((stream.per_super + 1, len(stream.tags)), dtype=np.int64)
-    if declared:
-        mp = prof.map
-        ist[I_MAP_M] = mp.m
-        map_args = (mp.addrs, mp.params, mp.low, mp.span, np.zeros(mp.m), np.zeros(d))
-    else:
-        map_args = (np.zeros(3, dtype=np.int64), np.zeros(1), np.zeros(1), np.zeros(1),
-                    np.zeros(1), np.zeros(d))
+    ist[I_MAP_M], map_args = map_arguments(prof, d)
     return O2Kernel(stream, fs, ist, np.zeros((64, d)), np.zeros(d), tree, buffers, no_cum,
                     prof.profile if prof.mode == MODE_PYTHON else None, prof.params,
                     np.zeros(1, dtype=np.int64), prof.keep, map_args, problem)

@@ -46,6 +46,43 @@ def _unit(x):
 
 
 @_jit
+def separable_factors(x, y, d1x, d1y, c, mu, s):
+    """The separable O2 map's two factors at (x, y), first = c (phi'(x1) - phi'(y1)) and rest =
+    mu (u(x) - u(y)), and its whole-support bound (1 + s) ||(first, rest)||: the arithmetic of
+    `SeparableSaddle._mean_grad_diff_and_support_bound`, operation for operation."""
+    first = c * (d1x - d1y)
+    rest = _unit(x) - _unit(y)
+    rest *= mu
+    return (1 + s) * math.sqrt(first * first + np.dot(rest, rest)), first, rest
+
+
+@_jit
+def map_mean(declared, x, y, first, rest, out, k, s, n_walk, maddr, zh, mparams, mlow, mspan,
+             mbuf, d1_err):
+    """The batch's mean gradient difference from its counts `out` of k records: a declared
+    loss's at the mean record's head (`mean_record`'s arithmetic; d1_err set if it raised), or
+    the separable map's ((1 + mean a1) first, (1 + mean a2) rest)."""
+    if declared:
+        for j in range(n_walk):
+            zh[j] = mlow[j] + mspan[j] * (out[j] / k)
+        call_map(maddr[1], x, y, zh, mparams, mbuf, d1_err)
+        return mbuf
+    a1 = -s + 2 * s * (out[0] / k)
+    a2 = -s + 2 * s * (out[1] / k)
+    mean = np.empty(x.shape[0])
+    mean[0] = (1 + a1) * first
+    mean[1:] = rest * (1 + a2)
+    return mean
+
+
+@_jit
+def separable_grad_norm(x, d1x, c, mu):
+    """||grad F(x)|| of the separable saddle (`population_grad`'s formula), from phi'(x1)."""
+    g0, g_rest = c * d1x, _unit(x) * mu
+    return math.sqrt(g0 * g0 + np.dot(g_rest, g_rest))
+
+
+@_jit
 def _hold_roots(first, last, ist, roots, cum, before):
     """`CoordinateCountsStream._between`'s root rows for blocks first and last: the start
     block's from the rows held (consecutive takes start where the last one stopped), the stop
@@ -156,10 +193,7 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
                 reason = PYTHON
                 break
             last_u, last_d1 = x[0], d1x
-            first = c * (d1x - d1y)
-            rest = _unit(x) - _unit(x_prev)
-            rest *= mu
-            bound = (1 + s) * math.sqrt(first * first + np.dot(rest, rest))
+            bound, first, rest = separable_factors(x, x_prev, d1x, d1y, c, mu, s)
         if not clip >= bound * (1 - 1e-12):
             reason = PYTHON  # Python's guard raises the error
             break
@@ -174,21 +208,12 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
         ist[I_USED] = used  # at once: the records are taken even if a later step fails
         ist[I_GRAD_EVALS] += 2 * bt
         k = float(bt)
-        if declared:  # the mean record's head (`mean_record`'s arithmetic), then the difference
-            for j in range(n_walk):
-                zh[j] = mlow[j] + mspan[j] * (out[j] / k)
-            call_map(maddr[1], x, x_prev, zh, mparams, mbuf, d1_err)
-            if d1_err[0] != 0:  # after the take: the run raises it (O2Kernel.run)
-                d1_err[0] = 0
-                reason = RAISED
-                break
-            mean = mbuf
-        else:
-            a1 = -s + 2 * s * (out[0] / k)
-            a2 = -s + 2 * s * (out[1] / k)
-            mean = np.empty(d)
-            mean[0] = (1 + a1) * first
-            mean[1:] = rest * (1 + a2)
+        mean = map_mean(declared, x, x_prev, first, rest, out, k, s, n_walk, maddr, zh, mparams,
+                        mlow, mspan, mbuf, d1_err)
+        if d1_err[0] != 0:  # a declared difference raised after the take: the run raises it
+            d1_err[0] = 0
+            reason = RAISED
+            break
         delta = (mean * k) / k  # clipped_grad_diff_sum's sum, o2_leaf's division
         noise_std = 0.0
         if not ist[I_HAS_TREE] and ist[I_PRIVATE]:
@@ -268,8 +293,7 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
                         screen_u = math.nan
                         reason = POST
                         break
-                    g0, g_rest = c * screen_d1, _unit(x) * mu
-                    gnorm = math.sqrt(g0 * g0 + np.dot(g_rest, g_rest))
+                    gnorm = separable_grad_norm(x, screen_d1, c, mu)
                 if not gnorm > fs[F_SCREEN]:
                     reason = POST
                     break
