@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench reference reference-practitioners reference-crossover reference-fair reference-law reference-sensitivity reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean
+.PHONY: demo test lint bench reference reference-practitioners reference-crossover reference-fair reference-law reference-sensitivity reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean clean-numba
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -170,5 +170,10 @@ readme-claims: $(STAMP_DEMO)
 	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --atlas reports/atlas_fair.csv
 	$(BIN)/dprates practitioners reports/practitioners.csv --update-readme README.md
 
-clean:
+clean: clean-numba
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+
+# numba's on-disk caches (*.nbi / *.nbc in __pycache__) are keyed on the file that defines a
+# kernel, not on the functions it inlines from other modules: clear them after editing those.
+clean-numba:
+	find algorithms problems -name '*.nbi' -delete -o -name '*.nbc' -delete

@@ -6,6 +6,7 @@ must refuse (records mode, planted faults) left to the Python loop."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -69,6 +70,10 @@ CASES = [
      {"pparams": START, "budget": 10**7, "eps": math.inf}),
     ({"T": 3000, "D": 4, "b": 4 * 2**5 * 50, "stop_rule": "scaled", "c_stop": 21.5},
      {"pparams": START, "budget": 10**7, "eps": math.inf}),
+    # ... and at leaf 1, the first of a compiled call (the leaf took its records: its
+    # gradient evaluations count, as in the loop)
+    ({"T": 3000, "D": 3, "b": 3 * 2**4 * 50, "stop_rule": "scaled", "c_stop": 24.5},
+     {"pparams": START, "budget": 10**7, "eps": math.inf}),
     # d = 100, the saddle start (the estimate is noise at first)
     ({"T": 20, "D": 5, "b": 5 * 2**6 * 100}, {"d": 100}),
     # the data budget ends the run between rounds
@@ -87,7 +92,10 @@ def test_compiled_leaves_are_the_python_loops_bit_for_bit(kernel_steps, kw, opts
     slow = _run(kw, version=version, compiled=False, **opts)
     assert sum(kernel_steps) == ran  # the reference run took no compiled leaf
     _same(fast, slow)
+    assert (fast[2].used, fast[2].nodes_drawn) == (slow[2].used, slow[2].nodes_drawn)
     tr = fast[0]
+    if opts.get("target"):
+        assert tr.stop_reason == "target_reached"
     # every leaf but a round's first is a right child's: most of them ran compiled
     rounds = int((tr.records["batch"] == tr.params["b"]).sum())
     right = tr.n_steps - rounds
@@ -96,10 +104,74 @@ def test_compiled_leaves_are_the_python_loops_bit_for_bit(kernel_steps, kw, opts
 
 def test_early_return_is_the_python_loops(kernel_steps):
     """The early-return case stops the same way at the same leaf (not only the same arrays)."""
-    for kw, opts in CASES[5:7]:
+    for (kw, opts), leaf in zip(CASES[5:8], (5, 11, 1), strict=True):
         tr = _run(kw, **opts)[0]
-        assert tr.stop_reason == "early_return" and tr.n_steps % 2 ** kw["D"] in (5, 11)
+        assert tr.stop_reason == "early_return" and tr.n_steps % 2 ** kw["D"] == leaf
     assert sum(kernel_steps) > 0
+
+
+def _valley_run_inputs():
+    """hard_valley from start 1 at d 10, its counts stream (version 3) and the run's generator."""
+    pr = get_problem("hard_valley", d=10, start=1.0)
+    stream = pr.stream(np.random.SeedSequence([5, 10]), budget=10**16, data="counts",
+                       counts_version=3)
+    return pr, stream, np.random.default_rng(5)
+
+
+@pytest.mark.parametrize("monitor", ["unscreened", "alpha_sosp"])
+def test_every_monitor_sees_the_iterates_it_sees_in_the_python_loop(kernel_steps, monitor):
+    """A monitor stating no screen is called at every stored iterate (each one handed back);
+    the alpha_SOSP monitor (screened by ||grad F||) ends the run where the loop's does."""
+    calls = {True: [], False: []}
+
+    def run(compiled):
+        compiled_tree.ENABLED = compiled
+        try:
+            pr, stream, rng = _valley_run_inputs()
+            inner = target_monitor(pr, 0.1, "grad_norm" if monitor == "unscreened" else "alpha_sosp")
+
+            def plain(x):  # no grad_screen attribute
+                calls[compiled].append(x.copy())
+                return inner(x)
+
+            mon = plain if monitor == "unscreened" else inner
+            tr = get_algorithm("tree_private_spider")(target_alpha=0.1).run(
+                pr, stream, Privacy(0.01), rng, monitor=mon)
+        finally:
+            compiled_tree.ENABLED = True
+        return tr, rng.bit_generator.state, stream
+
+    fast = run(True)
+    slow = run(False)
+    _same(fast, slow)
+    assert fast[0].stop_reason == "target_reached" and sum(kernel_steps) > 0
+    if monitor == "unscreened":
+        assert len(calls[True]) == len(calls[False]) > 100
+        assert all(np.array_equal(a, b) for a, b in zip(calls[True], calls[False], strict=True))
+
+
+def test_a_refused_clip_raises_as_in_the_python_loop(monkeypatch):
+    """A problem whose stated M is too small: the right child's clip M ||step|| falls below the
+    whole-support bound and the guard refuses before any draw; the compiled path hands the leaf
+    to Python, which raises the loop's error after the same records."""
+    from problems.counts.stream import CountsClipError
+    from problems.separable import SeparableSaddle
+
+    real = SeparableSaddle.constants.fget
+    monkeypatch.setattr(SeparableSaddle, "constants", property(
+        lambda self: dataclasses.replace(real(self), M=real(self).M * 1e-3)))
+    seen = []
+    for compiled in (True, False):
+        compiled_tree.ENABLED = compiled
+        try:
+            pr, stream, rng = _valley_run_inputs()
+            with pytest.raises(CountsClipError) as err:
+                get_algorithm("tree_private_spider")(T=5, D=3, b=3 * 2**4 * 100).run(
+                    pr, stream, Privacy(0.01), rng)
+        finally:
+            compiled_tree.ENABLED = True
+        seen.append((str(err.value), stream.used, rng.bit_generator.state))
+    assert seen[0] == seen[1]
 
 
 @pytest.mark.parametrize("data,faults", [("records", ()), ("records", ("noise_third",))])

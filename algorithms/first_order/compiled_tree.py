@@ -9,9 +9,10 @@ two-point loss such a release reads two (m) coordinates' counts and a few vector
 microseconds of arithmetic, but the Python loop around it costs ~30 us (the reference's
 seed001_population3, 2.3e6 steps a cell: 19% of `make reference`'s CPU). `TreeKernel.run` runs
 consecutive right-child leaves of one round in one compiled call and hands the loop back to
-Python at the round's end, after every step that stores an iterate (the store is the kernel's;
-the target monitor and the deadline stay Python's), at an early return, and wherever the next
-leaf needs Python: its block roots are not in the stream's two root rows, the clip guard
+Python at the round's end, after CHUNK leaves (the deadline is Python's), after a step that
+stores an iterate when a target monitor is set and its screen does not clear it (the store is
+the kernel's, the monitor Python's), at an early return, and wherever the next leaf needs
+Python: its block roots are not in the stream's two root rows, the clip guard
 refuses (Python raises it), or a declared loss's function raises. The root release stays
 Python's (it reads every coordinate, once a round).
 
@@ -23,7 +24,10 @@ numba's dot products and normals are checked against numpy's once per process
 (`compiled_o2.numba_matches_numpy`), and a target monitor stating `grad_screen` is skipped only
 where the kernel's ||grad F(x)|| exceeds it by `SCREEN_MARGIN`. tests/test_compiled_tree.py
 holds whole runs equal (iterates, records, samples, stop, the generator's state) with the
-compiled path on and off. Where equality is not established (planted faults, the privacy
+compiled path on and off. numba's on-disk cache of `_leaves` is keyed on this file only: after
+editing a function it inlines from another module (`compiled_o2_steps`, `compiled_maps`,
+`compiled_profiles`, `problems.counts.kernels`) run `make clean-numba` (a fresh clone, as CI's,
+compiles everything anew). Where equality is not established (planted faults, the privacy
 audit's probe, record mode, a problem whose O2 map is not compiled) `tree_kernel_for` returns
 None and the Python loop runs alone.
 """
@@ -230,11 +234,13 @@ class TreeKernel:
     def run(self, k: int, x: np.ndarray, W: np.ndarray, E: np.ndarray, t: int, best: float,
             evals: int, rng: np.random.Generator) -> tuple[int, int, int, np.ndarray, tuple]:
         """Leaves k.. of the current round from the loop's state (W, E updated in place);
-        returns (steps, reason, next k, x, (t, best, evals, records, stored)). The records and
-        stored iterates are views of the kernel's buffers, valid until its next call."""
+        returns (steps, reason, next k, x, (t, best, evals, records, stored)). evals counts
+        every leaf that took its records, an early-return leaf too (no step, no record). The
+        records and stored iterates are views of the kernel's buffers, valid until its next
+        call."""
         fs, ist, stream = self.fs, self.ist, self.stream
         if stream._roots_of[0] < 0 or stream._roots_of[1] < 0:  # no block roots read yet
-            return 0, PYTHON, k, x, ()
+            return 0, PYTHON, k, x, (t, best, evals, (), ())
         fs[G_BEST] = best
         ist[J_T], ist[J_USED], ist[J_GRAD_EVALS], ist[J_NODES_STREAM] = t, stream.used, evals, 0
         cum, before = held_roots(stream, ist, self.no_cum)
@@ -285,7 +291,9 @@ def tree_kernel_for(alg: Any, problem: Any, stream: Any, privacy: Any, p: dict, 
         return None
     d, const = problem.d, problem.constants
     D, b = int(p["D"]), int(p["b"])
-    if D < 1 or D > 40 or b >= 2**62 or b % (1 << D):
+    # b below 2^53: numba's (1 << j) / b converts b to a float first, Python's int division
+    # rounds once (the same float only while b is exact)
+    if D < 1 or D > 40 or b >= 2**53 or b % (1 << D):
         return None
     fs = np.zeros(12)
     fs[G_M], fs[G_TWO_G] = const.M, 2 * const.G

@@ -63,11 +63,8 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
 from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
+from algorithms.first_order import compiled_tree
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
-from algorithms.first_order.compiled_tree import EARLY as KERNEL_EARLY
-from algorithms.first_order.compiled_tree import POST as KERNEL_POST
-from algorithms.first_order.compiled_tree import PYTHON as KERNEL_PYTHON
-from algorithms.first_order.compiled_tree import tree_kernel_for
 from algorithms.privacy.accounting.gdp import calibrate
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
 from algorithms.rule_constants import require_rule_constants
@@ -229,9 +226,9 @@ class TreePrivateSpider(FirstOrderAlgorithm):
         t, stop, evals, warnings = 0, "T_reached", 0, []
         done = False
         # Right-child leaves in compiled code where their floats are the loop's (compiled_tree);
-        # it hands back the round's end, every stored iterate (the monitor is Python's) and
-        # every leaf that needs Python.
-        kernel = tree_kernel_for(self, problem, stream, privacy, p, probe, monitor,
+        # it hands back the round's end, a stored iterate the monitor must see (the monitor is
+        # Python's) and every leaf that needs Python.
+        kernel = compiled_tree.tree_kernel_for(self, problem, stream, privacy, p, probe, monitor,
                                  traj.keep_every, multiplier, rng)
         W = np.empty((D + 1, d))  # the iterate of the node at each depth on the current path
         E = np.empty((D + 1, d))  # its estimate
@@ -249,15 +246,15 @@ class TreePrivateSpider(FirstOrderAlgorithm):
             while k < 2**D:
                 if kernel is not None and k > 0 and not python_next:
                     n_done, why, k, x, res = kernel.run(k, x, W, E, t, traj.best_est, evals, rng)
-                    python_next = why == KERNEL_PYTHON
+                    python_next = why == compiled_tree.PYTHON
+                    t, traj.best_est, evals, recs, stored = res  # an early-return leaf's evals too
                     if n_done:
-                        t, traj.best_est, evals, recs, stored = res
                         traj.log.extend(n_done, *recs)
                         traj.kept.extend(len(stored[1]), *stored)
-                    if why == KERNEL_EARLY:  # lines 19-20: early return
+                    if why == compiled_tree.EARLY:  # lines 19-20: early return
                         stop, done = "early_return", True
                         break
-                    if why == KERNEL_POST and monitor is not None and monitor(x):
+                    if why == compiled_tree.POST and monitor is not None and monitor(x):
                         stop, done = "target_reached", True
                         break
                     if n_done and time.perf_counter() > deadline:
