@@ -59,8 +59,8 @@ DEFAULT_CELL_OVERHEAD = 0.3
 #: N_STAR_D_POWER / eps) / alpha^2. Fitted on the practitioners' stores (DP-SGD on hard_valley
 #: and strict_saddle, d 10 and 100, eps 0.1 and 1): the measured n* are 2-12x sqrt(d) / (eps
 #: alpha^2) and grow about as d^0.7-1.0 between d 10 and 100; with (4, 0.75) and
-#: RECORD_OVERHEAD_DIMS the shipped rates price the four specs at 0.56-1.07x of their measured
-#: seconds (three of them at 0.98-1.07x; the fourth, d 100 eps 1 to 0.021, at 0.56x: its runs at
+#: RECORD_OVERHEAD_DIMS the shipped rates price the four specs at 0.56-0.98x of their measured
+#: seconds (three of them at 0.88-0.98x; the fourth, d 100 eps 1 to 0.021, at 0.56x: its runs at
 #: n* 2.1e5-2.5e5 cost more per unit than the smaller runs the rate is fitted on; with sqrt(d)
 #: and no overhead the first three read 0.47-0.94x, 0.49x with the cap's work / 4 runs before).
 N_STAR_FACTOR = 4.0
