@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from analysis import batched_oracles
+from analysis import batched_oracles, curvature_screen
 from problems.base import Problem
 from problems.counts.layouts import CountsBatch
 from problems.empirical_hessian import empirical_alpha, supports_empirical_hessian
@@ -56,7 +56,9 @@ def running_min_alpha(problem: Problem, iterates: np.ndarray,
     `grad_norms(problem, iterates)` where the caller has it (the same floats). Where the problem
     declares `population_lambda_mins` (analysis.batched_oracles), lambda_min is taken in one
     batched call per chunk at every iterate of it the screen could let through (those below
-    the running minimum at the chunk's start), the same floats as one call each."""
+    the running minimum at the chunk's start), the same floats as one call each; where it also
+    declares `hessian_lipschitz`, only at those the Lipschitz screen cannot certify
+    (analysis.curvature_screen), the same floats again."""
     if grads is None:
         grads = grad_norms(problem, iterates)
     if not batched_oracles.declares(problem, "population_lambda_mins"):
@@ -68,6 +70,12 @@ def running_min_alpha(problem: Problem, iterates: np.ndarray,
             out[i] = best
         return out
     lams = batched_oracles.batched(problem, "population_lambda_mins")
+    lipschitz = curvature_screen.lipschitz_of(problem)
+    if lipschitz is not None:
+        try:
+            return _running_min_screened(problem, iterates, grads, lams, lipschitz)
+        except curvature_screen.ScreenMismatch as err:  # a wrong declared bound: no screen
+            curvature_screen.disable(problem, str(err))
     rho = problem.constants.rho
     best = math.inf
     out = np.empty(len(iterates))
@@ -77,6 +85,54 @@ def running_min_alpha(problem: Problem, iterates: np.ndarray,
         cand = np.flatnonzero(g < best)
         alpha = dict(zip(cand.tolist(), _alphas(g[cand], lams(iterates[start + cand]), rho),
                          strict=True))
+        for i, gi in enumerate(g.tolist()):
+            if gi < best:
+                best = min(best, alpha[i])
+            out[start + i] = best
+    return out
+
+
+def _running_min_screened(problem: Problem, iterates: np.ndarray, grads: np.ndarray,
+                          lams: Any, lipschitz: float) -> np.ndarray:
+    """`running_min_alpha`'s batched loop with the Lipschitz screen (analysis.curvature_screen):
+    the same candidates per chunk, each one's alpha either certified = g or computed, in
+    batches of 1, 2, 4, ... while the certificates keep failing; every AUDIT_EVERY-th certified
+    point is computed too, and a mismatch raises ScreenMismatch."""
+    constants = problem.constants
+    rho = constants.rho
+    screen = curvature_screen.CurvatureScreen(lipschitz, rho, constants.M)
+    best = math.inf
+    out = np.empty(len(iterates))
+    step = batched_oracles.CHUNK
+    width, certified = 1, 0
+    for start in range(0, len(iterates), step):
+        g = grads[start:start + step]
+        cand = np.flatnonzero(g < best)
+        alpha: dict[int, float] = {}
+        pos = 0
+        while pos < len(cand):
+            rest = cand[pos:]
+            ok = screen.certifies(iterates[start + rest], g[rest])
+            upto = int(np.argmin(ok)) if not ok.all() else len(rest)
+            for i in rest[:upto].tolist():
+                certified += 1
+                alpha[i] = float(g[i])
+                if certified % curvature_screen.AUDIT_EVERY == 0:
+                    got = _alphas(g[[i]], lams(iterates[[start + i]]), rho)[0]
+                    if not got == alpha[i]:
+                        raise curvature_screen.ScreenMismatch(
+                            f"alpha {got!r} against the gradient norm {alpha[i]!r} at iterate "
+                            f"{start + i}")
+            # a miss right after a fresh reference: the certificates fail here, batch more
+            width = 1 if upto or not screen.has_reference else min(2 * width, step)
+            pos += upto
+            if pos == len(cand):
+                break
+            idx = cand[pos:pos + width]
+            lam = np.asarray(lams(iterates[start + idx]), dtype=float)
+            alpha.update(zip(idx.tolist(), _alphas(g[idx], lam, rho), strict=True))
+            screen.set_reference(iterates[start + idx[-1]], float(lam[-1]))
+            pos += len(idx)
         for i, gi in enumerate(g.tolist()):
             if gi < best:
                 best = min(best, alpha[i])

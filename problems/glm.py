@@ -326,6 +326,14 @@ class GLM(FiniteAtoms, Problem):
     def population_hvp(self, x, v):
         return self.basis @ (self._hessian_coords(x) @ (self.basis.T @ v))
 
+    def hessian_lipschitz(self) -> float:
+        """A bound on the population Hessian's Lipschitz constant (operator norm) for this
+        instance: each atom's Hessian is phi''(y <w, B z>) (B z)(B z)^T (y^2 = 1), which moves
+        by at most L2 ||B z||^3 ||w - w'||, so L2 * feature_norm_max^3 (L2 the link's bound on
+        |phi'''|; on a JL-projected instance its own projected norms, not the stated rho's
+        event). analysis.curvature_screen reads it to skip lambda_min where alpha = g."""
+        return LINK_BOUNDS[self.link][2] * self.feature_norm_max ** 3
+
     def population_lambda_min(self, x):
         """With B = Q R (Q orthonormal, dim x q), hess F = Q (R H_r R^T) Q^T: its spectrum is
         that of the q x q matrix R H_r R^T (= that of (B^T B)^{1/2} H_r (B^T B)^{1/2} when

@@ -1,0 +1,108 @@
+"""A Lipschitz screen on lambda_min for the running minimum of alpha_SOSP: the same floats,
+far fewer Hessians.
+
+alpha_SOSP(x) = max(g, max(0, -lambda)^2 / rho) with g = ||grad F(x)|| and lambda =
+lambda_min(hess F(x)) (`analysis.metrics.sosp_alpha`). Along a run whose gradient keeps
+falling, `running_min_alpha` needs alpha at nearly every stored iterate, and lambda_min is
+most of an evaluation's cost (a 916,000-step eps = inf private SpiderBoost cell on the GLM
+spent ~45 of its 62 s of evaluation there). But alpha = g exactly wherever the curvature part
+is below g, i.e. -lambda < sqrt(rho g), and lambda_min is Lipschitz along the path: by Weyl's
+inequality |lambda_min(H(x)) - lambda_min(H(y))| <= ||H(x) - H(y)||_2 <= L ||x - y|| with L
+the population Hessian's Lipschitz constant. So one computed lambda_min at a reference point
+x_r certifies alpha = g at every later candidate x with
+
+    lambda_r - L ||x - x_r|| - slack >= -MARGIN sqrt(rho g)    (or > 0),
+
+and those need no Hessian. Certified points get alpha = g, the float `sosp_alpha` returns there
+(its curvature part is then at most MARGIN^2 g, below g with room for rounding); the others are
+computed as before. The output is the unscreened one bit for bit.
+
+Only a problem that declares `hessian_lipschitz()` (a proven bound on L for its population
+Hessian, `problems.glm.GLM`'s from its link's third derivative) is screened. A wrong bound
+would change numbers, so every AUDIT_EVERY-th certified point is computed anyway: a mismatch
+turns the screen off for that problem class for the rest of the process, with one warning, and
+the caller recomputes without it (`analysis.metrics.running_min_alpha`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from analysis.batched_oracles import row_norms
+
+#: Share of the admissible negative curvature sqrt(rho g) a certificate may use: the certified
+#: curvature part is then at most 0.9801 g.
+MARGIN = 0.99
+
+#: Absolute slack on the computed lambda_min at the reference and at the candidate, relative to
+#: the smoothness constant M (a bound on ||hess F||): dense eigvalsh errs by ~1e-16 ||H||,
+#: Lanczos (d > 200) by its tolerance 1e-10.
+SLACK = 1e-8
+
+#: Every this many certified points, alpha is computed anyway and compared (the audit).
+AUDIT_EVERY = 64
+
+_disabled: set[type] = set()
+
+
+class ScreenMismatch(RuntimeError):
+    """A certified point's computed alpha differed from its gradient norm: the declared
+    Hessian-Lipschitz bound does not hold for this problem."""
+
+
+def lipschitz_of(problem: object) -> float | None:
+    """The problem's declared Hessian-Lipschitz bound, or None (no screen): undeclared, turned
+    off by a failed audit in this process, or not a finite positive number."""
+    fn = getattr(problem, "hessian_lipschitz", None)
+    if fn is None or type(problem) in _disabled:
+        return None
+    value = float(fn())
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def disable(problem: object, detail: str) -> None:
+    """Turn the screen off for the problem's class (a failed audit), with one warning."""
+    _disabled.add(type(problem))
+    warnings.warn(f"{type(problem).__name__}.hessian_lipschitz() does not bound the Hessian's "
+                  f"change on this run ({detail}): evaluating lambda_min at every candidate",
+                  RuntimeWarning, stacklevel=3)
+
+
+def reset() -> None:
+    """Forget every failed audit (tests)."""
+    _disabled.clear()
+
+
+class CurvatureScreen:
+    """Certificates alpha = g from one reference lambda_min (module docstring)."""
+
+    def __init__(self, lipschitz: float, rho: float, smoothness: float) -> None:
+        self.lipschitz, self.rho = float(lipschitz), float(rho)
+        self.slack = SLACK * max(float(smoothness), 0.0) if math.isfinite(smoothness) else math.inf
+        self._x: np.ndarray | None = None
+        self._lam = math.nan
+
+    @property
+    def has_reference(self) -> bool:
+        return self._x is not None
+
+    def set_reference(self, x: np.ndarray, lam: float) -> None:
+        """A point and its computed lambda_min; a non-finite one certifies nothing."""
+        if math.isfinite(lam):
+            self._x, self._lam = np.array(x, dtype=float), float(lam)
+        else:
+            self._x, self._lam = None, math.nan
+
+    def certifies(self, xs: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Mask over the rows of xs (gradient norms g): alpha = g there, without a Hessian."""
+        if self._x is None or not math.isfinite(self.slack):
+            return np.zeros(len(xs), dtype=bool)
+        dist = row_norms(np.asarray(xs, dtype=float) - self._x)
+        lower = self._lam - self.lipschitz * dist - 2 * self.slack - abs(self._lam) * 1e-12
+        with np.errstate(invalid="ignore"):
+            room = MARGIN * np.sqrt(self.rho * g) if self.rho > 0 else np.zeros_like(g)
+            ok = (lower > 0) | ((g > 0) & (-lower <= room))
+        return ok & np.isfinite(g) & np.isfinite(dist)
