@@ -134,6 +134,7 @@ class GLM(FiniteAtoms, Problem):
         # counts mode's per-atom sums: coordinates and label-signed coordinates, contiguous
         self._atom_z = np.ascontiguousarray(self.atoms[:, 1:])
         self._atom_yz = self.atoms[:, :1] * self._atom_z
+        self._atom_labels = np.ascontiguousarray(self.atoms[:, 0])
 
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, _BASIS_TAG]))
         q, r = np.linalg.qr(rng.standard_normal((self.d, self.rank)))
@@ -256,15 +257,21 @@ class GLM(FiniteAtoms, Problem):
         the sum stays B (Z^T weights), never an (atoms, dim) array. When most atoms are present
         it runs over all of them (absent ones weigh 0): no gathers, the same cost at any n."""
         counts = batch.counts
-        present = np.flatnonzero(counts)
-        if 2 * len(present) >= self.n_atoms:
-            labels, z, yz, norms, c = (self.atoms[:, 0], self._atom_z, self._atom_yz,
+        # (the hot path of every counts-mode step on a GLM: a count, not the index list, picks
+        # the branch; contiguous labels; the two columns written into place, as column_stack)
+        if 2 * np.count_nonzero(counts) >= self.n_atoms:
+            labels, z, yz, norms, c = (self._atom_labels, self._atom_z, self._atom_yz,
                                        self._atom_norms, counts)
         else:
+            present = np.flatnonzero(counts)
             labels, z, yz = self.atoms[present, 0], self._atom_z[present], self._atom_yz[present]
             norms, c = self._atom_norms[present], counts[present]
         # margins y <w, B z> = (y z) . (B^T w), for x alone or x and y as two columns
-        points = x if y is None else np.column_stack([x, y])
+        if y is None:
+            points = x
+        else:
+            points = np.empty((len(x), 2))
+            points[:, 0], points[:, 1] = x, y
         dphi = _dphi(self.link, yz @ (self.basis.T @ points))
         coef = labels * (dphi if y is None else dphi[:, 0] - dphi[:, 1])
         scale = np.minimum(1.0, clip / np.maximum(np.abs(coef) * norms, 1e-300))  # 1 inside

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from problems.counts.binomial_thin import thin_counts
 from problems.counts.layouts import BinaryCoordinates, Categorical, CountsBatch
 from problems.counts.stream import MaterializedStream
 
@@ -127,7 +128,7 @@ def thin(batch: CountsBatch, q: float, rng: np.random.Generator) -> CountsBatch:
     """Poisson subsample at rate q: each record kept independently with probability q, i.e.
     Binomial(c_i, q) of the c_i copies of each value (atoms layout)."""
     _require_atoms(batch)
-    return _batch(rng.binomial(batch.counts, q))
+    return _batch(thin_counts(batch.counts, q, rng))  # numpy's binomial draws, compiled
 
 
 def _check_hypergeometric(batch: CountsBatch) -> None:
