@@ -106,3 +106,17 @@ class CurvatureScreen:
             room = MARGIN * np.sqrt(self.rho * g) if self.rho > 0 else np.zeros_like(g)
             ok = (lower > 0) | ((g > 0) & (-lower <= room))
         return ok & np.isfinite(g) & np.isfinite(dist)
+
+    def certifies_one(self, x: np.ndarray, g: float) -> bool:
+        """`certifies` for one point, in scalar arithmetic (the by-point loop's hot path)."""
+        if self._x is None or not math.isfinite(self.slack) or not math.isfinite(g):
+            return False
+        diff = np.asarray(x, dtype=float) - self._x
+        dist = math.sqrt(float(diff @ diff))
+        lower = self._lam - self.lipschitz * dist - 2 * self.slack - abs(self._lam) * 1e-12
+        if not math.isfinite(lower):
+            return False
+        if lower > 0:
+            return True
+        room = MARGIN * math.sqrt(self.rho * g) if self.rho > 0 else 0.0
+        return g > 0 and -lower <= room

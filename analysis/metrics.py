@@ -62,13 +62,12 @@ def running_min_alpha(problem: Problem, iterates: np.ndarray,
     if grads is None:
         grads = grad_norms(problem, iterates)
     if not batched_oracles.declares(problem, "population_lambda_mins"):
-        best = math.inf
-        out = np.empty(len(iterates))
-        for i, x in enumerate(iterates):
-            if grads[i] < best:
-                best = min(best, sosp_alpha(problem, x)["alpha"])
-            out[i] = best
-        return out
+        lipschitz = curvature_screen.lipschitz_of(problem)
+        try:
+            return _running_min_by_point(problem, iterates, grads, lipschitz)
+        except curvature_screen.ScreenMismatch as err:  # a wrong declared bound: no screen
+            curvature_screen.disable(problem, str(err))
+            return _running_min_by_point(problem, iterates, grads, None)
     lams = batched_oracles.batched(problem, "population_lambda_mins")
     lipschitz = curvature_screen.lipschitz_of(problem)
     if lipschitz is not None:
@@ -89,6 +88,41 @@ def running_min_alpha(problem: Problem, iterates: np.ndarray,
             if gi < best:
                 best = min(best, alpha[i])
             out[start + i] = best
+    return out
+
+
+def _running_min_by_point(problem: Problem, iterates: np.ndarray, grads: np.ndarray,
+                          lipschitz: float | None) -> np.ndarray:
+    """`running_min_alpha` one candidate at a time, for a problem without a batched
+    lambda_min: alpha from sosp_alpha's own floats (the single-point gradient's norm, which a
+    batched gradient may miss by an ulp, and lambda_min), rho read once; with a declared
+    Hessian-Lipschitz bound, lambda_min only where the screen cannot certify alpha = g, every
+    AUDIT_EVERY-th certified point computed too (a mismatch raises ScreenMismatch)."""
+    constants = problem.constants
+    rho = constants.rho
+    screen = None if lipschitz is None else \
+        curvature_screen.CurvatureScreen(lipschitz, rho, constants.M)
+    best = math.inf
+    out = np.empty(len(iterates))
+    certified = 0
+    for i, x in enumerate(iterates):
+        if grads[i] < best:
+            g = np.array([np.linalg.norm(problem.population_grad(x))])
+            if screen is not None and screen.certifies_one(x, float(g[0])):
+                alpha = float(g[0])
+                certified += 1
+                if certified % curvature_screen.AUDIT_EVERY == 0:
+                    got = _alphas(g, np.array([lambda_min(problem, x)]), rho)[0]
+                    if not got == alpha:
+                        raise curvature_screen.ScreenMismatch(
+                            f"alpha {got!r} against the gradient norm {alpha!r} at iterate {i}")
+            else:
+                lam = lambda_min(problem, x)
+                alpha = _alphas(g, np.array([lam]), rho)[0]
+                if screen is not None:
+                    screen.set_reference(x, lam)
+            best = min(best, alpha)
+        out[i] = best
     return out
 
 

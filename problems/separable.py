@@ -230,6 +230,15 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
         out[1:] = self.mu * (v[1:] / r - y * (y @ v[1:]) / r**3)
         return out
 
+    def hessian_lipschitz(self) -> float:
+        """A bound on the population Hessian's Lipschitz constant (operator norm): the Hessian
+        is c phi''(x_1) on the first coordinate and mu (I / r - y y^T / r^3) (r = sqrt(1 +
+        ||y||^2)) on the block, block-diagonal, so it moves by at most max(c |phi'''|, 2 mu)
+        times ||x - x'||: the stated rho without the records' (1 + noise). Read by
+        analysis.curvature_screen to skip lambda_min where alpha = ||grad F||."""
+        mu = self.mu if self.d > 1 else 0.0
+        return max(self.c * self.profile.rho, 2 * mu)
+
     def population_lambda_min(self, x):
         first = float(self.c * self.profile.d2(x[0]))
         if self.d == 1:

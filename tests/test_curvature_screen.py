@@ -172,3 +172,64 @@ def test_certificate_arithmetic():
     assert not screen.certifies(xs, np.full(4, np.nan)).any()
     screen.set_reference(np.zeros(2), math.nan)  # a non-finite reference certifies nothing
     assert not screen.certifies(xs, np.full(4, 1.0)).any()
+
+
+SEPARABLE = [("hard_valley", {}), ("hard_valley", dict(start=1.0)), ("strict_saddle", {}),
+             ("hard_ramp", {})]
+
+
+def _separable(name, params, d=10):
+    from problems import get_problem
+    return get_problem(name, d=d, **params)
+
+
+@pytest.mark.parametrize("name,params", SEPARABLE)
+def test_separable_screen_is_the_point_by_point_minimum(name, params):
+    """A noisy descent from x0 (the gradient falls, the curvature changes sign on the valley
+    and the saddle): the screened running minimum is sosp_alpha's point by point."""
+    prob = _separable(name, params)
+    rng = np.random.default_rng(4)
+    x, its = np.array(prob.x0, dtype=float) + 0.05 * rng.standard_normal(prob.d), []
+    eta = 0.5 / prob.constants.M
+    for _ in range(1500):
+        x = x - eta * prob.population_grad(x) + 2e-3 * rng.standard_normal(prob.d)
+        its.append(x.copy())
+    its = np.array(its)
+    assert curvature_screen.lipschitz_of(prob) is not None
+    got = running_min_alpha(prob, its)
+    assert np.array_equal(got, _by_point(prob, its))
+    assert got[-1] < got[0]
+
+
+@pytest.mark.parametrize("name,params", SEPARABLE)
+def test_separable_hessian_lipschitz_bounds_its_exact_hessians(name, params):
+    prob = _separable(name, params, d=6)
+    L = prob.hessian_lipschitz()
+    assert L <= prob.constants.rho  # the stated rho includes the records' (1 + noise)
+    rng = np.random.default_rng(8)
+    worst = 0.0
+    for scale in (1e-3, 0.1, 1.0):
+        for _ in range(60):
+            x = rng.standard_normal(prob.d) * rng.uniform(0, 3)
+            y = x + scale * rng.standard_normal(prob.d)
+            gap = np.linalg.norm(prob.population_hessian(x) - prob.population_hessian(y), 2)
+            ratio = gap / np.linalg.norm(x - y)
+            assert ratio <= L * (1 + 1e-9)
+            worst = max(worst, ratio)
+    assert worst >= 0.1 * L
+
+
+def test_scalar_certificate_agrees_with_the_vector_one():
+    rng = np.random.default_rng(12)
+    for rho in (0.0, 0.5, 3.0):
+        screen = curvature_screen.CurvatureScreen(2.0, rho, smoothness=1.0)
+        xs = rng.standard_normal((400, 3)) * 0.01
+        g = np.abs(rng.standard_normal(400)) * 1e-3
+        g[::37] = 0.0
+        g[::41] = np.nan
+        assert not any(screen.certifies_one(x, gi) for x, gi in zip(xs, g, strict=True))
+        screen.set_reference(np.zeros(3), float(rng.uniform(-0.01, 0.02)))
+        vector = screen.certifies(xs, g)
+        scalar = [screen.certifies_one(x, float(gi)) for x, gi in zip(xs, g, strict=True)]
+        assert vector.tolist() == scalar
+        assert 0 < vector.sum() < len(xs)
