@@ -8,7 +8,9 @@ passes, and the command on two stores with its one-line refusals."""
 from __future__ import annotations
 
 import math
+import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -148,3 +150,26 @@ def test_the_command_on_two_stores_and_its_one_line_refusals(tmp_path, capsys):
         main(["compare", a, "--target", "-1"])
     err = capsys.readouterr().err
     assert "--target" in err and "must be a number > 0" in err
+
+
+@pytest.mark.parametrize("view", ["one pass", "records"])
+def test_batched_bootstrap_estimates_are_the_per_draw_ones(view):
+    """Row.estimates (all draws' medians in one call) against Row.estimate per draw, on data
+    with NaN (missing) and inf (censored) entries, the interval's and the ratio's hot path."""
+    from analysis.comparisons.compare import Row, _draws
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        k = int(rng.integers(2, 11))
+        rows = 1 if view == "one pass" else int(rng.integers(2, 6))
+        values = rng.lognormal(8, 2, (rows, k))
+        values = np.sort(values, axis=0)[::-1] if view == "records" else values
+        u = rng.random((rows, k))
+        values[u < 0.15] = np.nan
+        values[(u > 0.15) & (u < 0.25)] = np.inf
+        row = Row("r", "alg", view, "alpha_sosp", "c", 0, np.arange(k), values,
+                  ns=np.geomspace(1e3, 1e5, rows), target=float(np.exp(8)))
+        cols = _draws(rng, k, 300)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.array([row.estimate(c) for c in cols])
+        assert np.array_equal(row.estimates(cols), want, equal_nan=True)
