@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -120,3 +122,101 @@ class CurvatureScreen:
             return True
         room = MARGIN * math.sqrt(self.rho * g) if self.rho > 0 else 0.0
         return g > 0 and -lower <= room
+
+
+def alphas(grad_norm: np.ndarray, lam: np.ndarray, rho: float) -> list[float]:
+    """sosp_alpha's alpha from a gradient norm and lambda_min, elementwise (its formula)."""
+    out = []
+    for g, lm in zip(grad_norm.tolist(), lam.tolist(), strict=True):
+        if not (math.isfinite(g) and math.isfinite(lm)):
+            out.append(math.nan)
+            continue
+        neg = max(0.0, -lm)
+        curv = 0.0 if neg == 0 else (neg**2 / rho if rho > 0 else math.inf)
+        out.append(max(g, curv))
+    return out
+
+
+def running_min_by_point(problem: Any, iterates: np.ndarray, grads: np.ndarray,
+                         lipschitz: float | None, lambda_min: Callable[[Any, np.ndarray], float]
+                         ) -> np.ndarray:
+    """`running_min_alpha` one candidate at a time, for a problem without a batched
+    lambda_min: alpha from sosp_alpha's own floats (the single-point gradient's norm, which a
+    batched gradient may miss by an ulp, and lambda_min), rho read once; with a declared
+    Hessian-Lipschitz bound, lambda_min only where the screen cannot certify alpha = g, every
+    AUDIT_EVERY-th certified point computed too (a mismatch raises ScreenMismatch)."""
+    constants = problem.constants
+    rho = constants.rho
+    screen = None if lipschitz is None else \
+        CurvatureScreen(lipschitz, rho, constants.M)
+    best = math.inf
+    out = np.empty(len(iterates))
+    certified = 0
+    for i, x in enumerate(iterates):
+        if grads[i] < best:
+            g = np.array([np.linalg.norm(problem.population_grad(x))])
+            if screen is not None and screen.certifies_one(x, float(g[0])):
+                alpha = float(g[0])
+                certified += 1
+                if certified % AUDIT_EVERY == 0:
+                    got = alphas(g, np.array([lambda_min(problem, x)]), rho)[0]
+                    if not got == alpha:
+                        raise ScreenMismatch(
+                            f"alpha {got!r} against the gradient norm {alpha!r} at iterate {i}")
+            else:
+                lam = lambda_min(problem, x)
+                alpha = alphas(g, np.array([lam]), rho)[0]
+                if screen is not None:
+                    screen.set_reference(x, lam)
+            best = min(best, alpha)
+        out[i] = best
+    return out
+
+
+def running_min_screened(problem: Any, iterates: np.ndarray, grads: np.ndarray,
+                         lams: Callable[[np.ndarray], np.ndarray], lipschitz: float,
+                         chunk: int) -> np.ndarray:
+    """`running_min_alpha`'s batched loop with the Lipschitz screen (analysis.curvature_screen):
+    the same candidates per chunk, each one's alpha either certified = g or computed, in
+    batches of 1, 2, 4, ... while the certificates keep failing; every AUDIT_EVERY-th certified
+    point is computed too, and a mismatch raises ScreenMismatch."""
+    constants = problem.constants
+    rho = constants.rho
+    screen = CurvatureScreen(lipschitz, rho, constants.M)
+    best = math.inf
+    out = np.empty(len(iterates))
+    step = chunk
+    width, certified = 1, 0
+    for start in range(0, len(iterates), step):
+        g = grads[start:start + step]
+        cand = np.flatnonzero(g < best)
+        alpha: dict[int, float] = {}
+        pos = 0
+        while pos < len(cand):
+            rest = cand[pos:]
+            ok = screen.certifies(iterates[start + rest], g[rest])
+            upto = int(np.argmin(ok)) if not ok.all() else len(rest)
+            for i in rest[:upto].tolist():
+                certified += 1
+                alpha[i] = float(g[i])
+                if certified % AUDIT_EVERY == 0:
+                    got = alphas(g[[i]], lams(iterates[[start + i]]), rho)[0]
+                    if not got == alpha[i]:
+                        raise ScreenMismatch(
+                            f"alpha {got!r} against the gradient norm {alpha[i]!r} at iterate "
+                            f"{start + i}")
+            # a miss right after a fresh reference: the certificates fail here, batch more
+            width = 1 if upto or not screen.has_reference else min(2 * width, step)
+            pos += upto
+            if pos == len(cand):
+                break
+            idx = cand[pos:pos + width]
+            lam = np.asarray(lams(iterates[start + idx]), dtype=float)
+            alpha.update(zip(idx.tolist(), alphas(g[idx], lam, rho), strict=True))
+            screen.set_reference(iterates[start + idx[-1]], float(lam[-1]))
+            pos += len(idx)
+        for i, gi in enumerate(g.tolist()):
+            if gi < best:
+                best = min(best, alpha[i])
+            out[start + i] = best
+    return out
