@@ -45,10 +45,11 @@ bench: $(STAMP_TEST)
 # Issue 58, item 3 (the reference within an hour on 2 cores): `make reference` runs every
 # reference spec but LONG_SPECS, seed 001's three GLM specs whose cells run 5e5-9e5 steps of the
 # Python loop each (private SpiderBoost's eps = inf controls at n = 1e5, recursive regularization
-# and its JL form at n = 5e9-5e10: 42% of the cells' CPU at 4568f5e); `make reference-long` runs
+# and its JL form at n = 5e9-5e10: 45% of the cells' CPU at 4568f5e, 34% at 413293f); `make reference-long` runs
 # those, `make reference-all` both, and the report step reads every reference store present, in
 # the spec order below (its CSVs and the README come out byte for byte the committed ones only
-# with all of them: the committed ones are `make reference-all`'s). Measured times in README.md.
+# with all of them: the committed ones are `make reference-all`'s). Measured from a clean clone
+# of 413293f on 2 idle cores: reference 48 min 16 s, reference-long 22 min 11 s (README.md).
 HEADLINE_SPECS := headline2 headline2_eps001 headline2_ramp headline2_eps headline2_d headline2_error headline2_benign headline2_delta \
                   seed000_empirical headline3_error headline3_error_adaptive
 SEED001_ALL_SPECS := seed001_population3 seed001_empirical3 seed001_empirical3_glm seed001_glm_rank3 seed001_glm_d3 \
