@@ -75,8 +75,8 @@ def running_min_alpha(problem: Problem, iterates: np.ndarray,
         try:
             return screen.running_min_screened(problem, iterates, grads, lams, lipschitz,
                                                batched_oracles.CHUNK)
-        except curvature_screen.ScreenMismatch as err:  # a wrong declared bound: no screen
-            curvature_screen.disable(problem, str(err))
+        except screen.ScreenMismatch as err:  # a wrong declared bound: no screen
+            screen.disable(problem, str(err))
     rho = problem.constants.rho
     best = math.inf
     out = np.empty(len(iterates))
