@@ -95,6 +95,7 @@ reference-report: $(STAMP_DEMO)
 	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --html reports/reference.html
 	$(BIN)/dprates verdict-changes reports/previous_edition_exponents.csv reports/reference_exponents.csv \
 	    -o reports/verdict_changes.md
+	$(BIN)/dprates fit-points $(PRESENT_STORES) -o reports/reference_fit_points.csv
 	$(BIN)/dprates atlas $(PRESENT_STORES) --format csv \
 	    -o reports/atlas.csv --maps reports/atlas
 	$(BIN)/dprates cost-rates $(PRESENT_STORES) \

@@ -67,17 +67,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
     for k, (key, sub) in enumerate(pts.groupby(by, dropna=False, sort=True)):
         group = dict(zip(by, key, strict=True))
         rng = np.random.default_rng([seed, k])
-        # Sample complexity: median-based fits (censored runs count as n* = inf, so a design
-        # point is lost only when its median is censored); error view: all repetitions.
-        if (mode == "tuned" and sub["combo"].nunique() > 1) or fit.view == "sample_complexity":
-            labels = sorted(sub["combo"].unique())
-            res = envelope.envelope_fit(sub["x"].to_numpy(), sub["combo"].map(labels.index).to_numpy(),
-                                        sub["rep"].to_numpy(), sub["y"].to_numpy(), group=group,
-                                        x=fit.x, y=fit.y, window=fit.window, n_boot=n_boot, rng=rng,
-                                        combo_labels=labels)
-        else:
-            res = rates.fit_points(sub["x"].to_numpy(), sub["y"].to_numpy(), group=group, x=fit.x,
-                                   y=fit.y, window=fit.window, n_boot=n_boot, rng=rng)
+        res = fit_group(sub, fit.view, mode, group, fit.x, fit.y, fit.window, n_boot, rng)
         cls = get_algorithm(group["algorithm"])
         metric = fit_metric(fit, group["algorithm"])
         predicted = predicted_slope(cls, fit, metric, private=bool(np.isfinite(sub["eps"]).any()))
@@ -117,7 +107,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         forecast = regime_forecast.forecast_group(fit, sub, data.spec.calibration, fit_metric)
         flags.extend(regime_forecast.gate_flags(forecast))
         row = res.row()
-        row.update(n_stuck=stuck, alpha_x0=x0, alpha_top=top)
+        row.update(n_stuck=stuck, alpha_x0=x0, alpha_top=top, group_index=k)
         if fit.view == "error" and fit.x == "privacy":
             row.update(_two_term(data, sub, fit, mode, res, rng))
         verdict = verdicts.verdict(res, predicted, fit.view, fit.x)
@@ -157,6 +147,21 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         row.update(_lent_controls_note(data, row))
         rows.append(row)
     return apply_gate(pd.DataFrame(rows))
+
+
+def fit_group(sub: pd.DataFrame, view: str, mode: str, group: dict[str, Any], x: str, y: str,
+              window: tuple[float, float] | None, n_boot: int, rng: np.random.Generator) -> Any:
+    """One group's slope fit (`run_fit`, and a replant from its points): sample complexity and
+    a tuned grid on medians through the envelope (censored runs count as n* = inf, so a design
+    point is lost only when its median is censored); the error view on all repetitions."""
+    if (mode == "tuned" and sub["combo"].nunique() > 1) or view == "sample_complexity":
+        labels = sorted(sub["combo"].unique())
+        return envelope.envelope_fit(sub["x"].to_numpy(), sub["combo"].map(labels.index).to_numpy(),
+                                     sub["rep"].to_numpy(), sub["y"].to_numpy(), group=group,
+                                     x=x, y=y, window=window, n_boot=n_boot, rng=rng,
+                                     combo_labels=labels)
+    return rates.fit_points(sub["x"].to_numpy(), sub["y"].to_numpy(), group=group, x=x,
+                            y=y, window=window, n_boot=n_boot, rng=rng)
 
 
 def _two_term(data: StoreData, sub: pd.DataFrame, fit: FitSpec, mode: str, res: Any,

@@ -139,6 +139,16 @@ def test_the_verdict_vocabulary_orders_and_colours_by_prefix():
     counts = verdict_counts(pd.DataFrame({"verdict": ["not measured"] * 3 + ["consistent",
                                                       "no claim", "zzz", "slower than claimed"]}))
     assert list(counts) == ["consistent", "slower than claimed", "not measured", "no claim", "zzz"]
+    # the sixth edition's names, counted by name (its "by X", "(Rx)", "(accepts a..b)" left out)
+    for v in ("exceeds its bound", "slower than its rules", "faster than its rules"):
+        assert verdict_key(v) == v and verdict_colour(v) == VERDICT_COLOURS[v]
+    counts = verdict_counts(pd.DataFrame({"verdict": [
+        "slower than its rules by 0.448", "slower than its rules by 0.209",
+        "exceeds its bound (1.28x)", "not refuted by the O~ claim (accepts 0.47..0.53)"]}))
+    assert counts == {"not refuted by the O~ claim": 1, "exceeds its bound": 1,
+                      "slower than its rules": 2}
+    assert list(counts) == ["not refuted by the O~ claim", "exceeds its bound",
+                            "slower than its rules"]
 
 
 def test_the_dry_run_says_advisory_once(tmp_path: Path, capsys):

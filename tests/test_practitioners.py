@@ -89,6 +89,9 @@ def test_summary_row_and_recommendation_are_read_from_the_rows(table):
                            "(interval above 1; the Spider needs 100-100x more) (the answer does "
                            "not flip on this grid), at "
                            "0.357-0.357x the Spider's gradient evaluations; dp_gd")
+    assert line.endswith("n* is the oracle's (the first n whose best iterate, judged by the exact "
+                         "population metric, reaches the target), not samples to the algorithm's "
+                         "own output.")
 
 
 def test_a_spider_that_needs_fewer_samples_is_counted_as_such():

@@ -229,4 +229,6 @@ def recommendation(table: pd.DataFrame) -> str:
             text += " (the answer does not flip on this grid)"
         text += f", at {_range(evals)} the Spider's gradient evaluations"
         parts.append(text)
-    return "; ".join(parts) + "."
+    return ("; ".join(parts) + ". n* is the oracle's (the first n whose best iterate, judged by "
+            "the exact population metric, reaches the target), not samples to the algorithm's "
+            "own output.")

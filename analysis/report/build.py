@@ -85,7 +85,13 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "asymptote_meets", "asymptote_x_within_m", "asymptote_note", "log_allowance",
                "claim_band_low", "claim_band_high", "claim_test", "accepts_low", "accepts_high",
                "untestable", "rival_predicted", "separates_rival", "local_limit", "resolution",
-               "chain"]
+               "chain",
+               # the sixth edition (issue 70): the typed verdict, the band of pure power-law slopes
+               # that receive it (the kind before the regime gate: test_verdict_kind), the bound
+               # check, and the row's group within its fit (the key of its points in
+               # reports/reference_fit_points.csv)
+               "verdict_kind", "test_verdict_kind", "verdict_band_low", "verdict_band_high",
+               "bound_exceed_low", "bound_exceed_ratio", "bound_exceed_x", "group_index"]
 
 
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,

@@ -1,7 +1,8 @@
-"""The local slopes of every fit that still reads "slower / faster than claimed" (issue 42,
-item 7): for each, the slopes between consecutive design points (medians) against x, the
-claim's slope, the band its declared logs allow and the rules' own slope, so a reader sees
-whether the curve is heading for the claim or away from it (`local_slopes_pages`)."""
+"""The local slopes of every fit whose verdict rejects a test (issue 42, item 7; sixth
+edition: slower / faster than claimed, slower / faster than its rules, exceeds its bound): for
+each, the slopes between consecutive design points (medians) against x, the claim's slope, the
+band its declared logs allow and the rules' own slope, so a reader sees whether the curve is
+heading for the claim or away from it (`local_slopes_pages`)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,17 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from analysis.verdict_engine.typed import DIRECTION, kind_of
+
 #: Rows per page (a 2 x 2 grid).
 PER_PAGE = 4
 
 
 def _remaining(claims: pd.DataFrame) -> pd.DataFrame:
-    """Declared, in-regime rows whose verdict still says "than claimed"."""
+    """Declared, in-regime rows whose verdict rejects a test (`typed.DIRECTION`)."""
     if claims.empty or "verdict" not in claims:
         return claims.iloc[0:0]
-    keep = claims["verdict"].astype(str).str.contains("than claimed")
+    keep = claims["verdict"].astype(str).map(lambda v: kind_of(v) in DIRECTION)
     if "regime" in claims:
         keep &= claims["regime"].astype(str) == "in regime"
     if "declared" in claims:
@@ -68,7 +71,7 @@ def _panel(ax: plt.Axes, r: pd.Series) -> None:
 
 
 def local_slopes_pages(pdf: PdfPages, claims: pd.DataFrame, figdir: Path | None = None) -> int:
-    """Pages of local-slope panels for the remaining "than claimed" rows; returns how many rows
+    """Pages of local-slope panels for the rows that reject a test; returns how many rows
     were drawn. `figdir`: also one PNG per row, local_slopes_<algorithm>_<fit>_<mode>.png."""
     rows = _remaining(claims)
     for start in range(0, len(rows), PER_PAGE):

@@ -48,15 +48,21 @@ median). A flagged window is reported as declared, never moved. Advisory, in the
 `advisory` and not a flag: "floor unchecked" (design points with no eps = inf run of their n
 and d to compare with; the forecast from the rules gates such a fit).
 
-Verdicts (fifth edition). Margin m = |p|/24 (>= 0.025): a quarter of the 1/3 between the SOSP
+Verdicts (fifth and sixth editions). Margin m = |p|/24 (>= 0.025): a quarter of the 1/3 between the SOSP
 claims in n*. Primary: the residual slope, measured minus the algorithm's own rules (its bound
 as implemented, logs included), CI inside +-m: "follows its rules"; outside: "slower / faster
 than its rules by X"; across: "undecided". If the rules' own local slope tends to the claim
 (evaluated beyond the design, privacy-dominated): "follows its rules, whose asymptote is the
 claim". Secondary, the O~ test: the CI against the claim's band (its declared logs, +-m):
 "consistent" (inside p +- m), "not refuted (accepts a..b)", "slower / faster than claimed";
-"untestable on this window" where a..b holds the rival claim. "design too short": < 5 points
-or < 1.5 decades. A benign problem is expected to read "faster than claimed".
+"untestable on this window" where a..b holds the rival claim (the Spiders; Pasan and Pagan).
+Sixth edition: the first test that decides is the verdict, on any design (a short one is
+marked): "exceeds its bound" (the seeds' mean above the rules' bound beyond a one-sided 95%
+interval, Bonferroni over the points), then a rejected rules test ("slower / faster than its
+rules by X", whatever the O~ test says), the chain, the O~ test. "design too short" only where
+no test decides and every CI half-width exceeds m, with the design that would decide. Every row
+gives the band of pure power-law slopes that receive its verdict. A benign problem is expected
+to read "faster than claimed".
 
 Which way each x counts. "Faster" always means the favourable side in the regime the claim is
 about, and that regime differs by x: against x = sqrt(d)/(n eps) it is x -> 0 (large n), so a
@@ -79,3 +85,23 @@ part of the sample budget or accuracy against the non-private part), and a failu
 the verdict too; elsewhere the forecast is advisory. A claim that no fit measures in regime is
 "out of reach" when its bound binds only past n = 1e12, with the n where it would.
 """
+
+#: The legend under every exported claims table (`tables.summary_notes`, README Results).
+CLAIMS_LEGEND = ("Measured: slope [95% CI] of the fit that decides the claim; claimed: the slope "
+    "its O~ rate predicts; rules: the slope of the algorithm's own rules (log factors "
+    "included); against its rules: the residual slope (measured minus rules) [CI] "
+    "against the declared margin m (follows: the CI inside +-m; slower / faster: "
+    "outside; undecided: across); resolution: the pure power laws each test would "
+    "accept on this design, first the slopes that would receive this row's verdict "
+    "(planted pure power laws; CI-tested). Sixth edition: the first test that decides "
+    "is the verdict, on any design: \"exceeds its bound\": the seeds' mean above the "
+    "algorithm's own bound beyond its one-sided 95% interval; \"slower / faster than its "
+    "rules by X\": the rules test rejected, whatever the O~ test says; \"follows its "
+    "rules, whose asymptote is the claim\": the rules test holds and the rules' local "
+    "slope tends to the claimed one; \"not refuted by the O~ claim\": the CI meets the "
+    "claim's band (its declared logs, +-m); \"untestable on this window\": that band "
+    "accepts the rival claim too; \"design too short\": no test decides and every CI "
+    "is wider than m (the reason names the design that would decide). A fit that "
+    "fails the regime gate (ceiling or floor) is \"not in regime\" "
+    "with the reason, never consistent / slower / faster; its slope is shown in "
+    "parentheses: the saturation's, not a measurement of the claim.")

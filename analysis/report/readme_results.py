@@ -56,7 +56,10 @@ SPIDER_HEADER = ["Spider", "claimed", "measured [95% CI]", "its rules", "residua
 
 #: What the headline table's less obvious columns hold (printed under it).
 SPIDER_COLUMNS_NOTE = (
-    "Slopes are of log n* on log alpha. Residual: measured minus its rules' slope, decided "
+    "n* is the oracle's: the samples at which the best iterate so far, judged by the exact "
+    "population alpha_SOSP, first reaches the target (a user gets the algorithm's own output "
+    "instead; samples to that output are not yet measured). Slopes are of log n* on log alpha. "
+    "Residual: measured minus its rules' slope, decided "
     "against the margin m (follows / slower / faster / undecided); 'accepts': the pure power "
     "laws each test would pass on this design; private share: 1 - n*(eps = inf) / n*(eps), "
     "measured against eps = inf controls ((rules') where only the rules' split exists).")

@@ -71,8 +71,10 @@ VERDICT_GLOSSARY = (
     "X' = outside it; 'undecided' = it straddles +-m; 'whose asymptote is the claim' = the rules' "
     "local slope tends to the claimed exponent; 'not refuted by the O~ claim (accepts a..b)' = "
     "the claim with the logs its rules carry, +-m, accepts the pure power laws a..b on this "
-    "design; 'design too short' = under 5 points or 1.5 decades; 'not in regime' = the regime "
-    "gate (privacy share under 0.9, ceiling or floor).")
+    "design; 'exceeds its bound' = the seeds' mean above the algorithm's own bound beyond its "
+    "one-sided 95% interval; 'design too short' = no test decides and every CI is wider than m; "
+    "'not in regime' = the regime gate (privacy share under 0.9, ceiling or floor). The first "
+    "test that decides is the verdict, on any design.")
 
 
 def _cell_lines(text: Any, width: int, max_lines: int) -> list[str]:

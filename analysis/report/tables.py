@@ -22,6 +22,7 @@ import pandas as pd
 
 from analysis.privacy_checks.ledger import FAILED_MARK, bracket
 from analysis.report.latex import to_latex
+from analysis.report.methods_text import CLAIMS_LEGEND
 from analysis.report.verdict_cells import finite, resolution_text, rules_text
 from analysis.verdict_engine.verdicts import NOT_IN_REGIME, NOT_MEASURED, OUT_OF_REACH, apply_gate
 
@@ -61,8 +62,11 @@ VERDICT_COLOURS = {
     "follows its rules, whose asymptote is the claim": "#d9f0d3",
     "follows its rules, whose asymptote is not the claim": "#fde0dd",
     "not refuted by the O~ claim": "#e5f5e0",
-    "approaches its bound from below": "#edf8e9",
+    "approaches its bound from below": "#edf8e9",  # the fifth edition's, for its CSVs read back
     "the O~ claim is untestable on this window": "#f0f0f0",
+    "exceeds its bound": "#f9a88f",
+    "slower than its rules": "#fcbba1",
+    "faster than its rules": "#c6dbef",
     "design too short": "#fff2cc",
     "faster than claimed": "#deebf7",
     "faster than claimed even with logs": "#c6dbef",
@@ -336,10 +340,11 @@ def short_source(paper: str, where: str) -> str:
 
 
 def verdict_counts(summary: pd.DataFrame) -> dict[str, int]:
-    """How many claims got each verdict ("not in regime" counted as such, never folded in), in
-    the order of VERDICT_COLOURS (a verdict it does not name last)."""
+    """How many claims got each verdict ("not in regime" counted as such, never folded in), by
+    its name (the "by X", "(accepts a..b)" or "(Rx)" a row adds left out), in the order of
+    VERDICT_COLOURS (a verdict it does not name last)."""
     order = {k: i for i, k in enumerate(VERDICT_COLOURS)}
-    counts = summary["verdict"].astype(str).value_counts()
+    counts = summary["verdict"].astype(str).map(verdict_key).value_counts()
     keys = sorted(counts.index, key=lambda k: (order.get(verdict_key(k), len(order)), k))
     return {str(k): int(counts[k]) for k in keys}
 
@@ -414,18 +419,7 @@ def summary_notes(summary: pd.DataFrame) -> list[str]:
     """The lines under an exported claims table: the counts and what faster / slower mean."""
     counts = verdict_counts(summary)
     head = (f"{len(summary)} claims: " + ", ".join(f"{counts[k]} {k}" for k in counts)
-            + ". Measured: slope [95% CI] of the fit that decides the claim; claimed: the slope "
-            "its O~ rate predicts; rules: the slope of the algorithm's own rules (log factors "
-            "included); against its rules: the residual slope (measured minus rules) [CI] "
-            "against the declared margin m (follows: the CI inside +-m; slower / faster: "
-            "outside; undecided: across); resolution: the pure power laws each test would "
-            "accept on this design. \"follows its rules, whose asymptote is the claim\": the "
-            "rules test holds and the rules' local slope tends to the claimed one; \"not "
-            "refuted by the O~ claim\": the CI meets the claim's band (its declared logs, +-m); "
-            "\"untestable on this window\": that band accepts the rival claim too. A fit that "
-            "fails the regime gate (ceiling or floor) is \"not in regime\" "
-            "with the reason, never consistent / slower / faster; its slope is shown in "
-            "parentheses: the saturation's, not a measurement of the claim.")
+            + ". " + CLAIMS_LEGEND)
     keys = [(v, x) for v, x in zip(summary.get("view", []), summary.get("x", []), strict=True)
             if isinstance(v, str)]
     return [*privacy_failure_lines(summary), head, *direction_lines(keys)]

@@ -33,8 +33,17 @@ def rules_text(row: Mapping[str, Any]) -> str:
 
 def resolution_text(row: Mapping[str, Any]) -> str:
     """What the row's decisions would accept on its own design (issue 55, item 3): the pure
-    power laws the rules test calls "follows" and those the O~ test does not refute."""
+    power laws the rules test calls "follows" and those the O~ test does not refute; first, the
+    band of pure power laws that receive the row's own verdict (sixth edition, issue 70), and
+    whether it was decided on a design under the length rule."""
     parts = []
+    blo, bhi = row.get("verdict_band_low"), row.get("verdict_band_high")
+    if finite(blo) or finite(bhi):
+        lo_t = f"{float(blo):.3g}" if finite(blo) else "-inf"
+        hi_t = f"{float(bhi):.3g}" if finite(bhi) else "+inf"
+        parts.append(f"this verdict for {lo_t}..{hi_t}")
+    if "decided on a short design" in str(row.get("resolution", "")):
+        parts.append("short design")
     lo, hi = row.get("rules_accepts_low"), row.get("rules_accepts_high")
     if finite(lo) and finite(hi):
         parts.append(f"rules test {float(lo):.3g}..{float(hi):.3g}")

@@ -22,8 +22,15 @@ first and reads the O~ claim second, each with a declared margin and its resolut
 - `log_aware`: the log power share t (reported beside the band);
 - `window`: the spread of a slope when the window moves, and the local slopes;
 - `bound_level`: the claim as an envelope (its measured constant) and the measured local slopes
-  extrapolated to the claim's limit ("approaches its bound from below");
-- `decide`: the row's verdict from all of the above, in a fixed order;
+  extrapolated to the claim's limit (reported; the fifth edition's "approaches its bound from
+  below", no longer a verdict);
+- `decide`: the row's columns from all of the above;
+- `verdict_rule` (sixth edition, issue 70): the first test that decides is the verdict, on any
+  design (the bound exceeded, the rules test rejected, the chain, the O~ test, untestable,
+  design too short only where no test can decide), and the band of pure power-law slopes that
+  receive it; `typed`: the verdict as a value (kind, direction), its text rendered from it;
+- `replant`: a claims row replayed from its committed points, and pure power laws planted on
+  them (tests/test_planted_bands.py);
 - `one_model`: one verdict per claim when several fits (x, d, eps, rank, alpha) measure it;
 - `edition_diff`: old -> new verdict per fit row between two editions of the claims CSV.
 

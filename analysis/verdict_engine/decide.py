@@ -1,4 +1,4 @@
-"""One fit row's verdict from the whole engine (fifth edition, issue 55; `decide`).
+"""One fit row's verdict from the whole engine (fifth edition, issue 55; sixth, issue 70; `decide`).
 
 Two tests, each with a declared margin m (`margins.margin`) and its resolution on the row's own
 design, and a chain that links them:
@@ -18,16 +18,21 @@ design, and a chain that links them:
    of pure power laws it accepts holds the rival claim or is wider than the gap to it, the row
    reads "the O~ claim is untestable on this window (accepts a..b)".
 
-The verdict, in a fixed order: no prediction keeps "no claim" / "inconclusive"; a design with
-fewer than 5 points or under 1.5 decades reads "design too short" with the design that would
-do; the chain where it holds; "follows its rules, whose asymptote is not the claim" where only
-its first link does; the O~ test's direction where its CI clears the band; "approaches its bound
-from below" where the measured local slopes, extrapolated in 1 / |ln x| to the claim's limit,
-meet the claim within m and move toward it into the regime; else the O~ test's label
-(untestable where it is). The privacy-share gate adds a floor flag (median share below
-PRIVATE_SHARE_MIN: measured from eps = inf controls where at least half the design points have
-one, else the rules' split, said in `private_share_source`), so the regime gate makes the row
-"not in regime" whatever the above. No verdict changes on a difference smaller than m.
+The verdict (sixth edition, issue 70: `verdict_rule`, typed in `typed`): the first test that
+decides, on any design: the bound exceeded beyond the seeds' interval; the primary test
+rejected ("slower / faster than its rules by X", whatever the O~ test says); the chain where it
+holds ("follows its rules, whose asymptote is (not) the claim"); the O~ test's rejection;
+"untestable" where its range holds the rival; "design too short" only where no test decides and
+every test's resolution is wider than the gap it must tell (with the design that would decide);
+else the O~ test's agreement. A decision on a design under the length rule (>= 5 points over
+>= 1.5 decades) is marked in `resolution`. Each row carries its kind (`verdict_kind`) and the
+band of pure power-law slopes that receive it (`verdict_band_low` .. `verdict_band_high`).
+"Approaches its bound from below" is no longer a verdict (not monotone in the slope); the
+local slopes and their extrapolated limit stay in the row. The privacy-share gate adds a floor
+flag (median share below PRIVATE_SHARE_MIN: measured from eps = inf controls where at least
+half the design points have one, else the rules' split, said in `private_share_source`), so the
+regime gate makes the row "not in regime" whatever the above. No verdict changes on a
+difference smaller than m.
 """
 
 from __future__ import annotations
@@ -38,9 +43,17 @@ from typing import Any
 import numpy as np
 
 from algorithms.claims import Claim
-from analysis.verdict_engine import bound_level, log_aware, log_factors, margins, rules_test, window
+from analysis.verdict_engine import (
+    bound_level,
+    log_aware,
+    log_factors,
+    margins,
+    rules_test,
+    verdict_rule,
+    window,
+)
 from analysis.verdict_engine.asymptote import rules_asymptote
-from analysis.verdict_engine.claim_test import UNTESTABLE, claim_test, window_that_would_test
+from analysis.verdict_engine.claim_test import claim_test, window_that_would_test
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.rules_curve import (
     PRIVATE_SHARE_MIN,
@@ -48,12 +61,15 @@ from analysis.verdict_engine.rules_curve import (
     ratio_trend,
     rules_binding_n,
 )
+from analysis.verdict_engine.typed import NAMES, VerdictKind
 
 #: The verdicts of the fifth edition besides the O~ test's labels (`claim_test`).
-FOLLOWS_CHAIN = "follows its rules, whose asymptote is the claim"
-FOLLOWS_OTHER = "follows its rules, whose asymptote is not the claim"
+FOLLOWS_CHAIN = NAMES[VerdictKind.FOLLOWS_CHAIN]
+FOLLOWS_OTHER = NAMES[VerdictKind.FOLLOWS_OTHER]
+#: The fifth edition's label, no longer a verdict (verdict_rule); kept for readers of its CSVs.
 APPROACHES = "approaches its bound from below"
-DESIGN_TOO_SHORT = "design too short"
+DESIGN_TOO_SHORT = NAMES[VerdictKind.DESIGN_TOO_SHORT]
+EXCEEDS_BOUND = NAMES[VerdictKind.EXCEEDS_BOUND]
 #: Kept for readers of fourth-edition CSVs (verdict_changes): the old allowance's label.
 UP_TO_LOGS = "consistent up to logs"
 
@@ -167,26 +183,34 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     band = f"[{_fmt(ct.band_low)}, {_fmt(ct.band_high)}]"
     o_text = (f"O~ test: {seed_ci} against {_fmt(p)}{' times ' + reg.text if reg.varying else ''} "
               f"+- m {_fmt(m)}, band {band}: {ct.label}; {ct.accepts}")
+    # the sixth edition's rule (verdict_rule): the first test that decides, on any design
+    tests = verdict_rule.row_tests(
+        design, rules, est, seed_lo, seed_hi, m, view, x, p, ct.band_low, ct.band_high,
+        abs(allowance) > 1e-12, ct.untestable, ct.accepts,
+        bool(asym is not None and asym.meets), bool(asym is not None and math.isfinite(asym.limit)))
+    v = verdict_rule.choose(tests, rt.low, rt.high)
+    worst_low, worst_ratio, worst_x = tests.exceed.worst()
+    out.update(verdict=v.text, verdict_kind=v.kind.value, test_verdict_kind=v.kind.value,
+               verdict_band_low=v.band_low,
+               verdict_band_high=v.band_high, bound_exceed_low=worst_low,
+               bound_exceed_ratio=worst_ratio, bound_exceed_x=worst_x)
     short = margins.design_check(design.x, x)
     if short:
-        out.update(verdict=DESIGN_TOO_SHORT, verdict_reason=f"{short}; {out['chain']}; {o_text}")
-        return out
-    directional = "than claimed" in ct.label
-    if rt.decision == rules_test.FOLLOWS and asym is not None and asym.meets:
-        out.update(verdict=FOLLOWS_CHAIN, verdict_reason=f"{out['chain']}; {o_text}")
-    elif rt.decision == rules_test.FOLLOWS and asym is not None and math.isfinite(asym.limit):
-        out.update(verdict=FOLLOWS_OTHER, verdict_reason=f"{out['chain']}; {o_text}")
-    elif directional and out["approaching"]:
-        out.update(verdict=APPROACHES, verdict_reason=(
-            f"secant {seed_ci} against {_fmt(p)}, but the local slopes {out['local_slopes']} "
-            f"move toward it and extrapolate to {_fmt(limit)} (within m {_fmt(m)}); {o_text}"))
-    elif ct.untestable and not directional:
-        out.update(verdict=f"{UNTESTABLE} ({ct.accepts})",
-                   verdict_reason=f"{out['untestable']}; {o_text}; {out['chain']}")
+        out["resolution"] += f"; decided on a short design: {short.split('; would do')[0]}" \
+            if v.kind not in (VerdictKind.DESIGN_TOO_SHORT,) else f"; {short.split('; would do')[0]}"
+    band = f"; verdict band {v.band}" if v.band else ""
+    if v.kind is VerdictKind.EXCEEDS_BOUND:
+        reason = (f"the seeds' mean is {_fmt(worst_ratio)}x the rules' bound at {x} "
+                  f"{_fmt(worst_x)} (one-sided lower bound {_fmt(worst_low)}x at "
+                  f"{verdict_rule.EXCEED_LEVEL:g} over {len(design)} points)")
+    elif v.kind is VerdictKind.DESIGN_TOO_SHORT:
+        half = (seed_hi - seed_lo) / 2
+        reason = f"no test decides; would decide: {verdict_rule.would_decide(design, x, half, m)}"
+    elif v.kind is VerdictKind.UNTESTABLE:
+        reason = out["untestable"]
     else:
-        label = ct.label + (f" ({ct.accepts})" if ct.label != "consistent" and not directional
-                            else "")
-        out.update(verdict=label, verdict_reason=f"{o_text}; {out['chain']}")
+        reason = ""
+    out["verdict_reason"] = "; ".join(r for r in (reason, out["chain"], o_text) if r) + band
     return out
 
 

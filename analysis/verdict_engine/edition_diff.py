@@ -10,26 +10,13 @@ import math
 
 import pandas as pd
 
+from analysis.verdict_engine.typed import MEANING, VerdictKind, kind_of
+
 KEYS = ("spec", "fit", "mode", "algorithm", "problem", "where", "eps", "d")
 
-#: Why a row's verdict moved, by its new verdict (the engine's order, analysis.verdict_engine.
-#: decide).
-WHY = {
-    "consistent": "the seeds' CI lies within the declared margin m of the claim's slope",
-    "follows its rules, whose asymptote is the claim": "the residual slope against the "
-        "algorithm's own rules is within +-m and the rules' local slope tends to the claim",
-    "follows its rules, whose asymptote is not the claim": "the curve follows its rules, but "
-        "the rules' local slope does not tend to the claimed exponent",
-    "not refuted by the O~ claim": "the CI meets the claim's band (its declared logs, +-m) "
-        "but the rules test does not decide it",
-    "the O~ claim is untestable on this window": "the O~ band accepts the rival claim too (or "
-        "is wider than the gap to it) and the rules test does not decide it",
-    "approaches its bound from below": "the local slopes extrapolate to the claim's within m",
-    "design too short": "fewer than 5 design points or under 1.5 decades",
-    "not in regime": "the regime gate (ceiling, floor or the private share below 0.9)",
-    "inconclusive": "no CI to read",
-    "no claim": "the algorithm declares no claim on this metric",
-}
+#: Why a row's verdict moved, by its new verdict's kind (the engine's order,
+#: analysis.verdict_engine.verdict_rule).
+WHY = {k.value: v for k, v in MEANING.items()}
 
 
 def _key(r: pd.Series) -> tuple:
@@ -56,11 +43,11 @@ def verdict_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
         o = old_by.get(_key(r))
         before = str(o["verdict"]) if o is not None else "-"
         after = str(r["verdict"])
-        base = after.split(" (joint")[0].split(" (accepts")[0]
-        why = WHY.get(base, "")
-        if "even with logs" in after:
-            why = "the CI clears the claim's band (its declared logs, +-m)"
-        elif "than claimed" in after:
+        k = r.get("verdict_kind", "")
+        kind = VerdictKind(k) if isinstance(k, str) and k else kind_of(after.split(" (joint")[0])
+        why = MEANING.get(kind, "") if kind is not None else ""
+        if kind in (VerdictKind.CLAIM_SLOWER, VerdictKind.CLAIM_FASTER) \
+                and "even with logs" not in after:
             why = "the CI clears the claim's slope by more than m (no declared log moves here)"
         reason = r.get("verdict_reason", "")
         reason = "" if not isinstance(reason, str) else reason

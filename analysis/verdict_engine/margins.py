@@ -17,11 +17,13 @@ model validation, Robinson and Froese 2004). The rule (`margin`): m = |p| / 24, 
   where h > m the design cannot show equivalence at m and says so.
 
 **The design rule** (`design_check`): at least `MIN_POINTS` design points over at least
-`MIN_DECADES` decades of x, else the row reads "design too short" with the design that would
-do (`design_that_would_do`): a slope over fewer points or a shorter span cannot tell a log
-factor from a power.
+`MIN_DECADES` decades of x (`design_that_would_do`: the shortest window of the rule). In the
+fifth edition a row under it read "design too short"; since the sixth (issue 70,
+`verdict_rule`) it only marks a row that a test decides anyway, and "design too short" is kept
+for a row no test decides whose resolution is wider than the gap it must tell.
 
-**Rivals** (`RIVALS`): the claims whose difference a row must resolve (the two SOSP Spiders').
+**Rivals** (`RIVALS`): the claims whose difference a row must resolve (the two SOSP Spiders';
+seed 002's Pasan and the three Pagans, sqrt(d) against polylog(d)).
 """
 
 from __future__ import annotations
@@ -37,7 +39,11 @@ MARGIN_FLOOR = 0.025
 MIN_POINTS = 5
 MIN_DECADES = 1.5
 #: The claim whose prediction a row of this algorithm must be told apart from.
-RIVALS = {"gaussian_spider": "adaptive_tree_spider", "adaptive_tree_spider": "gaussian_spider"}
+RIVALS = {"gaussian_spider": "adaptive_tree_spider", "adaptive_tree_spider": "gaussian_spider",
+          # seed 002: Pagan's polylog(d) against Pasan's sqrt(d) (issue 70, item 4): where either
+          # band holds the other's slope, the O~ test cannot tell them apart and says so
+          "pasan": "pagan", "pagan": "pasan", "pagan_public_scales": "pasan",
+          "pagan_private_scales": "pasan"}
 #: Which way a too-short window is extended: away from the end the ceiling or the regime fixes
 #: (-1: toward smaller x, +1: toward larger x). alpha: the top is 10x below the start saddle;
 #: eps: smaller eps is deeper in the private regime; privacy sqrt(d)/(n eps): smaller x is

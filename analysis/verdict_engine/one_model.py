@@ -9,7 +9,11 @@ inverse variance (each fit's CI half-width / 1.96 as its standard error; fits on
 cells are independent):
 
 - every in-regime fit agrees (consistent, follows its rules whose asymptote is the claim, not
-  refuted by the O~ claim, approaches its bound): the claim reads the weakest of those;
+  refuted by the O~ claim): the claim reads the weakest of those;
+- a fit whose own bound or rules test is rejected (sixth edition: exceeds its bound, slower /
+  faster than its rules) is a failed primary test, which the pooled slope cannot undo: the claim
+  reads that fit's verdict (the first such fit; where they disagree in direction,
+  "inconclusive: fits disagree");
 - otherwise the joint ratio decides: its CI covers 1 -> "consistent (joint over k fits)"; it
   excludes 1 and the "than claimed" fits agree in direction -> that direction (joint); they
   disagree -> "inconclusive: fits disagree";
@@ -24,18 +28,23 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.verdict_engine.claim_test import CONSISTENT, NOT_REFUTED
-from analysis.verdict_engine.decide import APPROACHES, FOLLOWS_CHAIN
+from analysis.verdict_engine import typed
+from analysis.verdict_engine.typed import VerdictKind
 
-#: Verdicts that say the data agree with the claim, strongest first (a claim reads the weakest
-#: of its fits'). A verdict may carry its acceptance range after the name ("not refuted by the
-#: O~ claim (accepts a..b)"): it is read by its name (`_name`).
-AGREEING = (CONSISTENT, FOLLOWS_CHAIN, NOT_REFUTED, APPROACHES)
+#: Verdict kinds that say the data agree with the claim, strongest first (a claim reads the
+#: weakest of its fits').
+AGREEING = typed.AGREEING
+#: Kinds of a failed primary test (the bound, the rules).
+PRIMARY_REJECTED = (VerdictKind.EXCEEDS_BOUND, VerdictKind.RULES_SLOWER, VerdictKind.RULES_FASTER)
+CLAIM_REJECTED = (VerdictKind.CLAIM_SLOWER, VerdictKind.CLAIM_FASTER)
 
 
-def _name(verdict: str) -> str:
-    """A verdict's name without its acceptance range."""
-    return verdict.split(" (accepts")[0]
+def _kind(row: pd.Series) -> VerdictKind | None:
+    """A fit row's verdict kind: its `verdict_kind` column, else read from an older CSV's text."""
+    k = row.get("verdict_kind", "")
+    if isinstance(k, str) and k:
+        return VerdictKind(k)
+    return typed.kind_of(str(row.get("verdict", "")))
 Z95 = 1.959963984540054
 
 
@@ -56,8 +65,10 @@ def _fit_label(r: pd.Series) -> str:
 def combine(rows: pd.DataFrame) -> dict[str, object]:
     """The claim's verdict from its in-regime fit rows (module docstring)."""
     labels = "; ".join(_fit_label(r) for _, r in rows.iterrows())
-    judged = rows[rows["verdict"].astype(str).map(
-        lambda v: _name(v) in AGREEING or "than claimed" in v)]
+    kinds = [_kind(r) for _, r in rows.iterrows()]
+    keep = [k in AGREEING or k in CLAIM_REJECTED or k in PRIMARY_REJECTED for k in kinds]
+    judged = rows[keep]
+    kinds = [k for k, ok in zip(kinds, keep, strict=True) if ok]
     out: dict[str, object] = {"claim_fits": labels, "claim_ratio": math.nan,
                               "claim_ratio_low": math.nan, "claim_ratio_high": math.nan}
     if judged.empty:
@@ -67,8 +78,14 @@ def combine(rows: pd.DataFrame) -> dict[str, object]:
         out["claim_verdict"] = str(judged["verdict"].iloc[0])
         return out
     verdicts = [str(v) for v in judged["verdict"]]
-    if all(_name(v) in AGREEING for v in verdicts):
-        out["claim_verdict"] = max(verdicts, key=lambda v: AGREEING.index(_name(v)))
+    if all(k in AGREEING for k in kinds):
+        out["claim_verdict"] = max(zip(verdicts, kinds, strict=True),
+                                   key=lambda vk: AGREEING.index(vk[1]))[0]
+        return out
+    primary = [(v, k) for v, k in zip(verdicts, kinds, strict=True) if k in PRIMARY_REJECTED]
+    if primary:
+        sides = {typed.DIRECTION[k] for _, k in primary}
+        out["claim_verdict"] = primary[0][0] if len(sides) == 1 else "inconclusive: fits disagree"
         return out
     pooled = judged[judged["predicted"].astype(float).abs() > 1e-12]
     r, w = [], []
@@ -79,7 +96,7 @@ def combine(rows: pd.DataFrame) -> dict[str, object]:
         if se > 0 and math.isfinite(se):
             r.append(float(f["exponent"]) / p)
             w.append(1 / se ** 2)
-    directions = {v.split(" than claimed")[0] for v in verdicts if "than claimed" in v}
+    directions = {typed.DIRECTION[k] for k in kinds if k in CLAIM_REJECTED}
     if len(r) >= 2:
         est = float(np.dot(r, w) / np.sum(w))
         se = 1 / math.sqrt(float(np.sum(w)))

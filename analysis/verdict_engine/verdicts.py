@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.verdict_engine.rates import ExponentFit
+from analysis.verdict_engine.typed import kind_of
 
 #: Direction of "faster than claimed": +1 if an exponent above the prediction is more
 #: favourable in the regime the claim is about (large n, small target alpha, strong privacy
@@ -104,4 +105,11 @@ def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
             has = (col_vals.notna() & (col_vals.astype(str) != "")
                    & (col_vals.astype(str) != NO_CLAIM)).to_numpy()
             out[col] = np.where(mask & has, NOT_IN_REGIME, col_vals)
+    if "verdict" in out:  # the typed kind follows the rendered verdict (analysis.verdict_engine.typed)
+        kinds = out["verdict_kind"].astype(object) if "verdict_kind" in out \
+            else pd.Series([None] * len(out), index=out.index, dtype=object)
+        fill = [k if isinstance(k, str) and k and not gated else
+                (kind_of(v).value if kind_of(v) is not None else "")
+                for k, v, gated in zip(kinds, out["verdict"], failed, strict=True)]
+        out["verdict_kind"] = fill
     return out

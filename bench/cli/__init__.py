@@ -16,6 +16,7 @@ from bench.cli.claims import cmd_claims, cmd_regate
 from bench.cli.compare import cmd_compare
 from bench.cli.crossover_law import add_parser as add_crossover_law_parser
 from bench.cli.fit import cmd_fit
+from bench.cli.fit_points import add_parser as add_fit_points_parser
 from bench.cli.listing import cmd_list
 from bench.cli.pipelines import cmd_demo, cmd_reference_quick
 from bench.cli.practitioners import add_parser as add_practitioners_parser
@@ -251,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_crossover_law_parser(sub)
     add_sensitivity_parser(sub)
     add_verdict_changes_parser(sub)
+    add_fit_points_parser(sub)
     return parser
 
 

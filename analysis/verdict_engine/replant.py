@@ -1,0 +1,81 @@
+"""Replant a claims row from its committed points (issue 70, item 6): the engine's path of
+`run_fit` for one group, from the points of `analysis.fit_points_export` instead of a store, and
+the pure power laws the verdict band is defined on (`pure_law`).
+
+    from analysis.verdict_engine.replant import judge, pure_law, row_points
+    pts = row_points(points, row)                   # the row's runs
+    out = judge(pure_law(pts, -2.3), row)           # its verdict were the curve x^-2.3
+
+The fit draws its bootstrap from the row's own generator (`run_fit`'s [seed, group_index]), so
+the committed row's exponent and CI come back exactly from its points (tested), and a planted
+law is read with the same resamples. No eps = inf controls: the privacy-share gate is not
+replayed (`judge` returns the verdict before the regime gate).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from algorithms import get_algorithm
+from analysis.verdict_engine.decide import decide
+from analysis.verdict_engine.design import design_from_points
+from analysis.verdict_engine.envelope import hd_median
+from analysis.verdict_engine.predictions import matching_claim
+from analysis.verdict_engine.rates import N_BOOT
+from analysis.verdict_engine.rules_curve import rules_curve
+
+
+def row_points(points: pd.DataFrame, row: pd.Series | dict[str, Any]) -> pd.DataFrame:
+    """The runs of one claims-CSV row (its spec, fit, mode, algorithm and group_index)."""
+    mask = np.ones(len(points), bool)
+    for k in ("spec", "fit", "mode", "algorithm"):
+        mask &= points[k].astype(str).to_numpy() == str(row[k])
+    mask &= points["group_index"].to_numpy(int) == int(row["group_index"])
+    return points[mask].reset_index(drop=True)
+
+
+def pure_law(pts: pd.DataFrame, slope: float) -> pd.DataFrame:
+    """The runs with each design point's seeds scaled so that their Harrell-Davis median lies on
+    a pure power law of `slope` through the OLS line of the log medians at the window's centre;
+    each seed's value over its point's median is kept (the row's own noise). Censored runs stay
+    censored; a point whose median is not finite is left as it is (the fit drops it)."""
+    xs = np.unique(pts["x"].to_numpy(float))
+    med = np.array([float(hd_median(pts.loc[pts["x"] == x, "y"].to_numpy(float))) for x in xs])
+    ok = np.isfinite(med) & (med > 0)
+    lx = np.log(xs[ok])
+    fit_slope, icpt = np.polyfit(lx, np.log(med[ok]), 1)
+    centre = float(np.mean(lx))
+    level = float(icpt + fit_slope * centre)
+    scale = np.ones(len(xs))
+    scale[ok] = np.exp(level + float(slope) * (lx - centre)) / med[ok]
+    factor = dict(zip(xs, scale, strict=True))
+    return pts.assign(y=pts["y"].to_numpy(float) * pts["x"].map(factor).to_numpy(float))
+
+
+def judge(pts: pd.DataFrame, row: pd.Series | dict[str, Any], n_boot: int = N_BOOT,
+          seed: int = 0) -> dict[str, Any]:
+    """The engine's columns for the row's group on `pts` (module docstring): the fit with the
+    row's generator, its design, the algorithm's rules and `decide`."""
+    from analysis.claims import fit_group
+
+    view, x_name, mode = str(row["view"]), str(row["x"]), str(row["mode"])
+    calibration = str(pts["calibration"].iloc[0]) if "calibration" in pts else "theory"
+    rng = np.random.default_rng([seed, int(row["group_index"])])
+    res = fit_group(pts, view, mode, {}, x_name, "y", None, n_boot, rng)
+    design = design_from_points(pts, res.chosen if view == "sample_complexity" or mode == "tuned"
+                                else None, x_name)
+    rules = rules_curve(design, view, calibration) if len(design) else None
+    predicted = row.get("predicted", math.nan)
+    rival = row.get("rival_predicted", math.nan)
+    out = {**res.row(), "predicted": float(predicted), "view": view, "x": x_name, "verdict": "",
+           "flags": "", "rival_predicted": float(rival) if pd.notna(rival) else math.nan}
+    claim = matching_claim(get_algorithm(str(row["algorithm"])), str(row["metric"]))
+    out.update(decide(out, design, claim, rules, rng, calibration, None))
+    return out
+
+
+__all__ = ["judge", "pure_law", "row_points"]

@@ -1,0 +1,255 @@
+"""The sixth edition's verdict rule (issue 70, items 1 and 4): which test decides a row, and the
+band of true slopes that receives the row's verdict.
+
+**A resolution rule, not a length rule.** A row is decided whenever one of its tests decides, on
+any design (a short one is marked in `resolution`, not turned into "design too short"):
+
+1. the measured curve above its own upper bound (the rules, knobs at 1) beyond the seeds'
+   one-sided interval at some design point: "exceeds its bound" (`exceedance`);
+2. the primary test rejected (the residual slope against the rules clears +-m): "slower / faster
+   than its rules by X", whatever the O~ test says;
+3. the primary test holds: "follows its rules, whose asymptote is (not) the claim";
+4. the O~ test rejected: "slower / faster than claimed (even with logs)";
+5. the O~ test's accepted range holds the rival claim (or is wider than the gap to it):
+   "untestable";
+6. no test decided and every test's resolution is wider than the gap it must tell (the CI
+   half-width of the rules test and of the O~ test both above m): "design too short", with the
+   design that would decide (`would_decide`);
+7. else the O~ test's agreement: "consistent" / "not refuted by the O~ claim (accepts a..b)".
+
+"Approaches its bound from below" (the fifth edition's extrapolation of the local slopes) is no
+longer a verdict: a tilt of 0.005 moved a row between it and "slower than claimed" (issue 70),
+so it could not be monotone in the slope; the local slopes and their limit stay reported.
+
+**The verdict band** (`band`): the pure power laws x^s, planted with the row's own seed noise
+(each seed's value over its design point's median, on medians that follow the law exactly,
+through the measured curve's level at the window's centre), that receive the row's verdict kind.
+The seeds' CI half-widths are those of the row (a slope fit shifts with a planted tilt; it does
+not change its spread; the fit reads the law's slope plus the row's own offset from its medians'
+line), the rules test's widening is the rules' own curvature (a pure law has no
+other bend) and the bound is checked on the planted values; so the band is the verdict rule
+evaluated along s (a grid of 0.001 within 4 of the row's slope), and
+`tests/test_planted_bands.py` plants every reference row through the engine at its band's edges.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from analysis.verdict_engine import margins, verdicts, window
+from analysis.verdict_engine.design import Design
+from analysis.verdict_engine.rules_curve import RulesCurve
+from analysis.verdict_engine.typed import Verdict, VerdictKind
+
+#: The family-wise level of the bound check over a design's points (Bonferroni).
+EXCEED_LEVEL = 0.05
+#: The grid the band is evaluated on, and how far from the row's slope it looks.
+BAND_STEP = 0.001
+BAND_REACH = 4.0
+
+
+@dataclass(frozen=True)
+class Exceedance:
+    """Per design point: the one-sided lower confidence bound of the seeds' mean over the rules'
+    bound (NaN where not computable: a censored seed, fewer than 3 seeds, no rules)."""
+
+    lower: np.ndarray
+    ratio: np.ndarray  # the seeds' mean over the bound
+    x: np.ndarray
+
+    def worst(self, scale: np.ndarray | None = None) -> tuple[float, float, float]:
+        """(largest lower bound, the mean ratio there, x there) with each point's values scaled
+        by `scale` (a planted curve), NaNs where nothing is computable."""
+        s = np.ones_like(self.lower) if scale is None else scale
+        low = self.lower * s
+        if not np.isfinite(low).any():
+            return math.nan, math.nan, math.nan
+        i = int(np.nanargmax(low))
+        return float(low[i]), float(self.ratio[i] * s[i]), float(self.x[i])
+
+
+def exceedance(design: Design, rules: RulesCurve | None) -> Exceedance:
+    """The bound check's statistics (module docstring, rule 1): the mean of the seeds at each
+    design point against the rules' value there, a one-sided t bound at EXCEED_LEVEL / k. The
+    theorems bound the expected error (or n* at the target): a mean is what they bound."""
+    k = len(design)
+    nan = np.full(k, math.nan)
+    if rules is None or not rules.available or k == 0:
+        return Exceedance(nan, nan, design.x)
+    low, ratio = nan.copy(), nan.copy()
+    q = stats.t.ppf(1 - EXCEED_LEVEL / k, df=np.maximum([len(r) - 1 for r in design.reps], 1))
+    for i, reps in enumerate(design.reps):
+        y = np.asarray(reps, float)
+        if len(y) < 3 or not np.isfinite(y).all():
+            continue
+        mean, se = float(y.mean()), float(y.std(ddof=1)) / math.sqrt(len(y))
+        low[i] = (mean - float(q[i]) * se) / float(rules.values[i])
+        ratio[i] = mean / float(rules.values[i])
+    return Exceedance(low, ratio, design.x)
+
+
+@dataclass(frozen=True)
+class RowTests:
+    """What the verdict rule reads, for a row and for any pure power law planted on its design:
+    the rules test (its slope r, the half-widths below / above a pure law's residual CI has, the
+    row's own), the O~ test (its band, the seeds' half-widths), the margin, the favourable side,
+    the rival, the asymptote's reading and the bound check."""
+
+    est: float
+    m: float
+    sign: int
+    r: float
+    pure_rules_below: float
+    pure_rules_above: float
+    seeds_below: float
+    seeds_above: float
+    p: float
+    band_low: float
+    band_high: float
+    logs_move: bool
+    untestable: bool
+    accepts: str
+    asym_meets: bool
+    asym_finite: bool
+    exceed: Exceedance
+    log_med: np.ndarray  # the row's design medians' logs
+    level: float  # the OLS line of log medians at the window's centre
+    centre: float  # mean log x
+    x: np.ndarray
+    line_slope: float  # the OLS slope of the log medians: a planted law's slope maps to the
+    # fitted slope s + (est - line_slope) (the fit's offset from the medians' line is the seeds')
+
+    def _rules_decision(self, lo: float, hi: float) -> VerdictKind | None:
+        """The rules test on a residual CI: a rejection's kind, FOLLOWS_CHAIN / FOLLOWS_OTHER for
+        a pass, None for undecided or no rules."""
+        if not math.isfinite(self.r) or not (math.isfinite(lo) and math.isfinite(hi)):
+            return None
+        if -self.m <= lo and hi <= self.m:
+            if not self.asym_finite:
+                return None
+            return VerdictKind.FOLLOWS_CHAIN if self.asym_meets else VerdictKind.FOLLOWS_OTHER
+        if lo > self.m:
+            return VerdictKind.RULES_FASTER if self.sign > 0 else VerdictKind.RULES_SLOWER
+        if hi < -self.m:
+            return VerdictKind.RULES_SLOWER if self.sign > 0 else VerdictKind.RULES_FASTER
+        return None
+
+    def kind(self, s: float, rules_lo: float, rules_hi: float, exceed_low: float) -> VerdictKind:
+        """The verdict rule (module docstring) for a curve of slope s whose rules-residual CI is
+        [rules_lo, rules_hi] and whose largest bound-check lower bound is exceed_low."""
+        if math.isfinite(exceed_low) and exceed_low > 1:
+            return VerdictKind.EXCEEDS_BOUND
+        rules = self._rules_decision(rules_lo, rules_hi)
+        if rules is not None:
+            return rules
+        lo, hi = s - self.seeds_below, s + self.seeds_above
+        if lo > self.band_high or hi < self.band_low:
+            faster = (lo > self.band_high) == (self.sign > 0)
+            return VerdictKind.CLAIM_FASTER if faster else VerdictKind.CLAIM_SLOWER
+        if self.untestable:
+            return VerdictKind.UNTESTABLE
+        consistent = self.p - self.m <= lo and hi <= self.p + self.m
+        if not consistent and self.too_short:
+            return VerdictKind.DESIGN_TOO_SHORT
+        return VerdictKind.CONSISTENT if consistent else VerdictKind.NOT_REFUTED
+
+    @property
+    def too_short(self) -> bool:
+        """Every test's resolution wider than the gap it must tell (rule 6)."""
+        seeds_h = (self.seeds_below + self.seeds_above) / 2
+        rules_h = (self.pure_rules_below + self.pure_rules_above) / 2
+        rules_short = not math.isfinite(self.r) or not math.isfinite(rules_h) or rules_h > self.m
+        return rules_short and not seeds_h <= self.m
+
+    def planted_kind(self, s: float) -> VerdictKind:
+        """The kind a pure power law of slope s (the design medians' law) receives (module
+        docstring): the fit reads s plus the row's offset from its medians' line."""
+        fitted = s + (self.est - self.line_slope)
+        res = fitted - self.r
+        lx = np.log(self.x)
+        line = self.level + s * (lx - self.centre)
+        low, _, _ = self.exceed.worst(np.exp(line - self.log_med))
+        return self.kind(fitted, res - self.pure_rules_below, res + self.pure_rules_above, low)
+
+    def band(self, kind: VerdictKind) -> tuple[float, float]:
+        """The interval of pure-law slopes receiving `kind` that holds the row's medians' slope,
+        or the nearest such interval (NaN ends: unbounded within BAND_REACH; both NaN: none)."""
+        if not (math.isfinite(self.est) and math.isfinite(self.line_slope)):
+            return math.nan, math.nan
+        grid = self.line_slope + np.arange(-BAND_REACH, BAND_REACH + BAND_STEP / 2, BAND_STEP)
+        hit = np.array([self.planted_kind(float(s)) is kind for s in grid])
+        if not hit.any():
+            return math.nan, math.nan
+        centre = len(grid) // 2
+        i = centre if hit[centre] else int(np.flatnonzero(hit)[np.argmin(
+            np.abs(np.flatnonzero(hit) - centre))])
+        lo_i, hi_i = i, i
+        while lo_i > 0 and hit[lo_i - 1]:
+            lo_i -= 1
+        while hi_i < len(grid) - 1 and hit[hi_i + 1]:
+            hi_i += 1
+        lo = float(grid[lo_i]) if lo_i > 0 else math.nan
+        hi = float(grid[hi_i]) if hi_i < len(grid) - 1 else math.nan
+        return lo, hi
+
+
+def row_tests(design: Design, rules: RulesCurve | None, est: float, seed_lo: float,
+              seed_hi: float, m: float, view: str, x_name: str, p: float, band_low: float,
+              band_high: float, logs_move: bool, untestable: bool, accepts: str,
+              asym_meets: bool, asym_finite: bool) -> RowTests:
+    """The row's tests as the verdict rule reads them (module docstring)."""
+    sign = verdicts.FAVOURABLE.get((view, x_name), +1)
+    r = rules.slope(design.x) if rules is not None and rules.available else math.nan
+    a, b = est - seed_lo, seed_hi - est
+    pa, pb = a, b
+    if math.isfinite(r) and len(design) >= 3:
+        spread = window.drop_end_spread(design.x, -np.log(rules.values), window.ols_slope)
+        if math.isfinite(spread):
+            pa, pb = math.hypot(a, spread), math.hypot(b, spread)
+    lx = np.log(design.x) if len(design) else np.array([])
+    log_med = np.log(design.medians) if len(design) else np.array([])
+    if len(design) >= 2:
+        slope, icpt = np.polyfit(lx, log_med, 1)
+        centre = float(np.mean(lx))
+        level, slope = float(icpt + slope * centre), float(slope)
+    else:
+        centre = level = slope = math.nan
+    return RowTests(est, m, sign, r, pa, pb, a, b, p, band_low, band_high, logs_move, untestable,
+                    accepts, asym_meets, asym_finite, exceedance(design, rules), log_med, level,
+                    centre, design.x, slope)
+
+
+def would_decide(design: Design, x_name: str, half_width: float, m: float) -> str:
+    """The design that would resolve the margin: a slope's CI half-width falls like 1 / span at
+    the same point density and like 1 / sqrt(seeds); from h to m takes span x h / m or seeds x
+    (h / m)^2."""
+    if not (math.isfinite(half_width) and half_width > 0 and m > 0):
+        return margins.design_that_would_do(design.x, x_name)
+    factor = half_width / m
+    span = margins.decades(design.x)
+    seeds = max((len(r) for r in design.reps), default=0)
+    return (f"the CI half-width {half_width:.3g} against m {m:.3g}: x over ~{span * factor:.2g} "
+            f"decades at the same density (now {span:.2g}), or ~{math.ceil(seeds * factor ** 2)} "
+            f"seeds a point (now {seeds})")
+
+
+def choose(tests: RowTests, rules_lo: float, rules_hi: float) -> Verdict:
+    """The row's own verdict (its measured curve: the rules test's own widened CI, the bound
+    checked on the seeds' values) and the band of pure power laws that receive it."""
+    low, ratio, _ = tests.exceed.worst()
+    kind = tests.kind(tests.est, rules_lo, rules_hi, low)
+    by = ratio if kind is VerdictKind.EXCEEDS_BOUND else (
+        tests.est - tests.r if kind in (VerdictKind.RULES_SLOWER, VerdictKind.RULES_FASTER)
+        else math.nan)
+    lo_b, hi_b = tests.band(kind)
+    logs = tests.logs_move and kind in (VerdictKind.CLAIM_SLOWER, VerdictKind.CLAIM_FASTER)
+    accepts = tests.accepts if kind in (VerdictKind.NOT_REFUTED, VerdictKind.UNTESTABLE) else ""
+    return Verdict(kind, by, accepts, logs, lo_b, hi_b)
+
+
+__all__ = ["BAND_REACH", "BAND_STEP", "EXCEED_LEVEL", "Exceedance", "RowTests", "choose",
+           "exceedance", "row_tests", "would_decide"]

@@ -1,0 +1,78 @@
+"""Every reference row's stated verdict band, planted (issue 70, item 6).
+
+From the committed points of every declared fit (reports/reference_fit_points.csv, written by
+`make reference-report`) and the committed claims CSV, each row is replayed through the engine
+(`analysis.verdict_engine.replant`): first as measured, which must give back the row's exponent
+and CI exactly (the points are the row's, the bootstrap the row's generator); then a pure power
+law 0.01 inside each finite edge of its band must receive the row's verdict kind (before the
+regime gate: `test_verdict_kind`) and one 0.01 outside must not. A band wrong by more than 0.01
+fails. About 0.25 s a replant; ~65 rows, ~5 replants each."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.verdict_engine.replant import judge, pure_law, row_points
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
+CLAIMS = REPORTS / "reference_exponents.csv"
+POINTS = REPORTS / "reference_fit_points.csv"
+TOL = 0.01
+
+
+def _rows() -> list[pd.Series]:
+    if not (CLAIMS.is_file() and POINTS.is_file()):
+        return []
+    table = pd.read_csv(CLAIMS)
+    if "test_verdict_kind" not in table:
+        return []
+    keep = table["predicted"].notna() & table["test_verdict_kind"].notna() \
+        & (table["verdict_band_low"].notna() | table["verdict_band_high"].notna())
+    return [r for _, r in table[keep].iterrows()]
+
+
+ROWS = _rows()
+_POINTS: list[pd.DataFrame] = []
+
+
+def _points() -> pd.DataFrame:
+    if not _POINTS:
+        _POINTS.append(pd.read_csv(POINTS))
+    return _POINTS[0]
+
+
+def test_the_reference_carries_bands_and_points():
+    """The sixth edition's CSV states a band on every row with a claim and a verdict of a test,
+    and its points file holds every such row's runs."""
+    assert ROWS, "reports/reference_exponents.csv has no verdict bands or no fit points file"
+    table = pd.read_csv(CLAIMS)
+    with_claim = table[table["predicted"].notna() & (table["verdict"] != "no claim")]
+    assert len(ROWS) >= 0.9 * len(with_claim)
+    missing = [f"{r['spec']}/{r['fit']}/{r['algorithm']}" for r in ROWS
+               if row_points(_points(), r).empty]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r['spec']}-{r['fit']}-{r['algorithm']}-"
+                                           f"{int(r['group_index'])}" for r in ROWS])
+def test_a_row_replants_to_its_stated_band(row):
+    pts = row_points(_points(), row)
+    again = judge(pts, row)
+    assert again["exponent"] == pytest.approx(row["exponent"], rel=1e-9, abs=1e-12)
+    assert again["ci_low"] == pytest.approx(row["ci_low"], rel=1e-9, abs=1e-12)
+    assert again["ci_high"] == pytest.approx(row["ci_high"], rel=1e-9, abs=1e-12)
+    assert again["test_verdict_kind"] == row["test_verdict_kind"], again["verdict_reason"]
+    kind = row["test_verdict_kind"]
+    for edge, inward in ((row["verdict_band_low"], +1), (row["verdict_band_high"], -1)):
+        if not math.isfinite(edge):
+            continue
+        inside = judge(pure_law(pts, edge + inward * TOL), row)
+        assert inside["test_verdict_kind"] == kind, \
+            f"{edge + inward * TOL:.4f} inside the band's edge {edge:.4f}: {inside['verdict']}"
+        outside = judge(pure_law(pts, edge - inward * TOL), row)
+        assert outside["test_verdict_kind"] != kind, \
+            f"{edge - inward * TOL:.4f} outside the band's edge {edge:.4f}: {outside['verdict']}"
