@@ -55,24 +55,6 @@ def planted_curve(algorithm: str, log_curve: np.ndarray | None = None,
     return pts.assign(y=np.exp(np.asarray(log_curve, float) + res))
 
 
-def pure_curve(algorithm: str, slope: float) -> pd.DataFrame:
-    """The fixture with design medians exactly on a pure power law of `slope` (through the OLS
-    line of the measured log medians at the window's centre) and each seed's value over its
-    point's median kept: the planting the verdict band is defined on
-    (analysis.verdict_engine.verdict_rule)."""
-    from analysis.verdict_engine.envelope import hd_median
-
-    pts = load(algorithm)
-    xs = np.unique(pts["x"].to_numpy(float))
-    med = np.array([float(hd_median(pts.loc[pts["x"] == x, "y"].to_numpy(float))) for x in xs])
-    lx = np.log(xs)
-    fit_slope, icpt = np.polyfit(lx, np.log(med), 1)
-    centre = float(np.mean(lx))
-    level = float(icpt + fit_slope * centre)
-    target = dict(zip(xs, np.exp(level + float(slope) * (lx - centre)) / med, strict=True))
-    return pts.assign(y=pts["y"].to_numpy(float) * pts["x"].map(target).to_numpy(float))
-
-
 def main(store: str) -> None:
     from analysis.points import fit_points_table
     from bench.store import open_store_data

@@ -2,11 +2,11 @@
 
 From the committed points of every declared fit (reports/reference_fit_points.csv, written by
 `make reference-report`) and the committed claims CSV, each row is replayed through the engine
-(`analysis.verdict_engine.replant`): first as measured, which must give back the row's exponent
-and CI exactly (the points are the row's, the bootstrap the row's generator); then a pure power
-law 0.01 inside each finite edge of its band must receive the row's verdict kind (before the
-regime gate: `test_verdict_kind`) and one 0.01 outside must not. A band wrong by more than 0.01
-fails. About 0.25 s a replant; ~65 rows, ~5 replants each."""
+(`analysis.verdict_engine.replant`): first as measured, which must give back the row's exponent,
+CI and verdict kind exactly (the points are the row's, the bootstrap the row's generator); then
+the row's curve tilted to 0.01 inside each finite edge of its band must receive the row's verdict
+kind (before the regime gate: `test_verdict_kind`) and tilted 0.01 outside must not. A band
+wrong by more than 0.01 fails. About 0.25 s a replant; ~65 rows, ~5 replants each."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.verdict_engine.replant import judge, pure_law, row_points
+from analysis.verdict_engine.replant import judge, row_points, tilt
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 CLAIMS = REPORTS / "reference_exponents.csv"
@@ -70,9 +70,9 @@ def test_a_row_replants_to_its_stated_band(row):
     for edge, inward in ((row["verdict_band_low"], +1), (row["verdict_band_high"], -1)):
         if not math.isfinite(edge):
             continue
-        inside = judge(pure_law(pts, edge + inward * TOL), row)
+        inside = judge(tilt(pts, edge + inward * TOL, row["exponent"]), row)
         assert inside["test_verdict_kind"] == kind, \
             f"{edge + inward * TOL:.4f} inside the band's edge {edge:.4f}: {inside['verdict']}"
-        outside = judge(pure_law(pts, edge - inward * TOL), row)
+        outside = judge(tilt(pts, edge - inward * TOL, row["exponent"]), row)
         assert outside["test_verdict_kind"] != kind, \
             f"{edge - inward * TOL:.4f} outside the band's edge {edge:.4f}: {outside['verdict']}"

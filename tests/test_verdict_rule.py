@@ -23,8 +23,9 @@ TILTS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
 def _side(kind: VerdictKind) -> int:
-    """-1: a test rejected on the slow side (the bound exceeded, slower than its rules or than
-    claimed); +1: on the fast side; 0: agrees, or cannot tell."""
+    """-1: a slope test rejected on the slow side (slower than its rules or than claimed); +1: on
+    the fast side; 0: agrees, or cannot tell. (The bound's level check has no side: a tilt about
+    the centre can lift either end; the headline's tilts stay below their bound.)"""
     return {"slower": -1, "faster": +1}.get(DIRECTION.get(kind, ""), 0)
 
 
@@ -42,6 +43,7 @@ def test_the_verdict_is_monotone_in_the_slope(alg):
         seen = []
         for s in slopes:
             out = _headline(alg, headline_fixture.planted_curve(alg, slope=s), n_boot=300)
+            assert out["verdict_kind"] != VerdictKind.EXCEEDS_BOUND, out["verdict_reason"]
             seen.append((s, _side(VerdictKind(out["verdict_kind"])), out["verdict"]))
         for (s0, r0, v0), (s1, r1, v1) in itertools.pairwise(seen):
             assert r1 >= r0, f"{alg}: slope {s0:.3f} reads {v0!r}, faster {s1:.3f} reads {v1!r}"
@@ -49,19 +51,22 @@ def test_the_verdict_is_monotone_in_the_slope(alg):
 
 @pytest.mark.parametrize("alg", list(SPIDER_P))
 def test_the_stated_band_is_the_band_planting_finds(alg):
-    """The row's verdict band (its kind's interval of pure power-law slopes): a planted law 0.01
-    inside each finite edge receives the row's kind, one 0.01 outside does not."""
-    out = _headline(alg, headline_fixture.load(alg), n_boot=300)
-    kind = out["verdict_kind"]
+    """The row's verdict band (the tilts of its curve that receive its kind): the curve tilted to
+    0.01 inside each finite edge receives the row's kind, tilted 0.01 outside does not."""
+    from analysis.verdict_engine.replant import tilt
+
+    pts = headline_fixture.load(alg)
+    out = _headline(alg, pts, n_boot=300)
+    kind, est = out["verdict_kind"], out["exponent"]
     lo, hi = out["verdict_band_low"], out["verdict_band_high"]
     assert math.isfinite(lo) or math.isfinite(hi)
-    assert (not math.isfinite(lo) or lo <= out["exponent"]) and \
-        (not math.isfinite(hi) or out["exponent"] <= hi)
+    assert (not math.isfinite(lo) or lo <= est) and (not math.isfinite(hi) or est <= hi)
     for edge, inward in ((lo, +1), (hi, -1)):
         if not math.isfinite(edge):
             continue
-        inside = _headline(alg, headline_fixture.pure_curve(alg, edge + inward * 0.01), n_boot=300)
-        outside = _headline(alg, headline_fixture.pure_curve(alg, edge - inward * 0.01), n_boot=300)
+        inside = _headline(alg, tilt(pts, edge + inward * 0.01, est), n_boot=300)
+        outside = _headline(alg, tilt(pts, edge - inward * 0.01, est), n_boot=300)
+        assert inside["exponent"] == pytest.approx(edge + inward * 0.01, abs=1e-9)
         assert inside["verdict_kind"] == kind, (edge, inside["verdict_reason"])
         assert outside["verdict_kind"] != kind, (edge, outside["verdict_reason"])
 

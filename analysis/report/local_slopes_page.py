@@ -18,17 +18,17 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from analysis.verdict_engine.typed import DIRECTION, kind_of
+from analysis.verdict_engine.typed import REJECTED, kind_of
 
 #: Rows per page (a 2 x 2 grid).
 PER_PAGE = 4
 
 
 def _remaining(claims: pd.DataFrame) -> pd.DataFrame:
-    """Declared, in-regime rows whose verdict rejects a test (`typed.DIRECTION`)."""
+    """Declared, in-regime rows whose verdict rejects a test (`typed.REJECTED`)."""
     if claims.empty or "verdict" not in claims:
         return claims.iloc[0:0]
-    keep = claims["verdict"].astype(str).map(lambda v: kind_of(v) in DIRECTION)
+    keep = claims["verdict"].astype(str).map(lambda v: kind_of(v) in REJECTED)
     if "regime" in claims:
         keep &= claims["regime"].astype(str) == "in regime"
     if "declared" in claims:

@@ -185,10 +185,11 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
               f"+- m {_fmt(m)}, band {band}: {ct.label}; {ct.accepts}")
     # the sixth edition's rule (verdict_rule): the first test that decides, on any design
     tests = verdict_rule.row_tests(
-        design, rules, est, seed_lo, seed_hi, m, view, x, p, ct.band_low, ct.band_high,
-        abs(allowance) > 1e-12, ct.untestable, ct.accepts,
-        bool(asym is not None and asym.meets), bool(asym is not None and math.isfinite(asym.limit)))
-    v = verdict_rule.choose(tests, rt.low, rt.high)
+        design, est, seed_lo, seed_hi, rules.slope(design.x) if rules is not None else math.nan,
+        rt.low, rt.high, rules, m, view, x, p, ct.band_low, ct.band_high, abs(allowance) > 1e-12,
+        ct.untestable, ct.accepts, bool(asym is not None and asym.meets),
+        bool(asym is not None and math.isfinite(asym.limit)))
+    v = verdict_rule.choose(tests)
     worst_low, worst_ratio, worst_x = tests.exceed.worst()
     out.update(verdict=v.text, verdict_kind=v.kind.value, test_verdict_kind=v.kind.value,
                verdict_band_low=v.band_low,

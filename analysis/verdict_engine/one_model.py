@@ -84,7 +84,7 @@ def combine(rows: pd.DataFrame) -> dict[str, object]:
         return out
     primary = [(v, k) for v, k in zip(verdicts, kinds, strict=True) if k in PRIMARY_REJECTED]
     if primary:
-        sides = {typed.DIRECTION[k] for _, k in primary}
+        sides = {typed.DIRECTION.get(k, "exceeds") for _, k in primary}
         out["claim_verdict"] = primary[0][0] if len(sides) == 1 else "inconclusive: fits disagree"
         return out
     pooled = judged[judged["predicted"].astype(float).abs() > 1e-12]

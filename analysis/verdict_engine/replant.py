@@ -1,14 +1,14 @@
 """Replant a claims row from its committed points (issue 70, item 6): the engine's path of
 `run_fit` for one group, from the points of `analysis.fit_points_export` instead of a store, and
-the pure power laws the verdict band is defined on (`pure_law`).
+the tilts of the row's curve its verdict band is defined on (`tilt`).
 
-    from analysis.verdict_engine.replant import judge, pure_law, row_points
-    pts = row_points(points, row)                   # the row's runs
-    out = judge(pure_law(pts, -2.3), row)           # its verdict were the curve x^-2.3
+    from analysis.verdict_engine.replant import judge, row_points, tilt
+    pts = row_points(points, row)                        # the row's runs
+    out = judge(tilt(pts, -2.3, row["exponent"]), row)   # its verdict were its slope -2.3
 
 The fit draws its bootstrap from the row's own generator (`run_fit`'s [seed, group_index]), so
-the committed row's exponent and CI come back exactly from its points (tested), and a planted
-law is read with the same resamples. No eps = inf controls: the privacy-share gate is not
+the committed row's exponent and CI come back exactly from its points (tested), and a tilted
+curve is read with the same resamples. No eps = inf controls: the privacy-share gate is not
 replayed (`judge` returns the verdict before the regime gate).
 """
 
@@ -23,7 +23,6 @@ import pandas as pd
 from algorithms import get_algorithm
 from analysis.verdict_engine.decide import decide
 from analysis.verdict_engine.design import design_from_points
-from analysis.verdict_engine.envelope import hd_median
 from analysis.verdict_engine.predictions import matching_claim
 from analysis.verdict_engine.rates import N_BOOT
 from analysis.verdict_engine.rules_curve import rules_curve
@@ -38,22 +37,15 @@ def row_points(points: pd.DataFrame, row: pd.Series | dict[str, Any]) -> pd.Data
     return points[mask].reset_index(drop=True)
 
 
-def pure_law(pts: pd.DataFrame, slope: float) -> pd.DataFrame:
-    """The runs with each design point's seeds scaled so that their Harrell-Davis median lies on
-    a pure power law of `slope` through the OLS line of the log medians at the window's centre;
-    each seed's value over its point's median is kept (the row's own noise). Censored runs stay
-    censored; a point whose median is not finite is left as it is (the fit drops it)."""
-    xs = np.unique(pts["x"].to_numpy(float))
-    med = np.array([float(hd_median(pts.loc[pts["x"] == x, "y"].to_numpy(float))) for x in xs])
-    ok = np.isfinite(med) & (med > 0)
-    lx = np.log(xs[ok])
-    fit_slope, icpt = np.polyfit(lx, np.log(med[ok]), 1)
-    centre = float(np.mean(lx))
-    level = float(icpt + fit_slope * centre)
-    scale = np.ones(len(xs))
-    scale[ok] = np.exp(level + float(slope) * (lx - centre)) / med[ok]
-    factor = dict(zip(xs, scale, strict=True))
-    return pts.assign(y=pts["y"].to_numpy(float) * pts["x"].map(factor).to_numpy(float))
+def tilt(pts: pd.DataFrame, slope: float, est: float) -> pd.DataFrame:
+    """The runs with every run at design point x multiplied by (x / x_c)^(slope - est), x_c the
+    design's geometric centre: the row's curve tilted from its fitted slope `est` to `slope`,
+    its seeds, spread and bend kept (`verdict_rule`'s band is defined on these). x_c is taken
+    over the design points the engine keeps (a finite median), as the engine's own tilt is.
+    Censored runs stay censored."""
+    lx = np.log(pts["x"].to_numpy(float))
+    centre = float(np.mean(np.log(design_from_points(pts).x)))
+    return pts.assign(y=pts["y"].to_numpy(float) * np.exp((float(slope) - float(est)) * (lx - centre)))
 
 
 def judge(pts: pd.DataFrame, row: pd.Series | dict[str, Any], n_boot: int = N_BOOT,
@@ -78,4 +70,4 @@ def judge(pts: pd.DataFrame, row: pd.Series | dict[str, Any], n_boot: int = N_BO
     return out
 
 
-__all__ = ["judge", "pure_law", "row_points"]
+__all__ = ["judge", "row_points", "tilt"]

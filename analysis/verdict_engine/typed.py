@@ -95,10 +95,13 @@ MEANING = {
 #: Kinds that agree with the claim (a claim over several fits reads the weakest; strongest
 #: first).
 AGREEING = (VerdictKind.CONSISTENT, VerdictKind.FOLLOWS_CHAIN, VerdictKind.NOT_REFUTED)
-#: Kinds that reject a test, with the direction they reject it in.
+#: Kinds that reject a slope test, with the direction they reject it in. EXCEEDS_BOUND rejects the
+#: bound's level, not a slope: it has no direction (a tilt about the window's centre can lift
+#: either end above the bound).
 DIRECTION = {VerdictKind.RULES_SLOWER: "slower", VerdictKind.RULES_FASTER: "faster",
-             VerdictKind.CLAIM_SLOWER: "slower", VerdictKind.CLAIM_FASTER: "faster",
-             VerdictKind.EXCEEDS_BOUND: "slower"}
+             VerdictKind.CLAIM_SLOWER: "slower", VerdictKind.CLAIM_FASTER: "faster"}
+#: Kinds that reject a test (a slope test, or the bound's level).
+REJECTED = (*DIRECTION, VerdictKind.EXCEEDS_BOUND)
 #: Kinds that decide nothing about the claim.
 UNDECIDED = (VerdictKind.DESIGN_TOO_SHORT, VerdictKind.NOT_IN_REGIME, VerdictKind.NO_CLAIM,
              VerdictKind.INCONCLUSIVE, VerdictKind.UNTESTABLE)
@@ -158,5 +161,5 @@ def kind_of(verdict: str) -> VerdictKind | None:
     return None
 
 
-__all__ = ["AGREEING", "DIRECTION", "MEANING", "NAMES", "UNDECIDED", "Verdict", "VerdictKind",
+__all__ = ["AGREEING", "DIRECTION", "MEANING", "NAMES", "REJECTED", "UNDECIDED", "Verdict", "VerdictKind",
            "kind_of"]

@@ -21,15 +21,16 @@ any design (a short one is marked in `resolution`, not turned into "design too s
 longer a verdict: a tilt of 0.005 moved a row between it and "slower than claimed" (issue 70),
 so it could not be monotone in the slope; the local slopes and their limit stay reported.
 
-**The verdict band** (`band`): the pure power laws x^s, planted with the row's own seed noise
-(each seed's value over its design point's median, on medians that follow the law exactly,
-through the measured curve's level at the window's centre), that receive the row's verdict kind.
-The seeds' CI half-widths are those of the row (a slope fit shifts with a planted tilt; it does
-not change its spread; the fit reads the law's slope plus the row's own offset from its medians'
-line), the rules test's widening is the rules' own curvature (a pure law has no
-other bend) and the bound is checked on the planted values; so the band is the verdict rule
-evaluated along s (a grid of 0.001 within 4 of the row's slope), and
-`tests/test_planted_bands.py` plants every reference row through the engine at its band's edges.
+**The verdict band** (`band`): the slopes s whose tilt of the row's own curve receives the row's
+verdict kind. A tilt multiplies every run at design point x by (x / x_c)^(s - est), x_c the
+design's geometric centre: the row's seeds, their spread and the curve's bend are kept (its
+"own noise", as tests/headline_fixture.py plants), and a slope fit of the tilted runs reads
+est + (s - est) = s with the same CI half-widths (the fit is linear in log y and draws the same
+resamples) and the same window spread. So the rules test's CI moves by s - est, the O~ test's
+by the same, and the bound check scales point i by (x_i / x_c)^(s - est): the band is the
+verdict rule evaluated along s (a grid of 0.001 within 4 of the row's slope), it holds the
+row's slope by construction, and `tests/test_planted_bands.py` replants every reference row
+from its committed points at its band's edges through the engine.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from analysis.verdict_engine import margins, verdicts, window
+from analysis.verdict_engine import margins, verdicts
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.rules_curve import RulesCurve
 from analysis.verdict_engine.typed import Verdict, VerdictKind
@@ -94,17 +95,17 @@ def exceedance(design: Design, rules: RulesCurve | None) -> Exceedance:
 
 @dataclass(frozen=True)
 class RowTests:
-    """What the verdict rule reads, for a row and for any pure power law planted on its design:
-    the rules test (its slope r, the half-widths below / above a pure law's residual CI has, the
-    row's own), the O~ test (its band, the seeds' half-widths), the margin, the favourable side,
-    the rival, the asymptote's reading and the bound check."""
+    """What the verdict rule reads, for a row and for any tilt of its curve: the rules test (its
+    slope r, the row's residual CI as offsets below / above its residual), the O~ test (its band,
+    the seeds' half-widths), the margin, the favourable side, the rival, the asymptote's reading
+    and the bound check."""
 
     est: float
     m: float
     sign: int
     r: float
-    pure_rules_below: float
-    pure_rules_above: float
+    rules_below: float
+    rules_above: float
     seeds_below: float
     seeds_above: float
     p: float
@@ -116,12 +117,7 @@ class RowTests:
     asym_meets: bool
     asym_finite: bool
     exceed: Exceedance
-    log_med: np.ndarray  # the row's design medians' logs
-    level: float  # the OLS line of log medians at the window's centre
-    centre: float  # mean log x
-    x: np.ndarray
-    line_slope: float  # the OLS slope of the log medians: a planted law's slope maps to the
-    # fitted slope s + (est - line_slope) (the fit's offset from the medians' line is the seeds')
+    lever: np.ndarray  # log(x / x_c) per design point: a tilt's log factor per unit slope
 
     def _rules_decision(self, lo: float, hi: float) -> VerdictKind | None:
         """The rules test on a residual CI: a rejection's kind, FOLLOWS_CHAIN / FOLLOWS_OTHER for
@@ -138,12 +134,17 @@ class RowTests:
             return VerdictKind.RULES_SLOWER if self.sign > 0 else VerdictKind.RULES_FASTER
         return None
 
-    def kind(self, s: float, rules_lo: float, rules_hi: float, exceed_low: float) -> VerdictKind:
-        """The verdict rule (module docstring) for a curve of slope s whose rules-residual CI is
-        [rules_lo, rules_hi] and whose largest bound-check lower bound is exceed_low."""
-        if math.isfinite(exceed_low) and exceed_low > 1:
+    def kind_at(self, s: float) -> VerdictKind:
+        """The verdict rule (module docstring) for the row's curve tilted to slope s (s = est:
+        the row itself)."""
+        t = s - self.est
+        low, _, _ = self.exceed.worst(np.exp(t * self.lever))
+        if math.isfinite(low) and low > 1:
             return VerdictKind.EXCEEDS_BOUND
-        rules = self._rules_decision(rules_lo, rules_hi)
+        if not all(math.isfinite(v) for v in (s, self.seeds_below, self.seeds_above)):
+            return VerdictKind.INCONCLUSIVE
+        res = s - self.r
+        rules = self._rules_decision(res - self.rules_below, res + self.rules_above)
         if rules is not None:
             return rules
         lo, hi = s - self.seeds_below, s + self.seeds_above
@@ -161,33 +162,22 @@ class RowTests:
     def too_short(self) -> bool:
         """Every test's resolution wider than the gap it must tell (rule 6)."""
         seeds_h = (self.seeds_below + self.seeds_above) / 2
-        rules_h = (self.pure_rules_below + self.pure_rules_above) / 2
+        rules_h = (self.rules_below + self.rules_above) / 2
         rules_short = not math.isfinite(self.r) or not math.isfinite(rules_h) or rules_h > self.m
         return rules_short and not seeds_h <= self.m
 
-    def planted_kind(self, s: float) -> VerdictKind:
-        """The kind a pure power law of slope s (the design medians' law) receives (module
-        docstring): the fit reads s plus the row's offset from its medians' line."""
-        fitted = s + (self.est - self.line_slope)
-        res = fitted - self.r
-        lx = np.log(self.x)
-        line = self.level + s * (lx - self.centre)
-        low, _, _ = self.exceed.worst(np.exp(line - self.log_med))
-        return self.kind(fitted, res - self.pure_rules_below, res + self.pure_rules_above, low)
-
     def band(self, kind: VerdictKind) -> tuple[float, float]:
-        """The interval of pure-law slopes receiving `kind` that holds the row's medians' slope,
-        or the nearest such interval (NaN ends: unbounded within BAND_REACH; both NaN: none)."""
-        if not (math.isfinite(self.est) and math.isfinite(self.line_slope)):
+        """The interval of tilted slopes receiving `kind` around the row's slope (NaN ends:
+        unbounded within BAND_REACH; both NaN: the row itself does not receive `kind`)."""
+        if not math.isfinite(self.est):
             return math.nan, math.nan
-        grid = self.line_slope + np.arange(-BAND_REACH, BAND_REACH + BAND_STEP / 2, BAND_STEP)
-        hit = np.array([self.planted_kind(float(s)) is kind for s in grid])
-        if not hit.any():
+        steps = np.arange(-BAND_REACH, BAND_REACH + BAND_STEP / 2, BAND_STEP)
+        grid = self.est + steps
+        centre = int(np.argmin(np.abs(steps)))
+        hit = np.array([self.kind_at(float(s)) is kind for s in grid])
+        if not hit[centre]:
             return math.nan, math.nan
-        centre = len(grid) // 2
-        i = centre if hit[centre] else int(np.flatnonzero(hit)[np.argmin(
-            np.abs(np.flatnonzero(hit) - centre))])
-        lo_i, hi_i = i, i
+        lo_i, hi_i = centre, centre
         while lo_i > 0 and hit[lo_i - 1]:
             lo_i -= 1
         while hi_i < len(grid) - 1 and hit[hi_i + 1]:
@@ -197,30 +187,19 @@ class RowTests:
         return lo, hi
 
 
-def row_tests(design: Design, rules: RulesCurve | None, est: float, seed_lo: float,
-              seed_hi: float, m: float, view: str, x_name: str, p: float, band_low: float,
-              band_high: float, logs_move: bool, untestable: bool, accepts: str,
-              asym_meets: bool, asym_finite: bool) -> RowTests:
-    """The row's tests as the verdict rule reads them (module docstring)."""
+def row_tests(design: Design, est: float, seed_lo: float, seed_hi: float, rules_slope: float,
+              rules_lo: float, rules_hi: float, rules: RulesCurve | None, m: float, view: str,
+              x_name: str, p: float, band_low: float, band_high: float, logs_move: bool,
+              untestable: bool, accepts: str, asym_meets: bool, asym_finite: bool) -> RowTests:
+    """The row's tests as the verdict rule reads them (module docstring): the seeds' CI, the
+    rules test's residual CI [rules_lo, rules_hi] about est - rules_slope (NaN: no rules)."""
     sign = verdicts.FAVOURABLE.get((view, x_name), +1)
-    r = rules.slope(design.x) if rules is not None and rules.available else math.nan
-    a, b = est - seed_lo, seed_hi - est
-    pa, pb = a, b
-    if math.isfinite(r) and len(design) >= 3:
-        spread = window.drop_end_spread(design.x, -np.log(rules.values), window.ols_slope)
-        if math.isfinite(spread):
-            pa, pb = math.hypot(a, spread), math.hypot(b, spread)
+    res = est - rules_slope
     lx = np.log(design.x) if len(design) else np.array([])
-    log_med = np.log(design.medians) if len(design) else np.array([])
-    if len(design) >= 2:
-        slope, icpt = np.polyfit(lx, log_med, 1)
-        centre = float(np.mean(lx))
-        level, slope = float(icpt + slope * centre), float(slope)
-    else:
-        centre = level = slope = math.nan
-    return RowTests(est, m, sign, r, pa, pb, a, b, p, band_low, band_high, logs_move, untestable,
-                    accepts, asym_meets, asym_finite, exceedance(design, rules), log_med, level,
-                    centre, design.x, slope)
+    lever = lx - float(np.mean(lx)) if len(lx) else lx
+    return RowTests(est, m, sign, rules_slope, res - rules_lo, rules_hi - res, est - seed_lo,
+                    seed_hi - est, p, band_low, band_high, logs_move, untestable, accepts,
+                    asym_meets, asym_finite, exceedance(design, rules), lever)
 
 
 def would_decide(design: Design, x_name: str, half_width: float, m: float) -> str:
@@ -237,11 +216,10 @@ def would_decide(design: Design, x_name: str, half_width: float, m: float) -> st
             f"seeds a point (now {seeds})")
 
 
-def choose(tests: RowTests, rules_lo: float, rules_hi: float) -> Verdict:
-    """The row's own verdict (its measured curve: the rules test's own widened CI, the bound
-    checked on the seeds' values) and the band of pure power laws that receive it."""
-    low, ratio, _ = tests.exceed.worst()
-    kind = tests.kind(tests.est, rules_lo, rules_hi, low)
+def choose(tests: RowTests) -> Verdict:
+    """The row's own verdict and the band of tilted slopes that receive it."""
+    kind = tests.kind_at(tests.est)
+    _, ratio, _ = tests.exceed.worst()
     by = ratio if kind is VerdictKind.EXCEEDS_BOUND else (
         tests.est - tests.r if kind in (VerdictKind.RULES_SLOWER, VerdictKind.RULES_FASTER)
         else math.nan)

@@ -39,6 +39,8 @@ def mark_no_claim(table):
           for v, p, a, m in zip(out["verdict"], out["predicted"], out["algorithm"], metric,
                                 strict=True)]
     out.loc[no, "verdict"] = NO_CLAIM
+    if "verdict_kind" in out:  # the typed kind follows (analysis.verdict_engine.typed)
+        out.loc[no, "verdict_kind"] = "no_claim"
     return out
 
 
