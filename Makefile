@@ -23,9 +23,11 @@ $(STAMP_TEST): pyproject.toml | $(BIN)/python
 demo: $(STAMP_DEMO)
 	$(BIN)/dprates demo
 
+# The suite on every core (pytest-xdist; each test seeds its own generators, so a test's numbers
+# do not depend on the worker it lands on): 2 workers on a 2-core machine.
 test: $(STAMP_TEST)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto
 
 lint: $(STAMP_TEST)
 	$(BIN)/ruff check .

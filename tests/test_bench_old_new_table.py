@@ -4,6 +4,7 @@ the benchmarks' extra_info, their text, and the hook printing them in a real pyt
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,8 +51,11 @@ def test_a_benchmark_run_prints_the_table_after_pytest_benchmarks_own(tmp_path):
         "    benchmark.extra_info.update(per_step_us=12.5, old_per_step_us=50.0, goal_us=20.0)\n"
         "def test_no_pair(benchmark):\n"
         "    benchmark.pedantic(lambda: None, rounds=1, iterations=1)\n")
+    # a pytest of its own: without the variables an xdist worker (make test runs two) hands its
+    # children, under which pytest-benchmark would think it runs in a worker and stay silent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT"))}
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert text.index("benchmark: 2 tests") < text.index("old against new")
@@ -61,5 +65,5 @@ def test_a_benchmark_run_prints_the_table_after_pytest_benchmarks_own(tmp_path):
     assert not any(line.startswith("test_no_pair ") for line in ours)
     disabled = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                "--benchmark-disable", str(tmp_path)],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert disabled.returncode == 0 and "old against new" not in disabled.stdout
