@@ -62,6 +62,12 @@ class Asymptote:
     reached: float  # the farthest x the rules were evaluated at
     note: str  # why not computed, or ""
     x_at_claim: float = math.nan  # where a local slope comes within ASYMPTOTE_TOL of the claim
+    # the whole privacy-dominated profile, past any jump (issue 70, item 3): the rules' local
+    # slope at the farthest x evaluated, and its median over the stretch past the first jump
+    # (NaN: no jump), so a plateau that only passes the claim is seen beside its tail
+    tail: float = math.nan
+    tail_x: float = math.nan
+    past_jump: float = math.nan
 
     @property
     def text(self) -> str:
@@ -139,12 +145,15 @@ def rules_asymptote(design: Design, view: str, calibration: str, predicted: floa
     # up to the first jump: another rule binds from there (a regime of the rules, not a log)
     jumps = np.flatnonzero(np.abs(np.diff(s)) > JUMP)
     cut = int(jumps[0]) + 1 if len(jumps) else len(s)
+    tail, tail_x = (float(s[-1]), float(mid[-1])) if len(s) else (nan, nan)
+    past = float(np.median(s[cut:])) if cut < len(s) else nan
     s, mid = s[:cut], mid[:cut]
     note = (f"another rule binds beyond x = {float(mid[-1]):.2g} (local slope jumps by more "
             f"than {JUMP:g} per half-decade)") if len(jumps) else ""
     u = 1.0 / np.abs(np.log(mid))
     if len(s) < 4 or float(np.ptp(u)) <= 0:
-        return Asymptote(nan, nan, False, nan, float(mid[-1]), note or "too few rules points")
+        return Asymptote(nan, nan, False, nan, float(mid[-1]), note or "too few rules points",
+                         nan, tail, tail_x, past)
     lim = float(np.polyfit(u, s, 1)[1])
     far = len(s) // 3
     lim_far = float(np.polyfit(u[far:], s[far:], 1)[1]) if len(s) - far >= 3 else nan
@@ -156,7 +165,7 @@ def rules_asymptote(design: Design, view: str, calibration: str, predicted: floa
     inside = np.flatnonzero(gap <= m)
     within = float(mid[inside[0]]) if len(inside) else nan
     return Asymptote(lim, acc, reached or extrapolated, within, float(mid[-1]), note,
-                     float(mid[int(np.argmin(gap))]) if reached else nan)
+                     float(mid[int(np.argmin(gap))]) if reached else nan, tail, tail_x, past)
 
 
 __all__ = ["ASYMPTOTE_TOL", "Asymptote", "rules_asymptote"]

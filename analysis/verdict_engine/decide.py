@@ -151,7 +151,8 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     if asym is not None:
         out.update(asymptote=asym.limit, asymptote_accuracy=asym.accuracy,
                    asymptote_meets=asym.meets, asymptote_x_within_m=asym.x_within_m,
-                   asymptote_note=asym.note)
+                   asymptote_note=asym.note, asymptote_tail=asym.tail,
+                   asymptote_tail_x=asym.tail_x, asymptote_past_jump=asym.past_jump)
     # 3. the O~ test with its declared logs (t is reported; the band decides)
     reg = log_factors.log_regressor(claim, design, view, x,
                                     rules.horizon if rules is not None else None)
@@ -229,7 +230,10 @@ def _chain(rt: rules_test.RulesTest, asym: Any, p: float, x: str) -> str:
              if math.isfinite(asym.x_within_m) else ", never within m of the claim")
     verdict = "is the claim" if asym.meets else f"is not the claim's {_fmt(p)}"
     note = f" ({asym.note})" if asym.note else ""
-    return f"{first}; the rules' slope tends to {asym.text}{where}: its asymptote {verdict}{note}"
+    tail = (f"; past that jump the rules' local slope is {_fmt(asym.past_jump)} (median), "
+            f"{_fmt(asym.tail)} at {x} {asym.tail_x:.2g}" if math.isfinite(asym.past_jump) else "")
+    return (f"{first}; the rules' slope tends to {asym.text}{where}: its asymptote {verdict}{note}"
+            + tail)
 
 
 def _separates(rt: rules_test.RulesTest, asym: Any, rival: float) -> str:
