@@ -148,12 +148,30 @@ def test_the_readme_block_is_the_committed_csv():
     makes (`make readme-claims` rewrites it; this fails when the two disagree)."""
     from pathlib import Path
 
-    from bench.cli.practitioners import BEGIN, END, _table, readme_block
+    from bench.cli.practitioners import BEGIN, END, _maps_written, _table, readme_block
 
     root = Path(__file__).resolve().parents[1]
     text = (root / "README.md").read_text(encoding="utf-8")
     block = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
     table = _table([str(root / "reports" / "practitioners.csv")], 2000, None)
-    assert block == readme_block(table).strip()
+    assert block == readme_block(table, _maps_written(None, str(root / "README.md"))).strip()
     assert set(table["metric"]) == {"alpha_sosp", "grad_norm"}
     assert {10.0, 100.0} <= set(table["d"]) and set(table["eps"]) == {0.1, 1.0}
+
+
+def test_the_block_names_the_maps_only_where_they_were_written(tmp_path):
+    """Issue 73: the block said "The maps: reports/atlas_practitioners/" with no map written."""
+    from bench.cli.practitioners import MAPS_DIR, _maps_written, readme_block
+
+    readme = tmp_path / "README.md"
+    readme.write_text("x")
+    assert _maps_written(None, str(readme)) is None
+    (tmp_path / MAPS_DIR).mkdir(parents=True)
+    assert _maps_written(None, str(readme)) is None  # a folder without maps
+    (tmp_path / MAPS_DIR / "atlas_alpha_sosp_hard_valley.png").write_bytes(b"png")
+    assert _maps_written(None, str(readme)) == MAPS_DIR
+    assert _maps_written("elsewhere", None) == "elsewhere"
+    cells = pd.DataFrame(planted())
+    table = practitioners_table(atlas_table(cells, n_boot=200), cells, n_boot=200)
+    assert "The maps" not in readme_block(table)
+    assert readme_block(table, "out/maps").rstrip().endswith("The maps: out/maps/.")

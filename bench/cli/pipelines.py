@@ -24,6 +24,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"Sweep {spec.name}: {len(spec.cells())} cells ({spec.description}) -> {out}")
     res = run_sweep(spec, out, jobs=args.jobs, progress=not args.quiet)
     print(f"{res.ran} cells run, {res.skipped} already stored, {res.wall:.1f} s")
+    from bench.cli.stores import failure_lines
+
+    failed = failure_lines(load(out))
+    if failed:  # named, so a demo on a loaded machine never hides a lost cell (issue 73, item 6)
+        print(f"{len(failed)} cells failed (`dprates demo` again, or `dprates sweep "
+              f"bench/configs/quick.toml --out {out} --retry-failed`, reruns them):")
+        print("\n".join(failed))
     from analysis.metrics import median_n_star
     from analysis.points import _combo_label, theory_mask
 

@@ -49,8 +49,26 @@ def _table(sources: list[str], n_boot: int, maps: str | None):
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
-def readme_block(table) -> str:
-    """The README's practitioners block: the table, its notes and the recommendation line."""
+#: Where `make reference-practitioners` draws the maps (relative to the repository root).
+MAPS_DIR = "reports/atlas_practitioners"
+
+
+def _maps_written(maps: str | None, readme: str | None) -> str | None:
+    """The maps folder a block may point to: `--maps` (drawn by this call), else the reference's
+    folder beside the README where it holds maps; None where no map exists (issue 73: the block
+    announced maps that were never written)."""
+    if maps:
+        return maps
+    if readme:
+        folder = Path(readme).resolve().parent / MAPS_DIR
+        if folder.is_dir() and any(folder.glob("*.png")):
+            return MAPS_DIR
+    return None
+
+
+def readme_block(table, maps: str | None = None) -> str:
+    """The README's practitioners block: the table, its notes and the recommendation line; the
+    maps' folder named only where maps were written (`maps`)."""
     from analysis.comparisons.practitioners import recommendation, summary_rows
 
     header = ["metric", "instance", "d", "eps", "target", "fewest samples",
@@ -73,7 +91,8 @@ def readme_block(table) -> str:
         "fewer, not by how much; '<=' where the median seed reached the target at the first n, "
         "so the Spider's ratio is a lower bound there); "
         "the one-pass methods' are the samples they read. Passes = gradient evaluations / samples "
-        "(expected batch sizes for Poisson sampling). The maps: reports/atlas_practitioners/."]
+        "(expected batch sizes for Poisson sampling)."
+        + (f" The maps: {maps.rstrip('/')}/." if maps else "")]
     return "\n".join(lines + notes)
 
 
@@ -96,11 +115,12 @@ def cmd_practitioners(args: argparse.Namespace) -> int:
         path = Path(args.update_readme)
         from bench.cli.claims import replace_readme_block
 
-        path.write_text(replace_readme_block(path.read_text(encoding="utf-8"), readme_block(table),
-                                             BEGIN, END), encoding="utf-8")
+        block = readme_block(table, _maps_written(args.maps, args.update_readme))
+        path.write_text(replace_readme_block(path.read_text(encoding="utf-8"), block, BEGIN, END),
+                        encoding="utf-8")
         print(f"rewrote the practitioners block in {path}")
     if not args.output and not args.update_readme:
-        write_output(readme_block(table) + "\n", None)
+        write_output(readme_block(table, _maps_written(args.maps, None)) + "\n", None)
     return 0
 
 

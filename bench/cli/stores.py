@@ -41,14 +41,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"slowest {len(ok)} cells (wall s):")
         for _, r in ok.iterrows():
             print(f"  {r['wall']:8.2f}  {_cell_label(r, cols)} [{r['status']}]")
-    failed = df[df["status"].isin(["error", "timeout"])]
-    if len(failed):
-        print(f"failures ({len(failed)}):")
-        for _, r in failed.iterrows():
-            first = (r["error_message"] or "").strip().splitlines()
-            print(f"  {r['key'][:12]} {_cell_label(r, cols)}: {r['error_type']}: "
-                  f"{first[0] if first else ''}")
+    lines = failure_lines(df, cols)
+    if lines:
+        print(f"failures ({len(lines)}):")
+        print("\n".join(lines))
     return 0
+
+
+def failure_lines(df, cols: list[str] | None = None) -> list[str]:
+    """One line per failed cell (status error or timeout) of a cells table: its key, algorithm,
+    problem, the grid values that vary, its seed, and the first line of its error."""
+    cols = varying_columns(df) if cols is None else cols
+    failed = df[df["status"].isin(["error", "timeout"])]
+    out = []
+    for _, r in failed.iterrows():
+        first = (r["error_message"] or "").strip().splitlines()
+        out.append(f"  {r['key'][:12]} {_cell_label(r, cols)} [{r['status']}]: {r['error_type']}: "
+                   f"{first[0] if first else ''}")
+    return out
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -41,6 +41,25 @@ def _default_store(spec_name: str) -> str:
     return f"results/{spec_name}.sqlite"
 
 
+def sweep_command(args: argparse.Namespace) -> str:
+    """The sweep command as the user gave it (its options that change what runs or where it is
+    stored), for the resume hint: rerunning it resumes the same store."""
+    parts = ["dprates", "sweep", *(f"--plugin {p}" for p in getattr(args, "plugin", []) or []),
+             str(args.spec)]
+    for flag, value in (("--out", args.out), ("--jobs", args.jobs),
+                        ("--scheduler", args.scheduler)):
+        if value is not None:
+            parts.append(f"{flag} {value}")
+    if args.backend != "loky":
+        parts.append(f"--backend {args.backend}")
+    if args.blas_threads != 1:
+        parts.append(f"--blas-threads {args.blas_threads}")
+    for flag in ("retry_failed", "allow_unverified", "quiet"):
+        if getattr(args, flag, False):
+            parts.append("--" + flag.replace("_", "-"))
+    return " ".join(parts)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.config import load_spec
     from bench.runner import plan_sweep, run_sweep
@@ -80,13 +99,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         stored = len(load(out)) if Path(out).is_file() else 0
         print(f"\ninterrupted: {stored} of {len(spec.cells())} cells are stored in {out}; "
-              f"rerun `dprates sweep {args.spec}` to resume", file=sys.stderr)
+              f"rerun `{sweep_command(args)}` to resume", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items())) or "nothing to run"
     print(f"{spec.name}: {res.ran} cells run ({counts}), {res.skipped} already stored, "
           f"{res.wall:.1f} s; store {res.store}")
+    _print_failures(res.store)
     if res.privacy_failed:  # run with --allow-unverified: the cells are there, marked FAILED
         for alg, label in res.privacy_failed.items():
             print(f"dprates: privacy {label.split(':')[0]}: {alg}:{label.partition(':')[2]} "
@@ -94,6 +114,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return EXIT_PRIVACY_FAILED
     return 0
+
+
+def _print_failures(store: Any) -> None:
+    """Every failed cell of the store's current spec, named (issue 73, item 6), with how to rerun
+    them; nothing when none failed."""
+    from bench.cli.stores import failure_lines
+    from bench.store import load
+
+    lines = failure_lines(load(store))
+    if lines:
+        print(f"{len(lines)} cells failed (stored with their error; `dprates sweep ... "
+              "--retry-failed` reruns them):")
+        print("\n".join(lines))
 
 
 def print_forecast(spec: Any, cells: list) -> None:

@@ -1,0 +1,44 @@
+"""What a sweep tells its user when something goes wrong (issue 73, item 6): every failed cell
+named in the summary, and a resume hint that repeats the command as given."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.cli import build_parser
+from bench.cli.stores import failure_lines
+from bench.cli.sweep import sweep_command
+
+
+def _args(argv: list[str]):
+    return build_parser().parse_args(argv)
+
+
+def test_the_resume_hint_repeats_the_command_as_given():
+    args = _args(["sweep", "mine.toml", "--out", "results/other.sqlite", "--jobs", "2", "--quiet",
+                  "--retry-failed", "--plugin", "my_plugin.py"])
+    assert sweep_command(args) == ("dprates sweep --plugin my_plugin.py mine.toml --out "
+                                   "results/other.sqlite --jobs 2 --retry-failed --quiet")
+    assert sweep_command(_args(["sweep", "mine.toml"])) == "dprates sweep mine.toml"
+    args = _args(["sweep", "s.toml", "--backend", "dask", "--scheduler", "tcp://127.0.0.1:8786",
+                  "--blas-threads", "0"])
+    assert sweep_command(args) == ("dprates sweep s.toml --scheduler tcp://127.0.0.1:8786 "
+                                   "--backend dask --blas-threads 0")
+
+
+def test_every_failed_cell_is_named():
+    cells = pd.DataFrame([
+        {"key": "a" * 20, "algorithm": "dp_sgd", "problem": "hard_valley", "d": 10, "eps": 0.1,
+         "rep": 0, "status": "ok", "error_type": None, "error_message": None},
+        {"key": "b" * 20, "algorithm": "dp_sgd", "problem": "hard_valley", "d": 10, "eps": 1.0,
+         "rep": 1, "status": "timeout", "error_type": "CellTimeout",
+         "error_message": "cell exceeded 60 s (backstop alarm)\nmore"},
+        {"key": "c" * 20, "algorithm": "dp_gd", "problem": "hard_valley", "d": 10, "eps": 0.1,
+         "rep": 2, "status": "error", "error_type": "ValueError", "error_message": "bad"},
+    ])
+    lines = failure_lines(cells)
+    assert lines == [
+        "  bbbbbbbbbbbb dp_sgd/hard_valley eps=1 rep=1 [timeout]: CellTimeout: cell exceeded 60 s "
+        "(backstop alarm)",
+        "  cccccccccccc dp_gd/hard_valley eps=0.1 rep=2 [error]: ValueError: bad"]
+    assert failure_lines(cells[cells["status"] == "ok"]) == []
