@@ -134,6 +134,14 @@ def test_the_command_on_two_stores_and_its_one_line_refusals(tmp_path, capsys):
     assert "3.33e+04 [3.33e+04, 3.33e+04]" in line and "baseline" in line
     line = next(r for r in out.splitlines() if r.startswith(f"| hard_valley | {OTHER} "))
     assert "1.5 [" in line and "paired (3 seeds)" in line and "one pass" in line
+    # issue 73, item 5: the table first, its notes after; the iterate each view reads said once
+    assert out.startswith("| problem | algorithm | view |")
+    assert out.count("first time the best iterate so far") == 1
+    assert "Samples to target 0.0003." in out.split("\n\n", 1)[1]
+    assert main(["compare", a, b, "--target", "3e-4", "--format", "latex", "--boot", "200"]) == 0
+    tex = capsys.readouterr().out
+    assert "\\toprule" in tex and "\\bottomrule" in tex and "samples [95\\% CI]" in tex
+    assert tex.index("\\toprule") < tex.index("Intervals: 95")
     assert main(["compare", a, b, "--target", "3e-4", "--format", "csv", "--boot", "200"]) == 0
     csv = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
     assert set(csv["algorithm"]) == {SGD, OTHER}

@@ -117,18 +117,21 @@ def test_the_command_csv_round_trip_and_the_readme_block(tmp_path, capsys):
     assert main(["practitioners", store, "-o", str(csv), "--boot", "200"]) == 0
     capsys.readouterr()
     assert main(["practitioners", str(csv)]) == 0
-    printed = capsys.readouterr().out
-    assert "| alpha_sosp | `hard_valley` | 10 | 0.5 | 0.05 | dp_sgd, 2x [2, 2] fewer than dp_gd" \
+    printed = capsys.readouterr().out  # the export: one row per point and algorithm
+    assert "| alpha_sosp | hard_valley | 10 | 0.5 | 0.05 | dp_sgd | 1e+04 [9e+03, 1.1e+04] | 50 | 5e+05 |" \
         in printed
-    assert "alpha_sosp: dp_sgd needs fewer samples than the best Spider at 1 of 1 points" in printed
-    from bench.cli.practitioners import BEGIN, END
+    assert "alpha_sosp: dp_sgd needs fewer samples than the best Spider at 1 of 1 points" \
+        in printed.replace("Recommendation (alpha_sosp): ", "alpha_sosp: ")
+    from bench.cli.practitioners import BEGIN, END, _table, readme_block
 
     readme = tmp_path / "README.md"
     readme.write_text(f"top\n{BEGIN}\nold\n{END}\nbottom\n")
     assert main(["practitioners", str(csv), "--update-readme", str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith("top\n") and text.endswith("bottom\n") and "old" not in text
-    assert printed.strip() in text
+    block = readme_block(_table([str(csv)], 2000, None))
+    assert block.strip() in text
+    assert "| alpha_sosp | `hard_valley` | 10 | 0.5 | 0.05 | dp_sgd, 2x [2, 2] fewer than dp_gd" in text
 
 
 def test_bad_input_gets_one_line(tmp_path, capsys):
@@ -175,3 +178,27 @@ def test_the_block_names_the_maps_only_where_they_were_written(tmp_path):
     table = practitioners_table(atlas_table(cells, n_boot=200), cells, n_boot=200)
     assert "The maps" not in readme_block(table)
     assert readme_block(table, "out/maps").rstrip().endswith("The maps: out/maps/.")
+
+
+def test_the_exports_a_design_doc_takes(capsys):
+    """Issue 73, item 5: markdown, LaTeX (booktabs) and CSV, one row per design point and
+    algorithm, one number per cell, the table first and its notes after."""
+    from pathlib import Path
+
+    from bench.cli.practitioners import _table
+
+    csv_path = str(Path(__file__).resolve().parents[1] / "reports" / "practitioners.csv")
+    table = _table([csv_path], 2000, None)
+    assert main(["practitioners", csv_path]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("| metric | instance | d | eps | target | algorithm | samples n* [95% CI] |")
+    rows = [r for r in md.splitlines() if r.startswith("| alpha_sosp") or r.startswith("| grad_norm")]
+    assert len(rows) == len(table)
+    assert md.index("|---") < md.index("the oracle's n*") < md.index("Recommendation (alpha_sosp)")
+    assert main(["practitioners", csv_path, "--format", "latex"]) == 0
+    tex = capsys.readouterr().out
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
+    assert tex.index("\\toprule") < tex.index("the oracle's n*")
+    assert main(["practitioners", csv_path, "--format", "csv"]) == 0
+    back = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert len(back) == len(table) and back["value"].dtype.kind == "f"

@@ -389,33 +389,55 @@ def reading(r: pd.Series) -> str:
     return "tie (interval covers 1)"
 
 
+#: The views' short names in the exported table (the notes say how each counts samples).
+VIEW_SHORT = {"one pass": "one pass", "records": "n records", "n search": "n records (searched)"}
+
+
+def _ci(p: float, lo: float, hi: float) -> str:
+    return f"{_num(p)} [{_num(lo)}, {_num(hi)}]"
+
+
 def display(table: pd.DataFrame) -> pd.DataFrame:
-    """The table as strings for markdown (numbers to 3 significant digits)."""
+    """The table as strings for markdown and LaTeX (issue 73, item 5): one row per algorithm
+    and group, one number per cell ("x [a, b]" for a value and its 95% interval), the baseline
+    in its own column, absolute gradient evaluations (passes x samples) beside the passes; the
+    iterate each row reads is a note (`selection_notes`), not a column repeated on every row."""
     if not len(table):
         return table
     many = {c: table[c].nunique() > 1 for c in ("problem", "instance", "d", "eps")}
+    bound = table.get("bound", pd.Series(math.nan, index=table.index))
     out = pd.DataFrame({
         **{c: table[c].map(lambda v: v if isinstance(v, str) else f"{v:g}")
            for c in ("problem", "instance", "d", "eps") if many[c] or c == "problem"},
-        "algorithm": table["algorithm"], "view": table["view"].map(
-            {"one pass": "one pass: samples read", "records": "on n records: smallest n",
-             "n search": "on n records: smallest n (searched)"}),
+        "algorithm": table["algorithm"], "view": table["view"].map(VIEW_SHORT),
         "metric": [m if c == "samples_to_target" else f"{m} ({c})"
                    for m, c in zip(table["metric"], table["read_from"], strict=True)],
-        "selection": table["selection"],
-        "passes": table["passes"].map(_num),
-        "samples to target [95% CI]": [
-            (f"> {_num(b)} (censored)" if math.isinf(p) and math.isfinite(b) else
-             f"{_num(p)} [{_num(lo)}, {_num(hi)}]")
-            for p, lo, hi, b in zip(table["samples"], table["ci_low"], table["ci_high"],
-                                    table.get("bound", pd.Series(math.nan, index=table.index)),
+        "samples [95% CI]": [
+            f"> {_num(b)} (censored)" if math.isinf(p) and math.isfinite(b) else _ci(p, lo, hi)
+            for p, lo, hi, b in zip(table["samples"], table["ci_low"], table["ci_high"], bound,
                                     strict=True)],
-        "ratio to baseline [95% CI]": [
-            f"1 ({b}, baseline)" if pr == "baseline" else
-            (f"{_num(r)} [{_num(lo)}, {_num(hi)}] vs {b}" if pr else "-")
-            for r, lo, hi, b, pr in zip(table["ratio"], table["ratio_low"], table["ratio_high"],
-                                        table["baseline"], table["pairing"], strict=True)],
+        "passes": table["passes"].map(_num),
+        "grad. evals": [_num(p * s) if math.isfinite(p * s) else "-"
+                        for p, s in zip(table["passes"].astype(float),
+                                        table["samples"].astype(float), strict=True)],
+        "ratio [95% CI]": [
+            "1" if pr == "baseline" else (_ci(r, lo, hi) if pr else "-")
+            for r, lo, hi, pr in zip(table["ratio"], table["ratio_low"], table["ratio_high"],
+                                     table["pairing"], strict=True)],
+        "baseline": table["baseline"],
+        "pairing": table["pairing"],
         "reads": [reading(r) for _, r in table.iterrows()],
-        "pairing": table["pairing"], "flags": table["flags"],
+        "flags": table["flags"],
     })
     return out
+
+
+def selection_notes(table: pd.DataFrame) -> list[str]:
+    """Which iterate each view's rows read, once per distinct rule (the exported table's note)."""
+    if not len(table):
+        return []
+    seen: dict[tuple[str, str], list[str]] = {}
+    for view, rule, alg in zip(table["view"], table["selection"], table["algorithm"], strict=True):
+        seen.setdefault((VIEW_SHORT.get(view, view), rule), []).append(str(alg))
+    return [f"{view} ({', '.join(dict.fromkeys(algs))}): reads the {rule}"
+            for (view, rule), algs in seen.items()]

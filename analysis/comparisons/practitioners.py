@@ -232,3 +232,37 @@ def recommendation(table: pd.DataFrame) -> str:
     return ("; ".join(parts) + ". n* is the oracle's (the first n whose best iterate, judged by "
             "the exact population metric, reaches the target), not samples to the algorithm's "
             "own output.")
+
+
+def _ci_text(v: float, lo: float, hi: float) -> str:
+    return "-" if not (isinstance(v, (int, float)) and math.isfinite(v)) else \
+        f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]"
+
+
+def export_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The practitioners' table for a design doc (issue 73, item 5): one row per design point
+    and algorithm, one number per cell ("x [a, b]" for a value and its 95% interval): the
+    samples it needs (the oracle's n*), its passes and absolute gradient evaluations, its ratio
+    to the point's fewest (the runner-up margin of the atlas), and for DP-SGD / DP-GD the best
+    Spider's samples over its own."""
+    t = table.sort_values([*KEY, "value", "algorithm"], kind="stable")
+    inst = [f"{p} {i}".strip() if isinstance(i, str) else str(p)
+            for p, i in zip(t["problem"], t["instance"], strict=True)]
+    return pd.DataFrame({
+        "metric": t["metric"].to_numpy(), "instance": inst,
+        "d": [f"{v:g}" for v in t["d"]], "eps": [f"{v:g}" for v in t["eps"]],
+        "target": [f"{v:g}" for v in t["x"]], "algorithm": t["algorithm"].to_numpy(),
+        "samples n* [95% CI]": [("<= " if str(ub).lower() == "true" else "") + _ci_text(v, lo, hi)
+                                for v, lo, hi, ub in zip(t["value"], t["ci_low"], t["ci_high"],
+                                                         t["upper_bound"], strict=True)],
+        "passes": [_fmt(v) for v in t["passes"]],
+        "grad. evals": [_fmt(v) for v in t["grad_evals"]],
+        "ratio to fewest [95% CI]": [_ci_text(v, lo, hi) for v, lo, hi in
+                                     zip(t["ratio"], t["ratio_low"], t["ratio_high"], strict=True)],
+        "best Spider / n* [95% CI]": [
+            f"{sp}: {_ci_text(v, lo, hi)}" if isinstance(sp, str) and sp and a in MULTI_PASS
+            else "-" for a, sp, v, lo, hi in zip(t["algorithm"], t["best_spider"], t["vs_spider"],
+                                                 t["vs_spider_low"], t["vs_spider_high"],
+                                                 strict=True)],
+        "reading": t["reading"].to_numpy(),
+    })

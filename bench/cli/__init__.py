@@ -175,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ratios to this algorithm (default: the row needing the fewest samples)")
     p.add_argument("--knobs", choices=["theory", "all"], default="theory",
                    help="theory: cells at the theory knob defaults (default); all: a row per setting")
-    p.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    p.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown",
+                   help="markdown (default), latex (booktabs) or csv (one number per cell)")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("regate", help="re-derive a claims CSV's verdicts under the regime gate "

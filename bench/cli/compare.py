@@ -63,8 +63,9 @@ def _filter(cells, args: argparse.Namespace):
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Print the comparison table (markdown or CSV) and its notes."""
-    from analysis.comparisons.compare import compare_table, display
+    """Print the comparison table (markdown, LaTeX or CSV), the table first and its notes after
+    (issue 73, item 5)."""
+    from analysis.comparisons.compare import compare_table
 
     _check_args(args)
     cells = _filter(load_cells(args.stores), args)
@@ -81,16 +82,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not len(table):
         raise ValueError(f"--target={args.target:g}: no algorithm of the stores has cells to read "
                          "it from" + ("" if not notes else f" ({notes[0]})"))
-    if args.format == "csv":
+    if args.format == "csv":  # one number per cell: the table as computed
         sys.stdout.write(table.to_csv(index=False))
         return 0
-    from analysis.report.tables import to_markdown
+    from analysis.comparisons.compare import display, selection_notes
+    from analysis.report.tables import export
 
-    print(f"samples to target {args.target:g}. {VIEW_NOTE}. Intervals: 95% bootstrap over seeds; "
-          "ratios to each group's baseline (default: the row needing the fewest samples), paired "
-          "where the seeds pair (same base seed and data mode: the same records).")
-    print()
-    print(to_markdown(display(table)))
-    for n in notes:
-        print(f"note: {n}")
+    note_lines = [f"Samples to target {args.target:g}. {VIEW_NOTE}.",
+                  "Intervals: 95% bootstrap over seeds; ratios to each group's baseline (default: "
+                  "the row needing the fewest samples), paired where the seeds pair (same base "
+                  "seed and data mode: the same records). Gradient evaluations: passes x samples.",
+                  *(f"Selection, {n}." for n in selection_notes(table)),
+                  *(f"Note: {n}" for n in notes)]
+    sys.stdout.write(export(display(table), args.format, notes=note_lines,
+                            caption=f"Samples to target {args.target:g}", label="tab:compare"))
     return 0

@@ -120,8 +120,30 @@ def cmd_practitioners(args: argparse.Namespace) -> int:
                         encoding="utf-8")
         print(f"rewrote the practitioners block in {path}")
     if not args.output and not args.update_readme:
-        write_output(readme_block(table, _maps_written(args.maps, None)) + "\n", None)
+        write_output(_export(table, args.format, _maps_written(args.maps, None)), None)
     return 0
+
+
+def _export(table, fmt: str, maps: str | None) -> str:
+    """The table as a design doc takes it (issue 73, item 5): one row per point and algorithm,
+    the table first and its notes after; csv: the rows with one number per cell."""
+    from analysis.comparisons.practitioners import COLUMNS, export_rows, recommendation
+    from analysis.report.tables import export
+
+    if fmt == "csv":
+        return table[COLUMNS].to_csv(index=False)
+    notes = ["Samples: the oracle's n* (the first n whose best iterate, judged by the exact "
+             "population metric, reaches the target), median over seeds with a 95% bootstrap "
+             "interval; '<=' where the median seed reached it at the search's first n. Passes = "
+             "gradient evaluations / samples; ratio to fewest: the runner-up margin of the atlas "
+             "(paired where the seeds pair); best Spider / n*: how many more samples the best SOSP "
+             "Spider needs than DP-SGD or DP-GD."]
+    notes += [f"Recommendation ({m}): {recommendation(g)}" for m, g in
+              table.groupby("metric", sort=True)]
+    if maps:
+        notes.append(f"The maps: {maps.rstrip('/')}/.")
+    return export(export_rows(table), fmt, notes=notes, caption="The practitioners' atlas",
+                  label="tab:practitioners")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -133,5 +155,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--maps", default=None, metavar="DIR", help="also draw the atlas maps here")
     p.add_argument("--update-readme", default=None, metavar="README",
                    help="rewrite the README's practitioners block from the rows")
+    p.add_argument("--format", choices=["markdown", "latex", "csv"], default="markdown",
+                   help="what is printed without -o / --update-readme: markdown (default), latex "
+                        "(booktabs) or csv, one row per design point and algorithm")
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.set_defaults(func=cmd_practitioners)
