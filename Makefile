@@ -94,7 +94,8 @@ reference-report: $(STAMP_DEMO)
 	@for s in $(LONG_SPECS); do [ -f results/$$s.sqlite ] || echo "reference: no results/$$s.sqlite (make reference-long): its claims are left out of this report"; done
 	$(BIN)/dprates report $(PRESENT_STORES) \
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print \
-	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --html reports/reference.html
+	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --html reports/reference.html \
+	    --practitioners reports/practitioners.csv
 	$(BIN)/dprates verdict-changes reports/previous_edition_exponents.csv reports/reference_exponents.csv \
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates fit-points $(PRESENT_STORES) -o reports/reference_fit_points.csv

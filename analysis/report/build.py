@@ -29,6 +29,7 @@ from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
 from analysis.path_length import path_table
 from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
+from analysis.report.answers_page import answers_page, practitioner_answer, spider_answer
 from analysis.report.atlas_page import atlas_maps, atlas_of, atlas_text
 from analysis.report.budget_use_page import budget_use_page
 from analysis.report.cell_pages import failures_page, trajectory_pages
@@ -55,6 +56,8 @@ from analysis.report.tables import claims_summary
 from analysis.report.title_pages import section_page, title_page
 from analysis.verdict_engine import rates
 
+#: The main report's first page where the reference's CSVs are given (issue 73, item 1).
+ANSWERS_SECTION = "The two answers: 3/7 or 1/2 at equal privacy; which optimizer to use"
 #: The main report's sections, in order (their titles are the PDF's bookmarks).
 MAIN_SECTIONS = ("Claims: measured against claimed rates",
                  "Headline: samples to reach alpha on the hard instances",
@@ -100,7 +103,8 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
                  layout_problems: list[str] | None = None,
                  crossovers: pd.DataFrame | None = None,
                  laws: pd.DataFrame | None = None,
-                 html: str | Path | None = None) -> dict[str, Any]:
+                 html: str | Path | None = None,
+                 practitioners: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`):
     the main report to `out` (page 1 the claims summary, `analysis.report.tables.claims_summary`,
     with the verdicts' glossary; `privacy`: its optional per-row privacy notes; then the headline
@@ -113,7 +117,9 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     table cell (see `overflowing_text`). `crossovers` / `laws`: the measured crossovers and their
     laws (reports/crossovers.csv, reports/crossover_laws.csv) for the headline page. Returns the
     claims, paired rows, summary, both paths and both page counts. `html`: also write both as
-    one self-contained HTML file (`analysis.report.html_report`; its path under "html")."""
+    one self-contained HTML file (`analysis.report.html_report`; its path under "html").
+    `practitioners`: the practitioners' atlas (reports/practitioners.csv); with it or the
+    crossovers, page 1 answers the two questions (`analysis.report.answers_page`)."""
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
@@ -149,6 +155,9 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     with PdfPages(out) as raw_pdf:  # the main report (issue 59): at most ~15 pages
         pdf = wrap(raw_pdf, MAIN_DPI)
         main = Sections(pdf)
+        if spider_answer(crossovers) or practitioner_answer(practitioners):
+            main.start(ANSWERS_SECTION)
+            answers_page(pdf, crossovers, practitioners)
         main.start(MAIN_SECTIONS[0])
         summary_table_pages(pdf, summary, "Claims: measured against claimed rates, " + (
             names if len(names) <= 70 else f"{len(datas)} stores (listed in the appendix)"))

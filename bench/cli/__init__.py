@@ -205,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--crossovers", default=None, metavar="CSV",
                    help="measured crossovers for the headline page (reports/crossovers.csv, "
                         "from `dprates crossover-law --csv`)")
+    p.add_argument("--practitioners", default=None, metavar="CSV",
+                   help="the practitioners' atlas (reports/practitioners.csv): with it (or "
+                        "--crossovers) page 1 answers which optimizer to use")
     p.add_argument("--laws", default=None, metavar="CSV",
                    help="the crossover laws for the headline page (reports/crossover_laws.csv, "
                         "from `dprates crossover-law --law-csv`)")

@@ -26,6 +26,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         from analysis.comparisons.crossover_files import read_laws
 
         laws = read_laws(args.laws, "--laws")
+    practitioners = None
+    if getattr(args, "practitioners", None):
+        from bench.cli.practitioners import _table
+
+        if not Path(args.practitioners).is_file():
+            raise ValueError(f"--practitioners={args.practitioners!r} is invalid: no such file (a "
+                             "CSV of `dprates practitioners -o`, e.g. reports/practitioners.csv)")
+        practitioners = _table([args.practitioners], 2000, None)
     html = getattr(args, "html", None)
     if html == "":  # --html without a path: beside the PDF
         html = str(Path(args.output).with_suffix(".html"))
@@ -34,7 +42,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     with all_claims_on_page_one(getattr(args, "all_claims", False)):
         res = write_report([open_store_data(p) for p in args.store], args.output,
                            n_boot=args.boot, csv=args.csv, figures=args.figures,
-                           crossovers=crossovers, laws=laws, html=html)
+                           crossovers=crossovers, laws=laws, html=html,
+                           practitioners=practitioners)
     print(f"wrote {res['path']} ({res['pages']} pages) and its appendix {res['appendix']} "
           f"({res['appendix_pages']} pages)" + (f", {args.csv}" if args.csv else "")
           + (f", figures in {args.figures}" if args.figures else "")

@@ -1,0 +1,132 @@
+"""Page 1 of the main report: the suite's two questions answered in a paragraph each (issue 73,
+item 1), from the committed CSVs, every number read from a row, nothing typed about a result.
+
+- `spider_answer`: 3/7 or 1/2 at equal privacy? From the measured crossovers (reports/
+  crossovers.csv): both Spiders calibrated tight (each spends all of eps), knobs at 1; who needs
+  fewer samples on which side of alpha*, alpha* with its CI at the headline's setting, its range
+  over eps and d, and how often it stays inside its bracket when a knob moves (sensitivity).
+- `practitioner_answer`: which private optimizer should I use? From the practitioners' atlas
+  (reports/practitioners.csv): at how many points DP-SGD and DP-GD need fewer samples than the
+  best Spider, by how much, at what compute, with the scope (instances, d, eps, targets, knobs)
+  and the definition of n* (the oracle's first hitting time).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from analysis.report.layout import A4_LANDSCAPE
+
+#: The headline setting whose crossover the paragraph leads with.
+HEADLINE = ("hard_valley", 0.1, 10.0)
+#: How the crossovers of the knob sweeps are named in crossovers.csv's `source`.
+SENSITIVITY = "headline4_sensitivity"
+LAW = "headline4_law"
+
+
+def _g(v: float) -> str:
+    return f"{v:.3g}" if isinstance(v, (int, float)) and math.isfinite(v) else "n/a"
+
+
+def _source(c: pd.DataFrame) -> pd.Series:
+    return c["source"].astype(str).str.split(" ").str[0]
+
+
+def spider_answer(crossovers: pd.DataFrame | None) -> str:
+    """The equal-privacy answer (module docstring); "" without crossovers."""
+    if crossovers is None or not len(crossovers):
+        return ""
+    c = crossovers.assign(src=_source(crossovers))
+    law = c[c["src"].str.startswith(LAW)]
+    head = law[(law["problem"] == HEADLINE[0]) & np.isclose(law["eps"].astype(float), HEADLINE[1])
+               & np.isclose(law["d"].astype(float), HEADLINE[2])]
+    if head.empty:
+        return ""
+    h = head.iloc[0]
+    text = (f"3/7 or 1/2 at equal privacy? Both Spiders calibrated tight (each spends all of its "
+            f"eps), every knob at 1, samples counted as the oracle's n* (the first n whose best "
+            f"iterate, judged by the exact population alpha_SOSP, reaches the target): on "
+            f"{HEADLINE[0]} at eps {HEADLINE[1]:g}, d {HEADLINE[2]:g}, the adaptive tree Spider "
+            f"(claimed exponent 1/2) needs fewer samples than the Gaussian Spider (3/7) for "
+            f"targets below alpha* = {_g(h['alpha_star'])} [{_g(h['ci_low'])}, {_g(h['ci_high'])}]"
+            f" and more above it.")
+    ranges = []
+    for problem, g in law.groupby("problem", sort=True):
+        inside = g[g["where"] == "inside"]
+        if len(inside):
+            ranges.append(f"{_g(inside['alpha_star'].min())}-{_g(inside['alpha_star'].max())} on "
+                          f"{problem} (inside its bracket at {len(inside)} of {len(g)} settings)")
+    if ranges:
+        eps = law["eps"].astype(float)
+        d = law["d"].astype(float)
+        text += (f" Over eps {eps.min():g}-{eps.max():g} and d {d.min():g}-{d.max():g}, alpha* "
+                 "moves " + "; ".join(ranges) + ".")
+    sens = c[c["src"].str.startswith(SENSITIVITY)]
+    parts = []
+    for problem, g in sens.groupby("problem", sort=True):
+        n = len(g)
+        k = {w: int((g["where"] == w).sum()) for w in ("inside", "above", "below", "none")}
+        parts.append(f"on {problem} inside its bracket at {k['inside']} of {n} settings, outside "
+                     f"it at {k['above'] + k['below']}, absent at {k['none']}")
+    if parts:
+        text += (" With one knob of either Spider at 1/4 or 4, or all of them on a Latin "
+                 "hypercube, the crossover lies " + "; ".join(parts) + ": where it falls depends "
+                 "on the constants the O~ claims hide.")
+    return text
+
+
+def practitioner_answer(practitioners: pd.DataFrame | None) -> str:
+    """The practitioner's answer (module docstring); "" without the practitioners' rows."""
+    if practitioners is None or not len(practitioners):
+        return ""
+    from analysis.comparisons.practitioners import recommendation
+
+    t = practitioners.assign(instance=practitioners["instance"].fillna(""))  # NaN keys group out
+    scope = (f"{', '.join(sorted(t['problem'].astype(str).unique()))}; d "
+             f"{', '.join(f'{v:g}' for v in sorted(t['d'].astype(float).unique()))}; eps "
+             f"{', '.join(f'{v:g}' for v in sorted(t['eps'].astype(float).unique()))}")
+    parts = []
+    for metric, g in t.groupby("metric", sort=True):
+        x = g["x"].astype(float)
+        passes = g.loc[g["algorithm"] == "dp_sgd", "passes"].astype(float)
+        most = f"; DP-SGD takes up to {_g(passes.max())} passes" if passes.notna().any() else ""
+        rec = recommendation(g).split(" n* is the oracle's")[0].rstrip(".")
+        parts.append(f"At {metric} targets {_g(x.min())}-{_g(x.max())}, {rec}{most}.")
+    return ("Which private optimizer should I use? On the practitioners' atlas (" + scope
+            + "; every knob at 1; samples are the oracle's n*, not samples to the algorithm's own "
+            "output): " + " ".join(parts))
+
+
+def answers_page(pdf: object, crossovers: pd.DataFrame | None,
+                 practitioners: pd.DataFrame | None) -> bool:
+    """Page 1 (module docstring): the two paragraphs, each wrapped to the page; False (no page)
+    where neither has its data (a store's own report: the claims come first)."""
+    paragraphs = [p for p in (spider_answer(crossovers), practitioner_answer(practitioners)) if p]
+    if not paragraphs:
+        return False
+    fig = plt.figure(figsize=A4_LANDSCAPE)
+    fig.text(0.04, 0.95, "The two answers", fontsize=15, weight="bold", va="top")
+    y = 0.89
+    for head, p in zip(("The Spiders", "The practitioner"), paragraphs, strict=False):
+        fig.text(0.04, y, head, fontsize=11, weight="bold", va="top")
+        body = textwrap.fill(p, 150)
+        fig.text(0.04, y - 0.035, body, fontsize=9, va="top", linespacing=1.35)
+        y -= 0.035 + 0.0215 * (body.count("\n") + 1) + 0.05
+    fig.text(0.04, 0.05, "Where each number comes from: reports/crossovers.csv (the crossovers, "
+             "`make reference-law` / `reference-sensitivity`) and reports/practitioners.csv "
+             "(`make reference-practitioners`); the claims and their verdicts follow.",
+             fontsize=7, va="bottom")
+    pdf.savefig(fig)
+    plt.close(fig)
+    return True
+
+
+__all__ = ["answers_page", "practitioner_answer", "spider_answer"]

@@ -1,0 +1,44 @@
+"""Page 1 of the main report answers the suite's two questions (issue 73, item 1), from the
+committed CSVs: every number in the paragraphs is read from a row (checked against the rows
+here), and a store's own report, without those CSVs, starts with its claims."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_pdf import PdfPages
+
+from analysis.report.answers_page import answers_page, practitioner_answer, spider_answer
+from bench.cli.practitioners import _table
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
+
+
+def test_the_spider_answer_reads_the_crossovers():
+    c = pd.read_csv(REPORTS / "crossovers.csv")
+    text = spider_answer(c)
+    head = c[c["source"].str.startswith("headline4_law_eps") & (c["problem"] == "hard_valley")
+             & (c["eps"] == 0.1)].iloc[0]
+    assert f"alpha* = {head['alpha_star']:.3g} [{head['ci_low']:.3g}, {head['ci_high']:.3g}]" in text
+    assert "adaptive tree Spider (claimed exponent 1/2) needs fewer samples" in text
+    sens = c[c["source"].str.startswith("headline4_sensitivity") & (c["problem"] == "hard_valley")]
+    inside = int((sens["where"] == "inside").sum())
+    assert f"on hard_valley inside its bracket at {inside} of {len(sens)} settings" in text
+    assert "the oracle's n*" in text and "calibrated tight" in text
+
+
+def test_the_practitioner_answer_reads_the_atlas_and_states_its_scope():
+    t = _table([str(REPORTS / "practitioners.csv")], 2000, None)
+    text = practitioner_answer(t)
+    n = t[(t["metric"] == "alpha_sosp") & (t["algorithm"] == "dp_sgd")]
+    assert f"dp_sgd needs fewer samples than the best Spider at {len(n)} of {len(n)} points" in text
+    assert "d 10, 100; eps 0.1, 1" in text and "the oracle's n*" in text
+    assert f"DP-SGD takes up to {t.loc[t['algorithm'] == 'dp_sgd', 'passes'].max():.3g} passes" in text
+
+
+def test_the_page_is_drawn_only_with_its_data(tmp_path):
+    with PdfPages(tmp_path / "a.pdf") as pdf:
+        assert answers_page(pdf, None, None) is False
+        assert answers_page(pdf, pd.read_csv(REPORTS / "crossovers.csv"),
+                            _table([str(REPORTS / "practitioners.csv")], 2000, None)) is True
