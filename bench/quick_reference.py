@@ -79,13 +79,17 @@ def reduced_specs(path: str | Path = MANIFEST) -> list[SweepSpec]:
 def compare(quick: pd.DataFrame, full: pd.DataFrame, covered_specs: set[str]) -> pd.DataFrame:
     """Per declared claim: the full reference's verdict and the quick one's, and whether they
     agree. A claim is covered when the full reference decided it from a spec the quick run
-    reduced (else "not covered": the quick run has no fit that could decide it alike)."""
+    reduced (else "not covered": the quick run has no fit that could decide it alike). Verdicts
+    agree by name (`verdict_key`: the sixth edition's "by X", "(accepts a..b)" or "(Rx)" are
+    numbers of the run, not the verdict)."""
+    from analysis.report.tables import verdict_key
+
     rows = []
     for f, q in zip(full.to_dict("records"), quick.to_dict("records"), strict=True):
         full_spec = str(f["decided by"]).split("/")[0]
         covered = full_spec in covered_specs
         agree = ("not covered" if not covered else
-                 "yes" if q["verdict"] == f["verdict"] else "no")
+                 "yes" if verdict_key(q["verdict"]) == verdict_key(f["verdict"]) else "no")
         same = str(q["decided by"]).split(", x =")[0] == str(f["decided by"]).split(", x =")[0]
         rows.append({"algorithm": f["algorithm"], "claim": f["claim"],
                      "full": f["verdict"], "quick": q["verdict"] if covered else "-",
