@@ -141,7 +141,8 @@ def test_compare_puts_both_on_one_axis_with_passes(swept):
     evals = df.loc[df["algorithm"] == "dp_sgd", "grad_evals"].to_numpy(float)
     assert sgd["passes"] == pytest.approx(np.median(evals / n_star))
     shown = display(table)
-    assert "on n records: smallest n (searched)" in set(shown["view"])
+    assert "n records (searched)" in set(shown["view"])
+    assert shown.loc[shown["algorithm"] == "dp_sgd", "grad. evals"].iloc[0] != "-"
 
 
 @pytest.mark.parametrize("edit,message", [
