@@ -289,6 +289,17 @@ HEADLINE_QUESTION = (
     "margin m.")
 
 
+def calibration_line(datas: list[StoreData]) -> str:
+    """Which calibration the headline's stores use and which n* they count (issue 73, item 2)."""
+    cals = sorted({d.spec.calibration for d in datas})
+    what = {"theory": "the papers' noise formulas (the Spiders then spend different shares of "
+                      "eps; page 1 compares them at equal privacy)",
+            "tight": "tight (each Spider spends all of its eps)"}
+    return ("Calibration: " + "; ".join(f"{c}, {what.get(c, c)}" for c in cals) + ". n* is the "
+            "oracle's: the first n whose best iterate, judged by the exact population alpha_SOSP, "
+            "reaches the target.")
+
+
 def crossover_summary_lines(crossovers: pd.DataFrame | None, laws: pd.DataFrame | None,
                             families: set[str] | None = None) -> list[str]:
     """Per family (those in `families`, None: all), one line: its crossover at the central
@@ -341,7 +352,8 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
     fig = plt.figure(figsize=A4_LANDSCAPE)
     fig.text(0.04, 0.965, "Headline: samples to reach alpha on the hard instances", fontsize=14,
              weight="bold", va="top")
-    fig.text(0.04, 0.93, textwrap.fill(HEADLINE_QUESTION, 155), fontsize=HEADLINE_FONT, va="top")
+    fig.text(0.04, 0.93, textwrap.fill(HEADLINE_QUESTION + " " + calibration_line(datas), 155),
+             fontsize=HEADLINE_FONT, va="top")
     _draw_panels(fig, panels, claims, paired, (0.07, 0.5, 0.88, 0.31))
     rows = _panel_rows(claims, panels)
     body = spider_rows(rows)
