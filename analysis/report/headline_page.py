@@ -352,7 +352,8 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
     fig = plt.figure(figsize=A4_LANDSCAPE)
     fig.text(0.04, 0.965, "Headline: samples to reach alpha on the hard instances", fontsize=14,
              weight="bold", va="top")
-    fig.text(0.04, 0.93, textwrap.fill(HEADLINE_QUESTION + " " + calibration_line(datas), 155),
+    shown = list({id(d): d for d, _, _ in panels}.values())  # the plotted panels' stores
+    fig.text(0.04, 0.93, textwrap.fill(HEADLINE_QUESTION + " " + calibration_line(shown), 160),
              fontsize=HEADLINE_FONT, va="top")
     _draw_panels(fig, panels, claims, paired, (0.07, 0.5, 0.88, 0.31))
     rows = _panel_rows(claims, panels)
