@@ -36,7 +36,7 @@ bench: $(STAMP_TEST)
 	$(BIN)/python -m pytest bench/benchmarks -p no:cacheprovider --benchmark-enable \
 	    --benchmark-autosave --benchmark-columns=median,iqr,rounds --benchmark-sort=name
 
-# The reference report (README "Results"), fifth edition (verdicts against the previous edition's CSV, reports/previous_edition_exponents.csv): every declared claim measured by a
+# The reference report (README "Results"), sixth edition (verdicts against the fifth edition's CSV, reports/previous_edition_exponents.csv; every declared fit's points in reports/reference_fit_points.csv): every declared claim measured by a
 # fit that passes the regime gate (or shown why none can), the SOSP headline's sweeps, seed
 # 001's and seed 002's, each resumable, then one report. `make reference-seed001` /
 # `reference-seed002` run one seed's section alone. Second-edition specs whose every fit was

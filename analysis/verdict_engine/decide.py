@@ -185,11 +185,16 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     o_text = (f"O~ test: {seed_ci} against {_fmt(p)}{' times ' + reg.text if reg.varying else ''} "
               f"+- m {_fmt(m)}, band {band}: {ct.label}; {ct.accepts}")
     # the sixth edition's rule (verdict_rule): the first test that decides, on any design
+    horizon = rules.horizon if rules is not None else None
+
+    def allowance_of(d: Design) -> float:
+        r = log_factors.log_regressor(claim, d, view, x, horizon)
+        return log_factors.slope_allowance(r, d.x) if r.varying else 0.0
+
     tests = verdict_rule.row_tests(
         design, est, seed_lo, seed_hi, rules.slope(design.x) if rules is not None else math.nan,
-        rt.low, rt.high, rules, m, view, x, p, ct.band_low, ct.band_high, abs(allowance) > 1e-12,
-        ct.untestable, ct.accepts, bool(asym is not None and asym.meets),
-        bool(asym is not None and math.isfinite(asym.limit)))
+        rt.low, rt.high, rules, m, view, x, p, rival, allowance_of,
+        bool(asym is not None and asym.meets), bool(asym is not None and math.isfinite(asym.limit)))
     v = verdict_rule.choose(tests)
     worst_low, worst_ratio, worst_x = tests.exceed.worst()
     out.update(verdict=v.text, verdict_kind=v.kind.value, test_verdict_kind=v.kind.value,

@@ -27,21 +27,24 @@ design's geometric centre: the row's seeds, their spread and the curve's bend ar
 "own noise", as tests/headline_fixture.py plants), and a slope fit of the tilted runs reads
 est + (s - est) = s with the same CI half-widths (the fit is linear in log y and draws the same
 resamples) and the same window spread. So the rules test's CI moves by s - est, the O~ test's
-by the same, and the bound check scales point i by (x_i / x_c)^(s - est): the band is the
-verdict rule evaluated along s (a grid of 0.001 within 4 of the row's slope), it holds the
-row's slope by construction, and `tests/test_planted_bands.py` replants every reference row
-from its committed points at its band's edges through the engine.
+by the same (its log allowance evaluated on the tilted values where a declared log reads them,
+e.g. log n at n* in the samples view), and the bound check scales point i by
+(x_i / x_c)^(s - est): the band is the verdict rule evaluated along s (a grid of 0.001 within 4
+of the row's slope), it holds the row's slope by construction, and tests/test_planted_bands.py
+replants every reference row from its committed points at its band's edges through the engine.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from analysis.verdict_engine import margins, verdicts
+from analysis.verdict_engine.claim_test import CONSISTENT, EVEN_WITH_LOGS, ClaimTest, claim_test
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.rules_curve import RulesCurve
 from analysis.verdict_engine.typed import Verdict, VerdictKind
@@ -51,6 +54,9 @@ EXCEED_LEVEL = 0.05
 #: The grid the band is evaluated on, and how far from the row's slope it looks.
 BAND_STEP = 0.001
 BAND_REACH = 4.0
+#: Where the O~ test's log allowance moves with the measured values, the tilts it is evaluated at
+#: (linear between).
+ALLOWANCE_STEP = 0.05
 
 
 @dataclass(frozen=True)
@@ -109,11 +115,11 @@ class RowTests:
     seeds_below: float
     seeds_above: float
     p: float
-    band_low: float
-    band_high: float
-    logs_move: bool
-    untestable: bool
-    accepts: str
+    view: str
+    x_name: str
+    rival: float
+    allowance_t: np.ndarray  # tilts at which the O~ test's log allowance was evaluated ...
+    allowance: np.ndarray  # ... and its values there (one value: constant in the tilt)
     asym_meets: bool
     asym_finite: bool
     exceed: Exceedance
@@ -147,16 +153,30 @@ class RowTests:
         rules = self._rules_decision(res - self.rules_below, res + self.rules_above)
         if rules is not None:
             return rules
-        lo, hi = s - self.seeds_below, s + self.seeds_above
-        if lo > self.band_high or hi < self.band_low:
-            faster = (lo > self.band_high) == (self.sign > 0)
-            return VerdictKind.CLAIM_FASTER if faster else VerdictKind.CLAIM_SLOWER
-        if self.untestable:
+        ct = self.claim_test_at(s)
+        if ct.label.startswith(("slower", "faster")):
+            return VerdictKind.CLAIM_FASTER if ct.label.startswith("faster") \
+                else VerdictKind.CLAIM_SLOWER
+        if ct.untestable:
             return VerdictKind.UNTESTABLE
-        consistent = self.p - self.m <= lo and hi <= self.p + self.m
+        consistent = ct.label == CONSISTENT
         if not consistent and self.too_short:
             return VerdictKind.DESIGN_TOO_SHORT
         return VerdictKind.CONSISTENT if consistent else VerdictKind.NOT_REFUTED
+
+    def allowance_at(self, t: float) -> float:
+        """The O~ test's log allowance for the curve tilted by t (it moves where a declared log
+        reads the measured values, e.g. log n at n* in the samples view)."""
+        if len(self.allowance) == 1:
+            return float(self.allowance[0])
+        return float(np.interp(t, self.allowance_t, self.allowance))
+
+    def claim_test_at(self, s: float) -> ClaimTest:
+        """The O~ test (`claim_test`) of the curve tilted to slope s: the row's CI half-widths,
+        the allowance there."""
+        return claim_test(s, s - self.seeds_below, s + self.seeds_above, self.p,
+                          self.allowance_at(s - self.est), self.m, self.view, self.x_name,
+                          self.rival)
 
     @property
     def too_short(self) -> bool:
@@ -189,17 +209,33 @@ class RowTests:
 
 def row_tests(design: Design, est: float, seed_lo: float, seed_hi: float, rules_slope: float,
               rules_lo: float, rules_hi: float, rules: RulesCurve | None, m: float, view: str,
-              x_name: str, p: float, band_low: float, band_high: float, logs_move: bool,
-              untestable: bool, accepts: str, asym_meets: bool, asym_finite: bool) -> RowTests:
+              x_name: str, p: float, rival: float, allowance_of: Callable[[Design], float],
+              asym_meets: bool, asym_finite: bool) -> RowTests:
     """The row's tests as the verdict rule reads them (module docstring): the seeds' CI, the
-    rules test's residual CI [rules_lo, rules_hi] about est - rules_slope (NaN: no rules)."""
+    rules test's residual CI [rules_lo, rules_hi] about est - rules_slope (NaN: no rules), the
+    O~ test's allowance as a function of the design's values (`allowance_of`: evaluated on the
+    tilted design where it moves with the values, on a grid of ALLOWANCE_STEP)."""
     sign = verdicts.FAVOURABLE.get((view, x_name), +1)
     res = est - rules_slope
     lx = np.log(design.x) if len(design) else np.array([])
     lever = lx - float(np.mean(lx)) if len(lx) else lx
+
+    def tilted(t: float) -> Design:
+        f = np.exp(t * lever)
+        return Design(design.x, tuple(np.asarray(r, float) * fi for r, fi in
+                                      zip(design.reps, f, strict=True)), design.context,
+                      design.x_name)
+
+    a0 = allowance_of(design)
+    probes = [allowance_of(tilted(t)) for t in (-0.5, 0.5)] if len(design) >= 2 else []
+    if all(abs(v - a0) <= 1e-12 for v in probes):
+        ts, allow = np.array([0.0]), np.array([a0])
+    else:
+        ts = np.arange(-BAND_REACH, BAND_REACH + ALLOWANCE_STEP / 2, ALLOWANCE_STEP)
+        allow = np.array([allowance_of(tilted(float(t))) for t in ts])
     return RowTests(est, m, sign, rules_slope, res - rules_lo, rules_hi - res, est - seed_lo,
-                    seed_hi - est, p, band_low, band_high, logs_move, untestable, accepts,
-                    asym_meets, asym_finite, exceedance(design, rules), lever)
+                    seed_hi - est, p, view, x_name, rival, ts, allow, asym_meets, asym_finite,
+                    exceedance(design, rules), lever)
 
 
 def would_decide(design: Design, x_name: str, half_width: float, m: float) -> str:
@@ -224,10 +260,11 @@ def choose(tests: RowTests) -> Verdict:
         tests.est - tests.r if kind in (VerdictKind.RULES_SLOWER, VerdictKind.RULES_FASTER)
         else math.nan)
     lo_b, hi_b = tests.band(kind)
-    logs = tests.logs_move and kind in (VerdictKind.CLAIM_SLOWER, VerdictKind.CLAIM_FASTER)
-    accepts = tests.accepts if kind in (VerdictKind.NOT_REFUTED, VerdictKind.UNTESTABLE) else ""
+    ct = tests.claim_test_at(tests.est)
+    logs = ct.label.endswith(EVEN_WITH_LOGS)
+    accepts = ct.accepts if kind in (VerdictKind.NOT_REFUTED, VerdictKind.UNTESTABLE) else ""
     return Verdict(kind, by, accepts, logs, lo_b, hi_b)
 
 
-__all__ = ["BAND_REACH", "BAND_STEP", "EXCEED_LEVEL", "Exceedance", "RowTests", "choose",
+__all__ = ["ALLOWANCE_STEP", "BAND_REACH", "BAND_STEP", "EXCEED_LEVEL", "Exceedance", "RowTests", "choose",
            "exceedance", "row_tests", "would_decide"]
