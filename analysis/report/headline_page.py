@@ -292,12 +292,10 @@ HEADLINE_QUESTION = (
 def calibration_line(datas: list[StoreData]) -> str:
     """Which calibration the headline's stores use and which n* they count (issue 73, item 2)."""
     cals = sorted({d.spec.calibration for d in datas})
-    what = {"theory": "the papers' noise formulas (the Spiders then spend different shares of "
-                      "eps; page 1 compares them at equal privacy)",
-            "tight": "tight (each Spider spends all of its eps)"}
-    return ("Calibration: " + "; ".join(f"{c}, {what.get(c, c)}" for c in cals) + ". n* is the "
-            "oracle's: the first n whose best iterate, judged by the exact population alpha_SOSP, "
-            "reaches the target.")
+    what = {"theory": "the papers' noise formulas; page 1 compares at equal privacy",
+            "tight": "each Spider spends all of its eps"}
+    return ("Calibration: " + "; ".join(f"{c} ({what.get(c, c)})" for c in cals) + ". n*: the "
+            "oracle's first hitting time (best iterate by the exact population alpha_SOSP).")
 
 
 def crossover_summary_lines(crossovers: pd.DataFrame | None, laws: pd.DataFrame | None,
