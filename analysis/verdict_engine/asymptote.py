@@ -109,9 +109,28 @@ def _shifted(design: Design, i: int, xs: np.ndarray, eps_scale: float = 1.0) -> 
     return Design(np.asarray(xs, float), tuple(np.ones(1) for _ in xs), pd.DataFrame(rows), name)
 
 
+#: rules_asymptote's answers by their inputs (the design's x and context: not its measured
+#: values, which the rules never read): a replant of a row (analysis.verdict_engine.replant)
+#: asks the same question for every tilt of its curve.
+_CACHE: dict[tuple, Asymptote] = {}
+
+
 def rules_asymptote(design: Design, view: str, calibration: str, predicted: float,
                     m: float) -> Asymptote:
-    """The rules' limit slope and where it comes within m of `predicted` (module docstring)."""
+    """The rules' limit slope and where it comes within m of `predicted` (module docstring);
+    memoized on the design's x and context (`_CACHE`)."""
+    key = (design.x.tobytes(), design.context.to_json(), design.x_name, design.private, view,
+           calibration, predicted, m)
+    if key not in _CACHE:
+        if len(_CACHE) > 512:
+            _CACHE.clear()
+        _CACHE[key] = _rules_asymptote(design, view, calibration, predicted, m)
+    return _CACHE[key]
+
+
+def _rules_asymptote(design: Design, view: str, calibration: str, predicted: float,
+                     m: float) -> Asymptote:
+    """`rules_asymptote`, computed."""
     from analysis.verdict_engine.rules_curve import rules_curve
 
     nan = math.nan
