@@ -42,3 +42,17 @@ def test_the_page_is_drawn_only_with_its_data(tmp_path):
         assert answers_page(pdf, None, None) is False
         assert answers_page(pdf, pd.read_csv(REPORTS / "crossovers.csv"),
                             _table([str(REPORTS / "practitioners.csv")], 2000, None)) is True
+
+
+def test_the_spider_answer_reads_its_direction_and_says_nothing_without_a_crossover():
+    c = pd.read_csv(REPORTS / "crossovers.csv")
+    head = (c["source"].str.startswith("headline4_law_eps") & (c["problem"] == "hard_valley")
+            & (c["eps"] == 0.1))
+    flipped = c.copy()
+    flipped.loc[head, "paired_slope"] = -0.4
+    assert "needs more samples than the Gaussian Spider (3/7) for targets below" \
+        in spider_answer(flipped)
+    outside = c.copy()
+    outside.loc[head, "where"] = "below"
+    assert spider_answer(outside) == ""
+    assert spider_answer(None) == "" and practitioner_answer(None) == ""

@@ -42,3 +42,11 @@ def test_every_failed_cell_is_named():
         "(backstop alarm)",
         "  cccccccccccc dp_gd/hard_valley eps=0.1 rep=2 [error]: ValueError: bad"]
     assert failure_lines(cells[cells["status"] == "ok"]) == []
+
+
+def test_a_failure_without_a_message_is_named_too():
+    """A store read back gives NaN, not None, for an empty error text."""
+    cells = pd.DataFrame([{"key": "d" * 20, "algorithm": "dp_sgd", "problem": "hard_valley",
+                           "rep": 0, "status": "error", "error_type": float("nan"),
+                           "error_message": float("nan")}])
+    assert failure_lines(cells) == ["  dddddddddddd dp_sgd/hard_valley rep=0 [error]: : "]

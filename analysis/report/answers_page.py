@@ -51,13 +51,24 @@ def spider_answer(crossovers: pd.DataFrame | None) -> str:
     if head.empty:
         return ""
     h = head.iloc[0]
+    a_star, slope = float(h["alpha_star"]), float(h.get("paired_slope", math.nan))
+    if not (math.isfinite(a_star) and h["where"] == "inside"):
+        return ""  # no crossover inside its bracket at the headline's setting: nothing to say
+    # the paired slope of log(n*_adaptive / n*_Gaussian) on log alpha: above 0, the adaptive
+    # Spider's ratio falls as alpha falls (it wins below alpha*); below 0, the reverse
+    if math.isfinite(slope) and slope != 0:
+        below, above = ("fewer", "more") if slope > 0 else ("more", "fewer")
+        side = (f"needs {below} samples than the Gaussian Spider (3/7) for targets below alpha* = "
+                f"{_g(a_star)} [{_g(h['ci_low'])}, {_g(h['ci_high'])}] and {above} above it "
+                f"(paired slope {_g(slope)})")
+    else:
+        side = (f"and the Gaussian Spider (3/7) need equal samples at alpha* = {_g(a_star)} "
+                f"[{_g(h['ci_low'])}, {_g(h['ci_high'])}]")
     text = (f"3/7 or 1/2 at equal privacy? Both Spiders calibrated tight (each spends all of its "
             f"eps), every knob at 1, samples counted as the oracle's n* (the first n whose best "
             f"iterate, judged by the exact population alpha_SOSP, reaches the target): on "
             f"{HEADLINE[0]} at eps {HEADLINE[1]:g}, d {HEADLINE[2]:g}, the adaptive tree Spider "
-            f"(claimed exponent 1/2) needs fewer samples than the Gaussian Spider (3/7) for "
-            f"targets below alpha* = {_g(h['alpha_star'])} [{_g(h['ci_low'])}, {_g(h['ci_high'])}]"
-            f" and more above it.")
+            f"(claimed exponent 1/2) {side}.")
     ranges = []
     for problem, g in law.groupby("problem", sort=True):
         inside = g[g["where"] == "inside"]
@@ -109,13 +120,15 @@ def answers_page(pdf: object, crossovers: pd.DataFrame | None,
                  practitioners: pd.DataFrame | None) -> bool:
     """Page 1 (module docstring): the two paragraphs, each wrapped to the page; False (no page)
     where neither has its data (a store's own report: the claims come first)."""
-    paragraphs = [p for p in (spider_answer(crossovers), practitioner_answer(practitioners)) if p]
+    paragraphs = [(head, p) for head, p in (("The Spiders", spider_answer(crossovers)),
+                                            ("The practitioner", practitioner_answer(practitioners)))
+                  if p]
     if not paragraphs:
         return False
     fig = plt.figure(figsize=A4_LANDSCAPE)
     fig.text(0.04, 0.95, "The two answers", fontsize=15, weight="bold", va="top")
     y = 0.89
-    for head, p in zip(("The Spiders", "The practitioner"), paragraphs, strict=False):
+    for head, p in paragraphs:
         fig.text(0.04, y, head, fontsize=11, weight="bold", va="top")
         body = textwrap.fill(p, 150)
         fig.text(0.04, y - 0.035, body, fontsize=9, va="top", linespacing=1.35)

@@ -119,8 +119,9 @@ def rules_asymptote(design: Design, view: str, calibration: str, predicted: floa
                     m: float) -> Asymptote:
     """The rules' limit slope and where it comes within m of `predicted` (module docstring);
     memoized on the design's x and context (`_CACHE`)."""
-    key = (design.x.tobytes(), design.context.to_json(), design.x_name, design.private, view,
-           calibration, predicted, m)
+    # repr of the context's values: full precision, inf and nan kept apart (to_json is not)
+    key = (design.x.tobytes(), repr(design.context.to_dict("split")), design.x_name,
+           design.private, view, calibration, predicted, m)
     if key not in _CACHE:
         if len(_CACHE) > 512:
             _CACHE.clear()

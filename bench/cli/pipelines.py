@@ -28,8 +28,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     failed = failure_lines(load(out))
     if failed:  # named, so a demo on a loaded machine never hides a lost cell (issue 73, item 6)
-        print(f"{len(failed)} cells failed (`dprates demo` again, or `dprates sweep "
-              f"bench/configs/quick.toml --out {out} --retry-failed`, reruns them):")
+        print(f"{len(failed)} cells failed (`dprates sweep bench/configs/quick.toml --out {out} "
+              "--retry-failed` reruns them):")
         print("\n".join(failed))
     from analysis.metrics import median_n_star
     from analysis.points import _combo_label, theory_mask

@@ -55,8 +55,10 @@ def failure_lines(df, cols: list[str] | None = None) -> list[str]:
     failed = df[df["status"].isin(["error", "timeout"])]
     out = []
     for _, r in failed.iterrows():
-        first = (r["error_message"] or "").strip().splitlines()
-        out.append(f"  {r['key'][:12]} {_cell_label(r, cols)} [{r['status']}]: {r['error_type']}: "
+        msg = r["error_message"]
+        first = msg.strip().splitlines() if isinstance(msg, str) else []  # NaN read back: none
+        kind = r["error_type"] if isinstance(r["error_type"], str) else ""
+        out.append(f"  {r['key'][:12]} {_cell_label(r, cols)} [{r['status']}]: {kind}: "
                    f"{first[0] if first else ''}")
     return out
 
