@@ -69,7 +69,6 @@ FOLLOWS_OTHER = NAMES[VerdictKind.FOLLOWS_OTHER]
 #: The fifth edition's label, no longer a verdict (verdict_rule); kept for readers of its CSVs.
 APPROACHES = "approaches its bound from below"
 DESIGN_TOO_SHORT = NAMES[VerdictKind.DESIGN_TOO_SHORT]
-EXCEEDS_BOUND = NAMES[VerdictKind.EXCEEDS_BOUND]
 #: Kept for readers of fourth-edition CSVs (verdict_changes): the old allowance's label.
 UP_TO_LOGS = "consistent up to logs"
 

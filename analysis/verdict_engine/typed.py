@@ -102,9 +102,7 @@ DIRECTION = {VerdictKind.RULES_SLOWER: "slower", VerdictKind.RULES_FASTER: "fast
              VerdictKind.CLAIM_SLOWER: "slower", VerdictKind.CLAIM_FASTER: "faster"}
 #: Kinds that reject a test (a slope test, or the bound's level).
 REJECTED = (*DIRECTION, VerdictKind.EXCEEDS_BOUND)
-#: Kinds that decide nothing about the claim.
-UNDECIDED = (VerdictKind.DESIGN_TOO_SHORT, VerdictKind.NOT_IN_REGIME, VerdictKind.NO_CLAIM,
-             VerdictKind.INCONCLUSIVE, VerdictKind.UNTESTABLE)
+
 
 
 def _g(v: float) -> str:
@@ -161,5 +159,5 @@ def kind_of(verdict: str) -> VerdictKind | None:
     return None
 
 
-__all__ = ["AGREEING", "DIRECTION", "MEANING", "NAMES", "REJECTED", "UNDECIDED", "Verdict", "VerdictKind",
+__all__ = ["AGREEING", "DIRECTION", "MEANING", "NAMES", "REJECTED", "Verdict", "VerdictKind",
            "kind_of"]
