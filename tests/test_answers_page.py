@@ -56,3 +56,28 @@ def test_the_spider_answer_reads_its_direction_and_says_nothing_without_a_crosso
     outside.loc[head, "where"] = "below"
     assert spider_answer(outside) == ""
     assert spider_answer(None) == "" and practitioner_answer(None) == ""
+
+
+def test_the_rates_answer_reads_the_measured_link():
+    """The rates paragraph prints each Spider's deepest-decade slope and CI from its row, and
+    says "not within m" / "not clear of the rival" where the row says so (planted rows)."""
+    from analysis.report.answers_page import rates_answer
+
+    rows = pd.DataFrame([
+        {"algorithm": "gaussian_spider", "x": "alpha", "character": "hard",
+         "problem": "hard_valley", "eps": 0.001, "d": 10.0, "predicted": -7 / 3,
+         "rival_predicted": -2.0, "margin": 0.0972, "link_deep": -2.341, "link_deep_low": -2.362,
+         "link_deep_high": -2.318, "link_deep_from": 9e-4, "link_deep_to": 9e-3,
+         "link_reached": True, "link_excludes_rival": True},
+        {"algorithm": "adaptive_tree_spider", "x": "alpha", "character": "hard",
+         "problem": "hard_valley", "eps": 0.001, "d": 10.0, "predicted": -2.0,
+         "rival_predicted": -7 / 3, "margin": 0.0833, "link_deep": -2.118, "link_deep_low": -2.131,
+         "link_deep_high": -2.104, "link_deep_from": 9e-4, "link_deep_to": 9e-3,
+         "link_reached": False, "link_excludes_rival": True},
+    ])
+    text = rates_answer(rows)
+    assert "-2.34 [-2.36, -2.32] (within m of its claim -2.33" in text
+    assert "-2.12 [-2.13, -2.10] (not within m of its claim -2" in text
+    assert text.count("clear of the rival") == 2 and "not clear" not in text
+    assert rates_answer(rows.drop(columns=["link_deep"])) == ""
+    assert rates_answer(rows.assign(x="eps")) == ""

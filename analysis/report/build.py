@@ -4,7 +4,8 @@ writes the claims CSV beside it (`CSV_COLUMNS`).
 Pages, in order, each drawn by its own module of `analysis.report`: the claims summary
 (`summary_page`) and the headline figure (`headline_page`); title (spec, date, provenance, counts
 by status; `title_pages`); claims table, forest plots, every declared claim (`claims_pages`); the
-local slopes of each fit still "than claimed" (`local_slopes_page`); budget use against the
+local slopes of each fit still "than claimed" (`local_slopes_page`); the claim link on data of
+every fit over two decades (`claim_link_page`; the headline's in the main report); budget use against the
 rules (`budget_use_page`); path length (`claims_pages`); privacy (`privacy_page`); the share of eps
 the noise spends (`eps_spent_page`); the atlas
 (`atlas_page`); per store: its section divider (`title_pages`), one scaling page per declared
@@ -33,6 +34,7 @@ from analysis.report.answers_page import answers_page, practitioner_answer, spid
 from analysis.report.atlas_page import atlas_maps, atlas_of, atlas_text
 from analysis.report.budget_use_page import budget_use_page
 from analysis.report.cell_pages import failures_page, trajectory_pages
+from analysis.report.claim_link_page import claim_link_pages, linked_rows
 from analysis.report.claims_pages import (
     claims_page,
     declared_claims_page,
@@ -94,7 +96,14 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                # check, and the row's group within its fit (the key of its points in
                # reports/reference_fit_points.csv)
                "verdict_kind", "test_verdict_kind", "verdict_band_low", "verdict_band_high",
-               "bound_exceed_low", "bound_exceed_ratio", "bound_exceed_x", "group_index"]
+               "bound_exceed_low", "bound_exceed_ratio", "bound_exceed_x", "group_index",
+               # the claim link on data (issue 70, item 3; `measured_link`): on a design of two
+               # decades or more, the deepest and first decades' slopes with CIs, their trend,
+               # the rules' slope there, the local slopes with CIs and the rules' profile
+               "claim_link", "link_deep", "link_deep_low", "link_deep_high", "link_deep_from",
+               "link_deep_to", "link_first", "link_trend", "link_trend_low", "link_trend_high",
+               "link_rules_deep", "link_reached", "link_excludes_rival", "link_local",
+               "rules_profile"]
 
 
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,
@@ -157,12 +166,13 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         main = Sections(pdf)
         if spider_answer(crossovers) or practitioner_answer(practitioners):
             main.start(ANSWERS_SECTION)
-            answers_page(pdf, crossovers, practitioners)
+            answers_page(pdf, crossovers, practitioners, claims)
         main.start(MAIN_SECTIONS[0])
         summary_table_pages(pdf, summary, "Claims: measured against claimed rates, " + (
             names if len(names) <= 70 else f"{len(datas)} stores (listed in the appendix)"))
         main.start(MAIN_SECTIONS[1])
         headline_page(pdf, datas, claims, paired, crossovers, laws)
+        claim_link_pages(pdf, claims, alpha_only=True)
         main.start(MAIN_SECTIONS[2])
         main_atlas, other_atlas = split_atlas(atlas)
         atlas_maps(pdf, main_atlas)
@@ -187,6 +197,9 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         declared_claims_page(pdf, claims)
         app.start("Local slopes of the rows still faster or slower than claimed")
         local_slopes_pages(pdf, claims, figdir)
+        if len(linked_rows(claims)):
+            app.start("The claim link on data: every fit over two decades or more")
+            claim_link_pages(pdf, claims, figdir=figdir)
         app.start("Budget use against the rules")
         budget_use_page(pdf, claims)
         app.start("Path length")

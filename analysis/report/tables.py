@@ -6,8 +6,10 @@ No plotting here (so `dprates fit` and `dprates claims` do not import matplotlib
 The claims summary decides each claim from one fit row, ranked so that a row that says
 something wins: in regime before not in regime (the gate, `analysis.verdict_engine.verdicts.apply_gate`), the
 fit's declared mode before the other (theory mode where a CSV does not say), a hard instance
-before a benign one (the claims are worst-case bounds that bind on hard instances), a
-decisive verdict before "inconclusive", then the table's order (the stores' or the CSV's:
+before a benign one (the claims are worst-case bounds that bind on hard instances), a row
+whose measured claim link tells the claim from its rival's (issue 70, item 3: the deepest decade
+of a two-decade window clear of the rival's +- m, `link_excludes_rival`) before one that does
+not, a decisive verdict before "inconclusive", then the table's order (the stores' or the CSV's:
 `make reference` lists the headline first). The other rows that measure the
 claim are counted beside it ("fits: 2 of 6 in regime").
 """
@@ -207,8 +209,10 @@ def _rank(r: pd.Series) -> tuple:
     finite_ci = finite(lo) and finite(hi)
     verdict = display_verdict(r)
     measured = verdict not in (NOT_MEASURED, NO_CLAIM, "") and finite_ci
+    told = r.get("link_excludes_rival")
+    told = told.strip().lower() == "true" if isinstance(told, str) else told is True or told == 1
     return (not measured, not in_regime, not bool(declared), r.get("character") != "hard",
-            verdict_key(verdict) in UNDECIDED, r.get("_order", 0))
+            not told, verdict_key(verdict) in UNDECIDED, r.get("_order", 0))
 
 
 def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | None = None

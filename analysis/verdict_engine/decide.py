@@ -38,6 +38,7 @@ difference smaller than m.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ from analysis.verdict_engine import (
 from analysis.verdict_engine.asymptote import rules_asymptote
 from analysis.verdict_engine.claim_test import claim_test, window_that_would_test
 from analysis.verdict_engine.design import Design
+from analysis.verdict_engine.measured_link import MeasuredLink, measured_link, rules_profile
 from analysis.verdict_engine.rules_curve import (
     PRIVATE_SHARE_MIN,
     RulesCurve,
@@ -152,13 +154,20 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
                    asymptote_meets=asym.meets, asymptote_x_within_m=asym.x_within_m,
                    asymptote_note=asym.note, asymptote_tail=asym.tail,
                    asymptote_tail_x=asym.tail_x, asymptote_past_jump=asym.past_jump)
+    # 2b. the claim link on data (issue 70, item 3): the deepest decade of a two-decade design,
+    # from its own generator (spawned: the row's draws below stay those of the fifth edition)
+    rival = row.get("rival_predicted", math.nan)
+    rival = float(rival) if isinstance(rival, (int, float)) else math.nan
+    link = measured_link(design, p, m, rival, rules.values if rules is not None else None,
+                         rng.spawn(1)[0])
+    if link.available and rules is not None and rules.available:
+        link = replace(link, profile=rules_profile(design, view, calibration))
+    out.update(_link_columns(link, p, m, rival, x))
     # 3. the O~ test with its declared logs (t is reported; the band decides)
     reg = log_factors.log_regressor(claim, design, view, x,
                                     rules.horizon if rules is not None else None)
     allowance = log_factors.slope_allowance(reg, design.x) if reg.varying else 0.0
     lp = log_aware.log_power_fit(design, p, reg.z, rng=rng)
-    rival = row.get("rival_predicted", math.nan)
-    rival = float(rival) if isinstance(rival, (int, float)) else math.nan
     ct = claim_test(est, seed_lo, seed_hi, p, allowance, m, view, x, rival)
     c, c_at = bound_level.measured_constant(claim, design, view)
     local = window.local_slopes(design.x, ly) if len(design) >= 2 else np.array([])
@@ -176,8 +185,10 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
         would = window_that_would_test(design.x, x, est, seed_lo, seed_hi, p, allowance, m, rival)
         out["untestable"] = f"{ct.why_untestable}; {would}" if would else ct.why_untestable
     out["chain"] = _chain(rt, asym, p, x)
+    if link.available:
+        out["chain"] += f"; the claim link on data: {out['claim_link'].removeprefix('measured: ')}"
     if math.isfinite(rival) and abs(rival - p) > 1e-12:
-        out["separates_rival"] = _separates(rt, asym, rival)
+        out["separates_rival"] = _separates(rt, asym, rival, link)
     _gate(out, row, design)
     seed_ci = f"{_fmt(est)} [{_fmt(seed_lo)}, {_fmt(seed_hi)}]"
     band = f"[{_fmt(ct.band_low)}, {_fmt(ct.band_high)}]"
@@ -193,7 +204,8 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     tests = verdict_rule.row_tests(
         design, est, seed_lo, seed_hi, rules.slope(design.x) if rules is not None else math.nan,
         rt.low, rt.high, rules, m, view, x, p, rival, allowance_of,
-        bool(asym is not None and asym.meets), bool(asym is not None and math.isfinite(asym.limit)))
+        bool(asym is not None and asym.meets), bool(asym is not None and math.isfinite(asym.limit)),
+        link.deep if link.available else (math.nan, math.nan, math.nan))
     v = verdict_rule.choose(tests)
     worst_low, worst_ratio, worst_x = tests.exceed.worst()
     out.update(verdict=v.text, verdict_kind=v.kind.value, test_verdict_kind=v.kind.value,
@@ -220,6 +232,23 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     return out
 
 
+def _link_columns(link: MeasuredLink, p: float, m: float, rival: float, x: str) -> dict[str, Any]:
+    """The measured claim link's columns (`measured_link`): its line, the deepest and first
+    decades' slopes and the trend with CIs, the rules' slope there, the local slopes with CIs
+    and the rules' local-slope profile (text: "x:slope[low,high]" / "x:slope", space-separated)."""
+    out: dict[str, Any] = {"claim_link": link.text(p, m, rival, x)}
+    if not link.available:
+        return out
+    out.update(link_deep=link.deep[0], link_deep_low=link.deep[1], link_deep_high=link.deep[2],
+               link_deep_from=link.deep_window[0], link_deep_to=link.deep_window[1],
+               link_first=link.first[0], link_trend=link.trend[0], link_trend_low=link.trend[1],
+               link_trend_high=link.trend[2], link_rules_deep=link.rules_deep,
+               link_reached=link.reached, link_excludes_rival=link.excluded_rival,
+               link_local=" ".join(f"{a:.3g}:{b:.4g}[{c:.4g},{d:.4g}]" for a, b, c, d in link.local),
+               rules_profile=" ".join(f"{a:.3g}:{b:.4g}" for a, b in link.profile))
+    return out
+
+
 def _chain(rt: rules_test.RulesTest, asym: Any, p: float, x: str) -> str:
     """The chain in one line: the rules test, then the rules' asymptote against the claim."""
     if rt.decision == rules_test.NO_RULES:
@@ -240,8 +269,16 @@ def _chain(rt: rules_test.RulesTest, asym: Any, p: float, x: str) -> str:
             + tail)
 
 
-def _separates(rt: rules_test.RulesTest, asym: Any, rival: float) -> str:
-    """Whether the chain tells this claim from the rival's on this window."""
+def _separates(rt: rules_test.RulesTest, asym: Any, rival: float, link: MeasuredLink) -> str:
+    """Whether the chain tells this claim from the rival's on this window: on data where the
+    design carries the measured link (its deepest decade's CI clears the rival +- m), else by
+    the rules test and the rules' asymptote."""
+    if link.available:
+        s, lo, hi = link.deep
+        verdict = "yes (measured)" if link.excluded_rival else "no (measured)"
+        clears = "clears" if link.excluded_rival else "does not clear"
+        return (f"{verdict}: the deepest decade's {_fmt(s)} [{_fmt(lo)}, {_fmt(hi)}] {clears} the "
+                f"rival's {_fmt(rival)} +- m")
     if rt.decision == rules_test.NO_RULES or not math.isfinite(rt.accepts_low):
         return "no: the rules test accepts nothing at m on this design"
     if asym is None or not asym.meets:

@@ -11,9 +11,13 @@ The kinds, in the order `decide` tries them (the first that holds is the verdict
   at 1) beyond the seeds' one-sided interval at some design point;
 - RULES_SLOWER / RULES_FASTER: the primary test rejected (the residual slope's CI clears +-m):
   the verdict whatever the O~ test says;
+- FOLLOWS_MEASURED: the primary test holds and the measured slope over the deepest decade of a
+  design of two decades or more lies within +-m of the claim (the claim link on data);
 - FOLLOWS_CHAIN / FOLLOWS_OTHER: the primary test holds and the rules' asymptote is / is not the
   claim;
 - CLAIM_SLOWER / CLAIM_FASTER: the O~ test rejected (the CI clears the claim's band);
+- REACHES_MEASURED: no rules decision, no O~ rejection, and the measured deepest decade within
+  +-m of the claim (the claim link on data without the rules test);
 - UNTESTABLE: the O~ test's accepted range holds the rival claim (or is wider than the gap);
 - CONSISTENT / NOT_REFUTED: the O~ test agrees (inside +-m / meets the band);
 - DESIGN_TOO_SHORT: no test decided and the resolution of every test is wider than the gap it
@@ -32,9 +36,11 @@ class VerdictKind(StrEnum):
     EXCEEDS_BOUND = "exceeds_bound"
     RULES_SLOWER = "rules_slower"
     RULES_FASTER = "rules_faster"
+    FOLLOWS_MEASURED = "follows_measured"
     FOLLOWS_CHAIN = "follows_chain"
     FOLLOWS_OTHER = "follows_other"
     CLAIM_SLOWER = "claim_slower"
+    REACHES_MEASURED = "reaches_measured"
     CLAIM_FASTER = "claim_faster"
     UNTESTABLE = "untestable"
     CONSISTENT = "consistent"
@@ -50,10 +56,12 @@ NAMES = {
     VerdictKind.EXCEEDS_BOUND: "exceeds its bound",
     VerdictKind.RULES_SLOWER: "slower than its rules",
     VerdictKind.RULES_FASTER: "faster than its rules",
+    VerdictKind.FOLLOWS_MEASURED: "follows its rules and reaches the claim on its deepest decade",
     VerdictKind.FOLLOWS_CHAIN: "follows its rules, whose asymptote is the claim",
     VerdictKind.FOLLOWS_OTHER: "follows its rules, whose asymptote is not the claim",
     VerdictKind.CLAIM_SLOWER: "slower than claimed",
     VerdictKind.CLAIM_FASTER: "faster than claimed",
+    VerdictKind.REACHES_MEASURED: "reaches the claim on its deepest decade",
     VerdictKind.UNTESTABLE: "the O~ claim is untestable on this window",
     VerdictKind.CONSISTENT: "consistent",
     VerdictKind.NOT_REFUTED: "not refuted by the O~ claim",
@@ -72,6 +80,9 @@ MEANING = {
         "margin m on the unfavourable side: the curve falls more slowly than its bound says",
     VerdictKind.RULES_FASTER: "the residual slope against the algorithm's own rules clears the "
         "margin m on the favourable side: the bound is loose on this window",
+    VerdictKind.FOLLOWS_MEASURED: "the residual slope against the algorithm's own rules is "
+        "within +-m and, on a design of two decades or more, the measured slope over the deepest "
+        "decade lies within +-m of the claim: both links of the chain measured",
     VerdictKind.FOLLOWS_CHAIN: "the residual slope against the algorithm's own rules is within "
         "+-m and the rules' local slope tends to the claim",
     VerdictKind.FOLLOWS_OTHER: "the curve follows its rules, but the rules' local slope does not "
@@ -80,6 +91,9 @@ MEANING = {
         "unfavourable side",
     VerdictKind.CLAIM_FASTER: "the CI clears the claim's band (its declared logs, +-m) on the "
         "favourable side",
+    VerdictKind.REACHES_MEASURED: "the rules test does not decide and the O~ test does not "
+        "reject, and the measured slope over the deepest decade of a design of two decades or "
+        "more lies within +-m of the claim",
     VerdictKind.UNTESTABLE: "the O~ band accepts the rival claim too (or is wider than the gap "
         "to it) and no other test decides",
     VerdictKind.CONSISTENT: "the seeds' CI lies within the margin m of the claim's slope",
@@ -94,7 +108,8 @@ MEANING = {
 
 #: Kinds that agree with the claim (a claim over several fits reads the weakest; strongest
 #: first).
-AGREEING = (VerdictKind.CONSISTENT, VerdictKind.FOLLOWS_CHAIN, VerdictKind.NOT_REFUTED)
+AGREEING = (VerdictKind.FOLLOWS_MEASURED, VerdictKind.CONSISTENT, VerdictKind.REACHES_MEASURED,
+            VerdictKind.FOLLOWS_CHAIN, VerdictKind.NOT_REFUTED)
 #: Kinds that reject a slope test, with the direction they reject it in. EXCEEDS_BOUND rejects the
 #: bound's level, not a slope: it has no direction (a tilt about the window's centre can lift
 #: either end above the bound).

@@ -8,8 +8,15 @@ any design (a short one is marked in `resolution`, not turned into "design too s
    one-sided interval at some design point: "exceeds its bound" (`exceedance`);
 2. the primary test rejected (the residual slope against the rules clears +-m): "slower / faster
    than its rules by X", whatever the O~ test says;
-3. the primary test holds: "follows its rules, whose asymptote is (not) the claim";
+3. the primary test holds: "follows its rules and reaches the claim on its deepest decade" where
+   the design spans two decades and the measured slope over its deepest decade lies within the
+   claim's +-m (`measured_link`: the claim link on data), else "follows its rules, whose
+   asymptote is (not) the claim" (the link read off the rules beyond the design);
 4. the O~ test rejected: "slower / faster than claimed (even with logs)";
+4b. the rules test undecided (or no rules), the O~ test not rejected, and the measured deepest
+   decade of a two-decade design within the claim's +-m (`measured_link`): "reaches the claim on
+   its deepest decade"; after the O~ rejection, so that the verdict stays monotone in the slope
+   (a tilt moves the deepest decade and the whole window alike);
 5. the O~ test's accepted range holds the rival claim (or is wider than the gap to it):
    "untestable";
 6. no test decided and every test's resolution is wider than the gap it must tell (the CI
@@ -124,13 +131,28 @@ class RowTests:
     asym_finite: bool
     exceed: Exceedance
     lever: np.ndarray  # log(x / x_c) per design point: a tilt's log factor per unit slope
+    # the measured claim link (`measured_link`): the deepest decade's slope and its CI as offsets
+    # below / above it (NaN: the design spans under two decades, the link is the rules' only)
+    deep: float = math.nan
+    deep_below: float = math.nan
+    deep_above: float = math.nan
 
-    def _rules_decision(self, lo: float, hi: float) -> VerdictKind | None:
-        """The rules test on a residual CI: a rejection's kind, FOLLOWS_CHAIN / FOLLOWS_OTHER for
-        a pass, None for undecided or no rules."""
+    def reaches_at(self, t: float) -> bool:
+        """Whether the deepest decade's CI of the curve tilted by t lies within the claim's +-m
+        (a tilt moves every local slope by t)."""
+        if not all(math.isfinite(v) for v in (self.deep, self.deep_below, self.deep_above)):
+            return False
+        d = self.deep + t
+        return self.p - self.m <= d - self.deep_below and d + self.deep_above <= self.p + self.m
+
+    def _rules_decision(self, lo: float, hi: float, t: float = 0.0) -> VerdictKind | None:
+        """The rules test on a residual CI: a rejection's kind, FOLLOWS_MEASURED /
+        FOLLOWS_CHAIN / FOLLOWS_OTHER for a pass, None for undecided or no rules."""
         if not math.isfinite(self.r) or not (math.isfinite(lo) and math.isfinite(hi)):
             return None
         if -self.m <= lo and hi <= self.m:
+            if self.reaches_at(t):
+                return VerdictKind.FOLLOWS_MEASURED
             if not self.asym_finite:
                 return None
             return VerdictKind.FOLLOWS_CHAIN if self.asym_meets else VerdictKind.FOLLOWS_OTHER
@@ -150,13 +172,15 @@ class RowTests:
         if not all(math.isfinite(v) for v in (s, self.seeds_below, self.seeds_above)):
             return VerdictKind.INCONCLUSIVE
         res = s - self.r
-        rules = self._rules_decision(res - self.rules_below, res + self.rules_above)
+        rules = self._rules_decision(res - self.rules_below, res + self.rules_above, t)
         if rules is not None:
             return rules
         ct = self.claim_test_at(s)
         if ct.label.startswith(("slower", "faster")):
             return VerdictKind.CLAIM_FASTER if ct.label.startswith("faster") \
                 else VerdictKind.CLAIM_SLOWER
+        if self.reaches_at(t):  # the claim link on data, the rules test undecided (rule 4b)
+            return VerdictKind.REACHES_MEASURED
         if ct.untestable:
             return VerdictKind.UNTESTABLE
         consistent = ct.label == CONSISTENT
@@ -210,11 +234,13 @@ class RowTests:
 def row_tests(design: Design, est: float, seed_lo: float, seed_hi: float, rules_slope: float,
               rules_lo: float, rules_hi: float, rules: RulesCurve | None, m: float, view: str,
               x_name: str, p: float, rival: float, allowance_of: Callable[[Design], float],
-              asym_meets: bool, asym_finite: bool) -> RowTests:
+              asym_meets: bool, asym_finite: bool,
+              deep: tuple[float, float, float] = (math.nan, math.nan, math.nan)) -> RowTests:
     """The row's tests as the verdict rule reads them (module docstring): the seeds' CI, the
     rules test's residual CI [rules_lo, rules_hi] about est - rules_slope (NaN: no rules), the
     O~ test's allowance as a function of the design's values (`allowance_of`: evaluated on the
-    tilted design where it moves with the values, on a grid of ALLOWANCE_STEP)."""
+    tilted design where it moves with the values, on a grid of ALLOWANCE_STEP); `deep`: the
+    measured deepest decade's slope and CI (`measured_link`; NaN where it carries no link)."""
     sign = verdicts.FAVOURABLE.get((view, x_name), +1)
     res = est - rules_slope
     lx = np.log(design.x) if len(design) else np.array([])
@@ -235,7 +261,8 @@ def row_tests(design: Design, est: float, seed_lo: float, seed_hi: float, rules_
         allow = np.array([allowance_of(tilted(float(t))) for t in ts])
     return RowTests(est, m, sign, rules_slope, res - rules_lo, rules_hi - res, est - seed_lo,
                     seed_hi - est, p, view, x_name, rival, ts, allow, asym_meets, asym_finite,
-                    exceedance(design, rules), lever)
+                    exceedance(design, rules), lever, deep[0], deep[0] - deep[1],
+                    deep[2] - deep[0])
 
 
 def would_decide(design: Design, x_name: str, half_width: float, m: float) -> str:
