@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench reference reference-long reference-all reference-report reference-practitioners reference-crossover reference-fair reference-law reference-sensitivity reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean clean-numba
+.PHONY: demo test lint bench reference reference-long reference-all reference-report reference-practitioners reference-output-gap reference-crossover reference-fair reference-law reference-sensitivity reference-quick reference-seed001 reference-seed002 reference-seed002-experiment readme-claims clean clean-numba
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -98,7 +98,7 @@ reference-report: $(STAMP_DEMO)
 	$(BIN)/dprates report $(PRESENT_STORES) \
 	    -o reports/reference.pdf --csv reports/reference_exponents.csv --figures reports --print \
 	    --crossovers reports/crossovers.csv --laws reports/crossover_laws.csv --html reports/reference.html \
-	    --practitioners reports/practitioners.csv
+	    --practitioners reports/practitioners.csv --output-gap reports/output_gap.csv
 	$(BIN)/dprates verdict-changes reports/previous_edition_exponents.csv reports/reference_exponents.csv \
 	    -o reports/verdict_changes.md
 	$(BIN)/dprates fit-points $(PRESENT_STORES) -o reports/reference_fit_points.csv
@@ -189,6 +189,14 @@ reference-practitioners: $(STAMP_DEMO)
 	$(BIN)/dprates practitioners $(foreach s,$(PRACTITIONERS_SPECS),results/$(s).sqlite) \
 	    -o reports/practitioners.csv --maps reports/atlas_practitioners
 	$(BIN)/dprates practitioners reports/practitioners.csv --update-readme README.md
+
+# Issue 70, item 5: samples to the algorithm's own output (DP-SGD's and DP-GD's last iterate)
+# against the oracle's n*, the same cells searched both ways (reports/output_gap.csv).
+OUTPUT_GAP_SPECS := practitioners_output_best practitioners_output
+reference-output-gap: $(STAMP_DEMO)
+	for s in $(OUTPUT_GAP_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
+	$(BIN)/dprates output-gap results/practitioners_output_best.sqlite \
+	    results/practitioners_output.sqlite -o reports/output_gap.csv
 
 # The quick reference: reduced versions of the reference specs (bench/reference_quick.toml:
 # fewer seeds, the same windows), then per claim whether the verdict agrees with the committed

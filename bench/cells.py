@@ -68,6 +68,10 @@ class Cell:
     #: The largest n a search over n tries (the spec's `search_cap`; None: the budget n). Part
     #: of the key only when set.
     search_cap: int | None = None
+    #: What a search over n reads as reaching (the spec's `reach`): None for the best iterate by
+    #: the population oracle, "output" for the algorithm's own output (`bench.n_search`). Part
+    #: of the key only when set.
+    reach: str | None = None
 
     @classmethod
     def make(cls, *, problem: str, problem_params: dict, algorithm: str, params: dict,
@@ -75,7 +79,8 @@ class Cell:
              base_seed: int = 0, target_alpha: float | None = None,
              knobs: tuple[str, ...] = (), stop_at_target: bool = False,
              data: str = "records", counts_stream: int = STREAM_VERSION,
-             metric: str | None = None, search_cap: int | None = None) -> Cell:
+             metric: str | None = None, search_cap: int | None = None,
+             reach: str | None = None) -> Cell:
         return cls(problem=problem,
                    problem_params=tuple(sorted((k, canonical_number(v)) for k, v in problem_params.items())),
                    algorithm=algorithm,
@@ -85,7 +90,7 @@ class Cell:
                    target_alpha=None if target_alpha is None else float(target_alpha),
                    knobs=tuple(sorted(knobs)), stop_at_target=bool(stop_at_target), data=data,
                    counts_stream=int(counts_stream), metric=metric,
-                   search_cap=None if search_cap is None else int(search_cap))
+                   search_cap=None if search_cap is None else int(search_cap), reach=reach)
 
     def content(self) -> dict[str, Any]:
         """What determines the run's numbers (the knob-grid bookkeeping does not)."""
@@ -94,7 +99,7 @@ class Cell:
         c.pop("counts_stream")  # one per store (checked there): keys of earlier stores stay valid
         if not self.stop_at_target:  # absent unless used: keys of earlier stores stay valid
             c.pop("stop_at_target")
-        for k in ("metric", "search_cap"):  # the same
+        for k in ("metric", "search_cap", "reach"):  # the same
             if c[k] is None:
                 c.pop(k)
         c["problem_params"] = dict(self.problem_params)
@@ -146,4 +151,5 @@ class Cell:
                         knobs=tuple(d.get("knobs", ())), stop_at_target=d.get("stop_at_target", False),
                         data=d.get("data", "records"),
                         counts_stream=d.get("counts_stream", STREAM_VERSION),
-                        metric=d.get("metric"), search_cap=d.get("search_cap"))
+                        metric=d.get("metric"), search_cap=d.get("search_cap"),
+                        reach=d.get("reach"))

@@ -16,6 +16,12 @@ A spec (see bench/configs/quick.toml for a commented example):
                                    # by a search over n inside each target cell (bench.n_search)
     search_cap = 2000000           # optional: the largest n such a search tries (default: the
                                    # budget; records mode holds n records in memory)
+    reach = "output"               # optional, with target_metric: what a search over n reads as
+                                   # reaching the target: "best" (default: the best iterate by
+                                   # the population oracle, the oracle's n*) or "output" (the
+                                   # algorithm's own output, its `output_rule`: DP-GD's and
+                                   # DP-SGD's last iterate); every algorithm of the spec must
+                                   # search over n and state its output rule
     data = "counts"                # optional: counts (exact batch statistics: samples are free)
                                    # | records; default: counts for each (problem, algorithm)
                                    # pair where it is exact, records for the others; "counts"
@@ -103,7 +109,9 @@ from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
             "problem", "algorithm", "fit", "stop_at_target", "data", "plugins", "counts_stream",
-            "controls_from", "target_metric", "search_cap"}
+            "controls_from", "target_metric", "search_cap", "reach"}
+#: What a search over n may read as reaching its target (`bench.n_search`).
+REACH = ("best", "output")
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
 #: The largest search_cap (or budget, without one) a records-mode search over n may have.
 RECORDS_SEARCH_CAP = 10**8
@@ -144,6 +152,7 @@ class SweepSpec:
     controls_from: tuple[str, ...] = ()  # specs whose stores lend this one eps = inf controls
     target_metric: str | None = None  # the metric of every target (None: each claim metric)
     search_cap: int | None = None  # the largest n a search over n tries (None: grid.budget)
+    reach: str = "best"  # what a search over n reads as reaching: best iterate | own output
 
     def data_mode(self, problem: str, algorithm: str) -> str:
         """The data mode of the cells of (`problem`, `algorithm`): the spec's, or the first of
@@ -180,7 +189,8 @@ class SweepSpec:
                             counts_stream=self.counts_stream,
                             metric=self.target_metric if ta is not None else None,
                             search_cap=self.search_cap if ta is not None and
-                            runs_on_n_records(alg["name"]) else None))
+                            runs_on_n_records(alg["name"]) else None,
+                            reach=None if self.reach == "best" else self.reach))
         return out
 
 
@@ -335,6 +345,19 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         if search_cap > grid["budget"]:
             raise _where("search_cap", search_cap, f"must be at most grid.budget = {grid['budget']}")
         search_cap = int(search_cap)
+    reach = raw.get("reach", "best")
+    if reach not in REACH:
+        raise _where("reach", reach, f"must be one of {', '.join(REACH)}")
+    if reach == "output":
+        if target_metric is None:
+            raise SpecError("reach is only allowed with target_metric (a search over n reads it)")
+        for alg in alg_list:
+            rule = getattr(algorithms.get_algorithm(alg["name"]), "output_rule", None)
+            if not runs_on_n_records(alg["name"]) or rule is None:
+                raise SpecError(f"reach='output' is invalid for algorithm {alg['name']!r}: "
+                                "only an algorithm that searches over n and states its output "
+                                "rule (DP-GD, DP-SGD: the last iterate) can be read at its own "
+                                "output; the Spiders' output rules are not implemented")
     if "target_alpha" in grid:
         _check_targets_below_start(grid, problem_list, alg_list, target_metric)
 
@@ -435,7 +458,7 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                      description=raw.get("description", ""), text=text, source=source,
                      stop_at_target=stop, data=data, plugins=plugins,
                      counts_stream=int(counts_version), controls_from=tuple(controls_from),
-                     target_metric=target_metric, search_cap=search_cap)
+                     target_metric=target_metric, search_cap=search_cap, reach=reach)
 
 
 def load_spec(path: str | Path) -> SweepSpec:

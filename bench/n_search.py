@@ -17,7 +17,10 @@ Every run of the search reads the first n records of the cell's one data stream 
 consistent: the run at a larger n sees the same records and more) with the cell's algorithm
 seed, so the runs differ in n alone; "reaches" reads the best iterate so far by the metric's
 population value (the column `analysis.comparisons.compare.METRIC_COLUMN` names, the reading
-of one-pass cells; `SEARCH_METRICS` only: an empirical metric would read the private sample).
+of one-pass cells; `SEARCH_METRICS` only: an empirical metric would read the private sample):
+the oracle's n*. With the spec's `reach = "output"` it reads instead the point the algorithm
+itself returns (its class's `output_rule`, `OUTPUT_COLUMN`: DP-GD's and DP-SGD's last iterate),
+the samples a user needs who takes the algorithm's output as it comes (issue 70, item 5).
 The run is not stopped at the target: its gradient evaluations are what a practitioner pays,
 who has no population oracle to stop on.
 
@@ -136,6 +139,10 @@ def runs_on_n_records(algorithm: str) -> bool:
 #: The metrics a search may read: population values of the runs' released iterates (an
 #: empirical metric would choose n* and the stored run by reading the private sample).
 SEARCH_METRICS = ("alpha_sosp", "grad_norm", "excess_risk")
+#: The columns a search reads at the algorithm's own output (reach = "output") by its
+#: `output_rule`: "last", the last iterate x_T the algorithm returns.
+OUTPUT_COLUMN = {("last", "alpha_sosp"): "alpha_last", ("last", "grad_norm"): "pop_grad_last",
+                 ("last", "excess_risk"): "excess_last"}
 
 
 def searches_n(cell: Any) -> bool:
@@ -165,6 +172,14 @@ def compute_search_cell(cell: Any, time_limit: float | None) -> dict[str, Any]:
         raise ValueError(f"target_metric={metric!r} is invalid for a search over n: must be one of "
                          f"{', '.join(SEARCH_METRICS)} (population metrics)")
     column = METRIC_COLUMN[metric]
+    if getattr(cell, "reach", None) == "output":  # the algorithm's own output (validated)
+        from algorithms import get_algorithm
+
+        rule = getattr(get_algorithm(cell.algorithm), "output_rule", None)
+        if (rule, metric) not in OUTPUT_COLUMN:
+            raise ValueError(f"reach='output' is invalid for {cell.algorithm!r}: no output rule "
+                             f"read on {metric} (output_rule={rule!r})")
+        column = OUTPUT_COLUMN[(rule, metric)]
     target = float(cell.target_alpha)
     params = {k: v for k, v in cell.run_params().items() if k != "target_alpha"}
     t_start = time.perf_counter()
@@ -204,6 +219,7 @@ def compute_search_cell(cell: Any, time_limit: float | None) -> dict[str, Any]:
     res = finish_cell(cell, {k: v for k, v in results[n_read].items() if k != "_reached"})
     m = res["metrics"]
     m["target_metric"] = metric
+    m["target_reach"] = "output" if getattr(cell, "reach", None) == "output" else "best"
     if found is None:  # the run at n_read stopped on the time limit: stop_reason says timeout
         m["samples_to_target"] = math.nan
         res["n_search"] = {"timeout_at": n_read, "runs": sorted(results)}

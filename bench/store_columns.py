@@ -18,7 +18,9 @@ METRIC_COLUMNS = {
     "lambda_min_selected": "REAL", "alpha_x0": "REAL", "left_saddle": "INTEGER",
     "samples_used": "INTEGER", "n_steps": "INTEGER", "stop_reason": "TEXT", "eps_spent": "REAL",
     "n_o1": "INTEGER", "n_escapes": "INTEGER", "samples_to_target": "REAL",
-    "target_metric": "TEXT", "pop_grad_best": "REAL", "pop_grad_last": "REAL",
+    "target_metric": "TEXT",
+    # what a search over n read as reaching (bench.n_search): best iterate | own output
+    "target_reach": "TEXT", "pop_grad_best": "REAL", "pop_grad_last": "REAL",
     "emp_grad_best": "REAL", "emp_grad_last": "REAL", "emp_grad_selected": "REAL",
     "grad_x0": "REAL", "excess_best": "REAL", "excess_last": "REAL",
     # the empirical route (analysis.empirical_route): alpha_SOSP of F_S, issue 29

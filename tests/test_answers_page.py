@@ -76,8 +76,31 @@ def test_the_rates_answer_reads_the_measured_link():
          "link_reached": False, "link_excludes_rival": True},
     ])
     text = rates_answer(rows)
-    assert "-2.34 [-2.36, -2.32] (within m of its claim -2.33" in text
-    assert "-2.12 [-2.13, -2.10] (not within m of its claim -2" in text
+    assert "-2.341 [-2.362, -2.318] (within m of its claim -2.33" in text
+    assert "-2.118 [-2.131, -2.104] (not within m of its claim -2" in text
     assert text.count("clear of the rival") == 2 and "not clear" not in text
+    assert "At 2 of 2 of these settings the curve is clear of its rival's claim" in text
+    flipped = rates_answer(rows.assign(link_excludes_rival=[True, False]))
+    assert "At 1 of 2 settings the curve is not clear of its rival's claim" in flipped
     assert rates_answer(rows.drop(columns=["link_deep"])) == ""
     assert rates_answer(rows.assign(x="eps")) == ""
+
+
+def test_the_practitioner_answer_says_what_the_own_output_costs():
+    """With reports/output_gap.csv's rows, the practitioner's paragraph adds each algorithm's
+    range of samples to its own output over the oracle's n* (planted rows), and nothing
+    without them."""
+    from analysis.report.answers_page import output_gap_sentence
+
+    gap = pd.DataFrame([
+        {"algorithm": "dp_sgd", "problem": "hard_valley start=1.0", "d": 10, "eps": 1.0,
+         "target_alpha": 0.1, "ratio": 1.5},
+        {"algorithm": "dp_sgd", "problem": "hard_valley start=1.0", "d": 10, "eps": 1.0,
+         "target_alpha": 0.021, "ratio": 3.25},
+        {"algorithm": "dp_gd", "problem": "hard_valley start=1.0", "d": 10, "eps": 1.0,
+         "target_alpha": 0.021, "ratio": float("nan")},
+    ])
+    text = output_gap_sentence(gap)
+    assert "dp_sgd: samples to its own output (last iterate) are 1.5-3.25x the oracle's n* at 2 of 2" in text
+    assert "dp_gd: no setting with both medians finite (1 censored)" in text
+    assert "targets 0.021-0.1" in text and output_gap_sentence(None) == ""

@@ -195,3 +195,56 @@ def test_the_guides_spec_parses_and_searches_only_the_multi_pass_algorithm():
 def test_search_cap_is_validated(value, message):
     with pytest.raises(SpecError, match=message):
         parse_spec(SPEC.replace("search_cap = 30000", f"search_cap = {value}"))
+
+
+OUTPUT_SPEC = SPEC.replace('name = "one_axis"', 'name = "own_output"').replace(
+    "search_cap = 30000", 'search_cap = 30000\nreach = "output"').replace(
+    '[[algorithm]]\nname = "adaptive_tree_spider"\n', "")
+
+
+def test_reach_is_validated_before_any_work():
+    """reach = "output" needs a search over n and an algorithm that states its output rule: a
+    Spider (its papers' output rules are not implemented) and a spec without target_metric are
+    refused in one line naming the parameter."""
+    with pytest.raises(SpecError, match=r"reach='output' is invalid for algorithm "
+                                        r"'adaptive_tree_spider'"):
+        parse_spec(SPEC.replace("search_cap = 30000", 'search_cap = 30000\nreach = "output"'))
+    with pytest.raises(SpecError, match=r"reach='last' is invalid: must be one of best, output"):
+        parse_spec(OUTPUT_SPEC.replace('reach = "output"', 'reach = "last"'))
+    with pytest.raises(SpecError, match=r"reach is only allowed with target_metric"):
+        parse_spec(OUTPUT_SPEC.replace('target_metric = "alpha_sosp"\n', "").replace(
+            "search_cap = 30000\n", ""))
+    assert {c.reach for c in parse_spec(OUTPUT_SPEC).cells()} == {"output"}
+    # reach = "best" is the default: the cells (and their keys) of a spec that does not say it
+    best = parse_spec(OUTPUT_SPEC.replace('reach = "output"', 'reach = "best"'))
+    plain = parse_spec(OUTPUT_SPEC.replace('reach = "output"\n', ""))
+    assert [c.key for c in best.cells()] == [c.key for c in plain.cells()]
+    assert all(c.reach is None for c in best.cells())
+
+
+def test_a_search_at_the_own_output_reads_the_last_iterate(tmp_path):
+    """reach = "output": the stored n* of each DP-SGD cell has its last iterate at the target
+    when run directly at n*, and the bracket's lower end does not (`run_cell` at those n with
+    the cell's seeds); the cell says which reading it used."""
+    from bench.runner import run_sweep
+    from bench.single_run import run_cell
+    from bench.store import load
+
+    spec = parse_spec(OUTPUT_SPEC)
+    path = tmp_path / "own_output.sqlite"
+    run_sweep(spec, path, jobs=1, progress=False)
+    df = load(str(path))
+    assert (df["status"] == "ok").all() and set(df["target_reach"]) == {"output"}
+    cells = {c.key: c for c in spec.cells()}
+    for _, row in df.iterrows():
+        info = row["n_search"]
+        cell = cells[row["key"]]
+        params = {k: v for k, v in cell.run_params().items() if k != "target_alpha"}
+        for n, want in ((info["n_star"], True), (info["lo"], False)):
+            if n is None:
+                continue
+            res = run_cell("dp_sgd", "hard_valley", int(n), 10, 1.0, params=params,
+                           data_seed=cell.data_seed(),
+                           rng=np.random.default_rng(cell.algorithm_seed()), data=cell.data,
+                           metric="alpha_sosp")
+            assert (res["metrics"]["alpha_last"] <= 0.1) is want, (n, res["metrics"]["alpha_last"])

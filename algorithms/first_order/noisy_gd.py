@@ -186,6 +186,10 @@ class DPGD(_NoisyGradientMethod):
 
     name = "dp_gd"
     description = "DP-GD: full-batch clipped gradients, Gaussian noise composed over T steps"
+    #: What the algorithm returns (`bench.n_search`, reach = "output"): its last iterate x_T, as
+    #: run_cell returns it. The rules' bound speaks of the average over iterates (a uniformly
+    #: random iterate's guarantee); the last iterate is what the code, and a user, gets.
+    output_rule = "last"
     paper = _WANG
     setting = "empirical"
     sampling = "full"
@@ -214,6 +218,8 @@ class DPSGD(_NoisyGradientMethod):
 
     name = "dp_sgd"
     description = "DP-SGD: Poisson-subsampled clipped gradients, PLD-calibrated noise"
+    #: Abadi et al. 2016, Algorithm 1, outputs theta_T: the last iterate (see DPGD.output_rule).
+    output_rule = "last"
     paper = "Abadi et al. 2016 (arXiv 1607.00133); rate: " + _WANG
     setting = "empirical"
     sampling = "poisson"

@@ -12,7 +12,8 @@ item 1), from the committed CSVs, every number read from a row, nothing typed ab
 - `practitioner_answer`: which private optimizer should I use? From the practitioners' atlas
   (reports/practitioners.csv): at how many points DP-SGD and DP-GD need fewer samples than the
   best Spider, by how much, at what compute, with the scope (instances, d, eps, targets, knobs)
-  and the definition of n* (the oracle's first hitting time).
+  and the definition of n* (the oracle's first hitting time); with reports/output_gap.csv, how
+  many more samples the algorithm's own output (its last iterate) needs (`output_gap_sentence`).
 """
 
 from __future__ import annotations
@@ -122,22 +123,45 @@ def rates_answer(claims: pd.DataFrame | None) -> str:
                 "not within m of its claim"
             told = (f"clear of the rival's {_g(rival)} +- m" if bool(r["link_excludes_rival"])
                     else f"not clear of the rival's {_g(rival)} +- m")
-            one.append(f"{SPIDERS[r['algorithm']]} reads {float(r['link_deep']):.2f} "
-                       f"[{float(r['link_deep_low']):.2f}, {float(r['link_deep_high']):.2f}] "
+            one.append(f"{SPIDERS[r['algorithm']]} reads {float(r['link_deep']):.3f} "
+                       f"[{float(r['link_deep_low']):.3f}, {float(r['link_deep_high']):.3f}] "
                        f"({reached} {_g(p)} +- {m:.2g}; {told})")
         a, b = float(g["link_deep_from"].min()), float(g["link_deep_to"].max())
         parts.append(f"at eps {float(eps):g} (d {float(d):g}, {problem}, alpha {_g(a)}-{_g(b)}) "
                      + " and ".join(one))
+    told = c["link_excludes_rival"].map(lambda v: str(v).strip().lower() == "true")
+    verdict = (f" At {int(told.sum())} of {len(c)} of these settings the curve is clear of its "
+               "rival's claim: on data the two Spiders' rates differ as their papers say."
+               if told.all() else
+               f" At {int((~told).sum())} of {len(c)} settings the curve is not clear of its "
+               "rival's claim: there the data do not tell 3/7 from 1/2.")
     return ("3/7 or 1/2 on data? Over two decades of alpha, each Spider under its paper's own "
             "noise (theory calibration, knobs at 1), the slope of n* against alpha over the "
             "deepest decade (95% CI over the seeds): " + "; ".join(parts) + ". A curve clear of "
             "its rival's band does not follow the rival's rate there; hidden log factors only "
             "steepen a curve toward small alpha, so a curve shallower than -7/3 beyond the "
-            "margin is beyond what the 3/7 claim's logs allow.")
+            "margin is beyond what the 3/7 claim's logs allow." + verdict)
 
 
-def practitioner_answer(practitioners: pd.DataFrame | None) -> str:
-    """The practitioner's answer (module docstring); "" without the practitioners' rows."""
+def output_gap_sentence(gap: pd.DataFrame | None) -> str:
+    """What the oracle's n* leaves out (issue 70, item 5): per algorithm, the range of samples
+    to its own output over the oracle's n* (reports/output_gap.csv); "" without it."""
+    if gap is None or not len(gap):
+        return ""
+    from analysis.comparisons.output_gap import output_gap_lines
+
+    eps = ", ".join(f"{v:g}" for v in sorted(gap["eps"].astype(float).unique()))
+    targets = gap["target_alpha"].astype(float)
+    return (f" Samples to the algorithm's own output (its last iterate, what the code returns) "
+            f"against the oracle's n*, on {', '.join(sorted(gap['problem'].astype(str).unique()))} "
+            f"at eps {eps}, targets {_g(targets.min())}-{_g(targets.max())} "
+            "(reports/output_gap.csv): " + "; ".join(output_gap_lines(gap)) + ".")
+
+
+def practitioner_answer(practitioners: pd.DataFrame | None,
+                        gap: pd.DataFrame | None = None) -> str:
+    """The practitioner's answer (module docstring); "" without the practitioners' rows.
+    `gap`: reports/output_gap.csv, the own-output samples against the oracle's n*."""
     if practitioners is None or not len(practitioners):
         return ""
     from analysis.comparisons.practitioners import recommendation
@@ -155,16 +179,18 @@ def practitioner_answer(practitioners: pd.DataFrame | None) -> str:
         parts.append(f"At {metric} targets {_g(x.min())}-{_g(x.max())}, {rec}{most}.")
     return ("Which private optimizer should I use? On the practitioners' atlas (" + scope
             + "; every knob at 1; samples are the oracle's n*, not samples to the algorithm's own "
-            "output): " + " ".join(parts))
+            "output): " + " ".join(parts) + output_gap_sentence(gap))
 
 
 def answers_page(pdf: object, crossovers: pd.DataFrame | None,
-                 practitioners: pd.DataFrame | None, claims: pd.DataFrame | None = None) -> bool:
+                 practitioners: pd.DataFrame | None, claims: pd.DataFrame | None = None,
+                 gap: pd.DataFrame | None = None) -> bool:
     """Page 1 (module docstring): the paragraphs, each wrapped to the page; False (no page)
     where none has its data (a store's own report: the claims come first)."""
     paragraphs = [(head, p) for head, p in (("The Spiders at equal privacy", spider_answer(crossovers)),
                                             ("The Spiders' rates on data", rates_answer(claims)),
-                                            ("The practitioner", practitioner_answer(practitioners)))
+                                            ("The practitioner",
+                                             practitioner_answer(practitioners, gap)))
                   if p]
     if not paragraphs:
         return False
@@ -185,4 +211,5 @@ def answers_page(pdf: object, crossovers: pd.DataFrame | None,
     return True
 
 
-__all__ = ["answers_page", "practitioner_answer", "rates_answer", "spider_answer"]
+__all__ = ["answers_page", "output_gap_sentence", "practitioner_answer", "rates_answer",
+           "spider_answer"]

@@ -113,7 +113,8 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
                  crossovers: pd.DataFrame | None = None,
                  laws: pd.DataFrame | None = None,
                  html: str | Path | None = None,
-                 practitioners: pd.DataFrame | None = None) -> dict[str, Any]:
+                 practitioners: pd.DataFrame | None = None,
+                 output_gap: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write the PDF report of one or several stores (opened by `bench.store.open_store_data`):
     the main report to `out` (page 1 the claims summary, `analysis.report.tables.claims_summary`,
     with the verdicts' glossary; `privacy`: its optional per-row privacy notes; then the headline
@@ -128,7 +129,9 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     claims, paired rows, summary, both paths and both page counts. `html`: also write both as
     one self-contained HTML file (`analysis.report.html_report`; its path under "html").
     `practitioners`: the practitioners' atlas (reports/practitioners.csv); with it or the
-    crossovers, page 1 answers the two questions (`analysis.report.answers_page`)."""
+    crossovers, page 1 answers the two questions (`analysis.report.answers_page`);
+    `output_gap`: reports/output_gap.csv (samples to the algorithm's own output against the
+    oracle's n*), said beside the practitioner's answer."""
     out = Path(out)
     if out.suffix.lower() != ".pdf":
         raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
@@ -166,7 +169,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         main = Sections(pdf)
         if spider_answer(crossovers) or practitioner_answer(practitioners):
             main.start(ANSWERS_SECTION)
-            answers_page(pdf, crossovers, practitioners, claims)
+            answers_page(pdf, crossovers, practitioners, claims, output_gap)
         main.start(MAIN_SECTIONS[0])
         summary_table_pages(pdf, summary, "Claims: measured against claimed rates, " + (
             names if len(names) <= 70 else f"{len(datas)} stores (listed in the appendix)"))

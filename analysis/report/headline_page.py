@@ -295,7 +295,10 @@ def calibration_line(datas: list[StoreData]) -> str:
     what = {"theory": "the papers' noise formulas; page 1 compares at equal privacy",
             "tight": "each Spider spends all of its eps"}
     return ("Calibration: " + "; ".join(f"{c} ({what.get(c, c)})" for c in cals) + ". n*: the "
-            "oracle's first hitting time (best iterate by the exact population alpha_SOSP).")
+            "oracle's first hitting time (best iterate by the exact population alpha_SOSP): for "
+            "the adaptive tree Spider its paper's own output (the set of iterates, at least one "
+            "an alpha-SOSP: seed 000, Algorithm 2, Theorem 3.11); the Gaussian Spider's private "
+            "selection (Ganesh et al.) is not implemented, so its n* is the oracle's alone.")
 
 
 def crossover_summary_lines(crossovers: pd.DataFrame | None, laws: pd.DataFrame | None,

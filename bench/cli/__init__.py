@@ -18,6 +18,7 @@ from bench.cli.crossover_law import add_parser as add_crossover_law_parser
 from bench.cli.fit import cmd_fit
 from bench.cli.fit_points import add_parser as add_fit_points_parser
 from bench.cli.listing import cmd_list
+from bench.cli.output_gap import add_parser as add_output_gap_parser
 from bench.cli.pipelines import cmd_demo, cmd_reference_quick
 from bench.cli.practitioners import add_parser as add_practitioners_parser
 from bench.cli.report import cmd_plot, cmd_report
@@ -208,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--practitioners", default=None, metavar="CSV",
                    help="the practitioners' atlas (reports/practitioners.csv): with it (or "
                         "--crossovers) page 1 answers which optimizer to use")
+    p.add_argument("--output-gap", default=None, metavar="CSV",
+                   help="samples to the algorithm's own output against the oracle's n* "
+                        "(reports/output_gap.csv, from `dprates output-gap`), said beside "
+                        "page 1's practitioner answer")
     p.add_argument("--laws", default=None, metavar="CSV",
                    help="the crossover laws for the headline page (reports/crossover_laws.csv, "
                         "from `dprates crossover-law --law-csv`)")
@@ -257,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sensitivity_parser(sub)
     add_verdict_changes_parser(sub)
     add_fit_points_parser(sub)
+    add_output_gap_parser(sub)
     return parser
 
 

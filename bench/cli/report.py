@@ -34,6 +34,14 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise ValueError(f"--practitioners={args.practitioners!r} is invalid: no such file (a "
                              "CSV of `dprates practitioners -o`, e.g. reports/practitioners.csv)")
         practitioners = _table([args.practitioners], 2000, None)
+    gap = None
+    if getattr(args, "output_gap", None):
+        import pandas as pd
+
+        if not Path(args.output_gap).is_file():
+            raise ValueError(f"--output-gap={args.output_gap!r} is invalid: no such file (a CSV "
+                             "of `dprates output-gap -o`, e.g. reports/output_gap.csv)")
+        gap = pd.read_csv(args.output_gap)
     html = getattr(args, "html", None)
     if html == "":  # --html without a path: beside the PDF
         html = str(Path(args.output).with_suffix(".html"))
@@ -43,7 +51,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         res = write_report([open_store_data(p) for p in args.store], args.output,
                            n_boot=args.boot, csv=args.csv, figures=args.figures,
                            crossovers=crossovers, laws=laws, html=html,
-                           practitioners=practitioners)
+                           practitioners=practitioners, output_gap=gap)
     print(f"wrote {res['path']} ({res['pages']} pages) and its appendix {res['appendix']} "
           f"({res['appendix_pages']} pages)" + (f", {args.csv}" if args.csv else "")
           + (f", figures in {args.figures}" if args.figures else "")
