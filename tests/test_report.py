@@ -95,6 +95,10 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     assert "Atlas: alpha_sosp on hard_valley" in main_pages[2]
     assert "Atlas: alpha_sosp on strict" in main_pages[3]
     assert "Privacy: spent / declared eps" in main_pages[4]
+    # every page of both PDFs numbered at its foot (issue 73, item 4)
+    for pages in (main_pages, appendix):
+        for k, page in enumerate(pages, start=1):
+            assert f"page {k} of {len(pages)}" in page, (k, page[-120:])
     # the appendix: contents (each section with its page), bookmarks, the pages in order
     contents = appendix[0]
     assert "Appendix: contents" in contents and "The headline in detail" in contents

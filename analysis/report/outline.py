@@ -2,7 +2,8 @@
 
 matplotlib's PdfPages writes pages but no outline, so a report records where each section starts
 (`Sections.start` before the section's pages are drawn) and `finish` rewrites the file with pypdf:
-a contents page in front (for the appendix) and one bookmark per section that drew a page.
+a contents page in front (for the appendix), one bookmark per section that drew a page and a
+page number at the foot of every page.
 """
 
 from __future__ import annotations
@@ -64,10 +65,32 @@ def contents_page_count(n_sections: int) -> int:
     return max(1, -(-n_sections // CONTENTS_PER_PAGE))
 
 
+def _number_pages(writer: Any) -> None:
+    """Stamp "page k of N" at the foot of every page (issue 73, item 4): one transparent page of
+    each page's own size drawn by matplotlib, merged over it."""
+    from pypdf import PdfReader
+
+    pages = list(writer.pages)
+    with tempfile.TemporaryDirectory() as tmp:
+        stamps = Path(tmp) / "numbers.pdf"
+        with PdfPages(stamps) as pdf:
+            for k, page in enumerate(pages, start=1):
+                w, h = float(page.mediabox.width), float(page.mediabox.height)
+                fig = plt.figure(figsize=(w / 72, h / 72))
+                fig.patch.set_alpha(0)
+                fig.text(0.985, 0.006, f"page {k} of {len(pages)}", ha="right", va="bottom",
+                         fontsize=6, color="0.35")
+                pdf.savefig(fig, transparent=True)
+                plt.close(fig)
+        for page, stamp in zip(pages, PdfReader(stamps).pages, strict=True):
+            page.merge_page(stamp)
+
+
 def finish(path: Path, sections: list[tuple[str, int]], contents: str | None = None,
            subtitle: str = "") -> int:
-    """Rewrite the PDF at `path` with one bookmark per section and, given `contents` (its title),
-    contents pages in front listing every section with its page. Returns the page count."""
+    """Rewrite the PDF at `path` with one bookmark per section, given `contents` (its title)
+    contents pages in front listing every section with its page, and "page k of N" at the foot
+    of every page. Returns the page count."""
     from pypdf import PdfReader, PdfWriter
 
     reader = PdfReader(path)
@@ -86,6 +109,7 @@ def finish(path: Path, sections: list[tuple[str, int]], contents: str | None = N
                 writer.add_page(page)
     for page in reader.pages:
         writer.add_page(page)
+    _number_pages(writer)
     if contents is not None:
         writer.add_outline_item(title=contents, page_number=0)
     for title, page in sections:
