@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from analysis.report.layout import panel_grid_pages
+
 #: Panels a page (2 x 2).
 PER_PAGE = 4
 
@@ -103,27 +105,12 @@ def claim_link_pages(pdf: PdfPages, claims: pd.DataFrame, alpha_only: bool = Fal
                      figdir: Path | None = None) -> int:
     """Pages of claim-link panels (module docstring); returns how many rows were drawn.
     `figdir`: also one PNG per row, claim_link_<algorithm>_<fit>_<group_index>.png."""
-    rows = linked_rows(claims, alpha_only)
-    for start in range(0, len(rows), PER_PAGE):
-        chunk = rows.iloc[start:start + PER_PAGE]
-        fig, axes = plt.subplots(2, 2, figsize=(11.69, 8.27))
-        fig.suptitle("The claim link on data: measured local slopes (95% CIs over the seeds) "
-                     "beside the rules' own profile, the claim +- m and the rival", fontsize=9)
-        for ax, (_, r) in zip(axes.flat, chunk.iterrows(), strict=False):
-            _panel(ax, r)
-            if figdir is not None:
-                one, a1 = plt.subplots(figsize=(6, 4.5))
-                _panel(a1, r)
-                one.tight_layout()
-                one.savefig(Path(figdir) / f"claim_link_{r['algorithm']}_{r.get('fit', '')}_"
-                            f"{r.get('group_index', 0)}.png", dpi=110)
-                plt.close(one)
-        for ax in list(axes.flat)[len(chunk):]:
-            ax.axis("off")
-        fig.tight_layout(rect=(0, 0.02, 1, 0.95), h_pad=7)
-        pdf.savefig(fig)
-        plt.close(fig)
-    return len(rows)
+    return panel_grid_pages(
+        pdf, linked_rows(claims, alpha_only), _panel,
+        "The claim link on data: measured local slopes (95% CIs over the seeds) beside the "
+        "rules' own profile, the claim +- m and the rival", (11.69, 8.27),
+        lambda r: f"claim_link_{r['algorithm']}_{r.get('fit', '')}_{r.get('group_index', 0)}.png",
+        figdir, PER_PAGE, rect=(0, 0.02, 1, 0.95), h_pad=7, png_size=(6, 4.5))
 
 
 __all__ = ["claim_link_pages", "linked_rows"]

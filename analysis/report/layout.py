@@ -121,3 +121,32 @@ class LayoutCheckedPdf:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pdf, name)
+
+
+def panel_grid_pages(pdf: Any, rows: Any, panel: Any, title: str, figsize: tuple[float, float],
+                     png_name: Any = None, figdir: Any = None, per_page: int = 4,
+                     rect: tuple[float, float, float, float] = (0, 0.03, 1, 0.96),
+                     h_pad: float = 6, png_size: tuple[float, float] = (5, 4)) -> int:
+    """Pages of a 2 x 2 grid of `panel(ax, row)` over the rows of the DataFrame `rows`, titled
+    `title`; with `figdir`, also each panel alone as figdir / png_name(row). Returns the rows
+    drawn (the local-slope pages and the claim-link pages share it)."""
+    from pathlib import Path
+
+    for start in range(0, len(rows), per_page):
+        chunk = rows.iloc[start:start + per_page]
+        fig, axes = plt.subplots(2, 2, figsize=figsize)
+        fig.suptitle(title, fontsize=9)
+        for ax, (_, r) in zip(axes.flat, chunk.iterrows(), strict=False):
+            panel(ax, r)
+            if figdir is not None and png_name is not None:
+                one, a1 = plt.subplots(figsize=png_size)
+                panel(a1, r)
+                one.tight_layout()
+                one.savefig(Path(figdir) / png_name(r), dpi=110)
+                plt.close(one)
+        for ax in list(axes.flat)[len(chunk):]:
+            ax.axis("off")
+        fig.tight_layout(rect=rect, h_pad=h_pad)
+        pdf.savefig(fig)
+        plt.close(fig)
+    return len(rows)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from analysis.report.layout import panel_grid_pages
 from analysis.verdict_engine.typed import REJECTED, kind_of
 
 #: Rows per page (a 2 x 2 grid).
@@ -73,23 +74,8 @@ def _panel(ax: plt.Axes, r: pd.Series) -> None:
 def local_slopes_pages(pdf: PdfPages, claims: pd.DataFrame, figdir: Path | None = None) -> int:
     """Pages of local-slope panels for the rows that reject a test; returns how many rows
     were drawn. `figdir`: also one PNG per row, local_slopes_<algorithm>_<fit>_<mode>.png."""
-    rows = _remaining(claims)
-    for start in range(0, len(rows), PER_PAGE):
-        chunk = rows.iloc[start:start + PER_PAGE]
-        fig, axes = plt.subplots(2, 2, figsize=(8.5, 11))
-        fig.suptitle("Fits that read slower / faster than claimed: their local slopes", fontsize=10)
-        for ax, (_, r) in zip(axes.flat, chunk.iterrows(), strict=False):
-            _panel(ax, r)
-            if figdir is not None:
-                one, a1 = plt.subplots(figsize=(5, 4))
-                _panel(a1, r)
-                one.tight_layout()
-                one.savefig(Path(figdir) / f"local_slopes_{r['algorithm']}_{r.get('fit', '')}_"
-                            f"{r.get('mode', '')}.png", dpi=110)
-                plt.close(one)
-        for ax in list(axes.flat)[len(chunk):]:
-            ax.axis("off")
-        fig.tight_layout(rect=(0, 0.03, 1, 0.96), h_pad=6)
-        pdf.savefig(fig)
-        plt.close(fig)
-    return len(rows)
+    return panel_grid_pages(
+        pdf, _remaining(claims), _panel,
+        "Fits that read slower / faster than claimed: their local slopes", (8.5, 11),
+        lambda r: f"local_slopes_{r['algorithm']}_{r.get('fit', '')}_{r.get('mode', '')}.png",
+        figdir, PER_PAGE)
