@@ -16,12 +16,8 @@ A spec (see bench/configs/quick.toml for a commented example):
                                    # by a search over n inside each target cell (bench.n_search)
     search_cap = 2000000           # optional: the largest n such a search tries (default: the
                                    # budget; records mode holds n records in memory)
-    reach = "output"               # optional, with target_metric: what a search over n reads as
-                                   # reaching the target: "best" (default: the best iterate by
-                                   # the population oracle, the oracle's n*) or "output" (the
-                                   # algorithm's own output, its `output_rule`: DP-GD's and
-                                   # DP-SGD's last iterate); every algorithm of the spec must
-                                   # search over n and state its output rule
+    reach = "output"               # optional, with target_metric: a search over n reads the best
+                                   # iterate ("best") or the own output (config_grid_checks)
     data = "counts"                # optional: counts (exact batch statistics: samples are free)
                                    # | records; default: counts for each (problem, algorithm)
                                    # pair where it is exact, records for the others; "counts"
@@ -45,9 +41,9 @@ A spec (see bench/configs/quick.toml for a commented example):
     delta = [1e-6]                 # in (0, 1), or "1/n^p" (p > 0): 1 / budget^p per cell, the
                                    # budget being the cell's n (or grid.budget), e.g. "1/n^1.1"
 
-    [limits]                       # optional, per cell
-    time = 120                     # seconds of wall time; the cell ends with status "timeout"
-    memory_mb = 4000               # address-space cap of a worker process while the cell runs
+    [limits]                       # optional, per cell: seconds of wall time (status "timeout")
+    time = 120                     # and the address-space cap of a worker process (MB)
+    memory_mb = 4000
 
     [[problem]]                    # one table per problem
     name = "hard_valley"
@@ -70,10 +66,9 @@ A spec (see bench/configs/quick.toml for a commented example):
 Validation names the key, the value and what is allowed, and raises `SpecError` (a
 ValueError) before anything is run or written.
 
-This module holds the spec itself (`SweepSpec`, `Limits`, `parse_spec`, `load_spec`); the checks
-of single values and `SpecError` are in `bench.config_values`, what a problem or an algorithm
-accepts in `bench.config_parameters`, and the refusals of a grid that would measure nothing in
-`bench.config_grid_checks`.
+Here: `SweepSpec`, `Limits`, `parse_spec`, `load_spec`; single values and `SpecError` in
+`bench.config_values`, problems' and algorithms' parameters in `bench.config_parameters`, grids
+that would measure nothing and `reach` in `bench.config_grid_checks`.
 """
 
 from __future__ import annotations
@@ -88,7 +83,12 @@ from typing import Any
 
 from analysis.declarations import FitSpec
 from bench.cells import Cell, canonical_number
-from bench.config_grid_checks import _check_fit_against_grid, _check_targets_below_start
+from bench.config_grid_checks import (
+    _check_fit_against_grid,
+    _check_targets_below_start,
+    check_reach,
+    check_search_cap,
+)
 from bench.config_parameters import check_problem_params, default_data_mode
 from bench.config_values import (
     SpecError,
@@ -110,8 +110,6 @@ from problems.counts.stream import STREAM_VERSION, SUPPORTED_STREAM_VERSIONS
 TOP_KEYS = {"name", "description", "seed", "repetitions", "calibration", "grid", "limits",
             "problem", "algorithm", "fit", "stop_at_target", "data", "plugins", "counts_stream",
             "controls_from", "target_metric", "search_cap", "reach"}
-#: What a search over n may read as reaching its target (`bench.n_search`).
-REACH = ("best", "output")
 GRID_KEYS = {"n", "target_alpha", "budget", "d", "eps", "delta"}
 #: The largest search_cap (or budget, without one) a records-mode search over n may have.
 RECORDS_SEARCH_CAP = 10**8
@@ -335,29 +333,8 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
                 if not hasattr(get_problem_class(prob["name"]), "excess_risk"):
                     raise SpecError(f"target_metric='excess_risk' is invalid for problem "
                                     f"{prob['name']!r}: it states no excess risk (min F unknown)")
-    search_cap = raw.get("search_cap")
-    if search_cap is not None:
-        if isinstance(search_cap, bool) or not isinstance(search_cap, (int, float)) \
-                or search_cap != int(search_cap) or search_cap < 1:
-            raise _where("search_cap", search_cap, "must be an integer >= 1")
-        if target_metric is None:
-            raise SpecError("search_cap is only allowed with target_metric (the search's opt-in)")
-        if search_cap > grid["budget"]:
-            raise _where("search_cap", search_cap, f"must be at most grid.budget = {grid['budget']}")
-        search_cap = int(search_cap)
-    reach = raw.get("reach", "best")
-    if reach not in REACH:
-        raise _where("reach", reach, f"must be one of {', '.join(REACH)}")
-    if reach == "output":
-        if target_metric is None:
-            raise SpecError("reach is only allowed with target_metric (a search over n reads it)")
-        for alg in alg_list:
-            rule = getattr(algorithms.get_algorithm(alg["name"]), "output_rule", None)
-            if not runs_on_n_records(alg["name"]) or rule is None:
-                raise SpecError(f"reach='output' is invalid for algorithm {alg['name']!r}: "
-                                "only an algorithm that searches over n and states its output "
-                                "rule (DP-GD, DP-SGD: the last iterate) can be read at its own "
-                                "output; the Spiders' output rules are not implemented")
+    search_cap = check_search_cap(raw.get("search_cap"), target_metric, grid)
+    reach = check_reach(raw.get("reach", "best"), target_metric, alg_list, runs_on_n_records)
     if "target_alpha" in grid:
         _check_targets_below_start(grid, problem_list, alg_list, target_metric)
 

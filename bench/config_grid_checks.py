@@ -1,6 +1,8 @@
 """Refusals of a spec whose grid would measure nothing (run by `bench.config.parse_spec` before
 any work): a target alpha at or above the start's value of the metric it targets, and a fit
-whose `where` names values the grid lacks or whose window holds fewer than two design values."""
+whose `where` names values the grid lacks or whose window holds fewer than two design values;
+and the search over n's two options, `search_cap` and `reach` (`check_search_cap`,
+`check_reach`)."""
 
 from __future__ import annotations
 
@@ -117,3 +119,50 @@ def _check_fit_against_grid(i: int, fit: FitSpec, grid: dict[str, Any], problem_
         raise SpecError(f"fit[{i}].window=[{lo:g}, {hi:g}] is invalid: it holds {len(inside)} of the "
                         f"design values of x = {fit.x} ({unit}: {min(design):.3g} to "
                         f"{max(design):.3g} in this grid); a fit needs at least 2")
+
+
+def check_search_cap(search_cap: Any, target_metric: str | None, grid: dict[str, Any]) -> int | None:
+    """The spec's `search_cap`: an integer >= 1, with target_metric (the search's opt-in), at
+    most grid.budget; None where the spec sets none."""
+    from bench.config_values import _where
+
+    if search_cap is None:
+        return None
+    if isinstance(search_cap, bool) or not isinstance(search_cap, (int, float)) \
+            or search_cap != int(search_cap) or search_cap < 1:
+        raise _where("search_cap", search_cap, "must be an integer >= 1")
+    if target_metric is None:
+        raise SpecError("search_cap is only allowed with target_metric (the search's opt-in)")
+    if search_cap > grid["budget"]:
+        raise _where("search_cap", search_cap, f"must be at most grid.budget = {grid['budget']}")
+    return int(search_cap)
+
+
+#: What a search over n may read as reaching its target (`bench.n_search`).
+REACH = ("best", "output")
+
+
+def check_reach(reach: Any, target_metric: str | None, alg_list: list[dict[str, Any]],
+                searches: Any) -> str:
+    """The spec's `reach` (issue 70, item 5): "best" (default: a search over n reads the best
+    iterate by the population oracle, the oracle's n*) or "output" (the point the algorithm
+    returns, its class's `output_rule`: DP-GD's and DP-SGD's last iterate). "output" needs
+    target_metric (a search over n reads it) and every algorithm searching over n with an output
+    rule: the Spiders' papers' output rules are not implemented, so they are refused.
+    `searches(name)`: whether the algorithm searches over n (`bench.n_search.runs_on_n_records`)."""
+    import algorithms
+    from bench.config_values import _where
+
+    if reach not in REACH:
+        raise _where("reach", reach, f"must be one of {', '.join(REACH)}")
+    if reach == "output":
+        if target_metric is None:
+            raise SpecError("reach is only allowed with target_metric (a search over n reads it)")
+        for alg in alg_list:
+            rule = getattr(algorithms.get_algorithm(alg["name"]), "output_rule", None)
+            if not searches(alg["name"]) or rule is None:
+                raise SpecError(f"reach='output' is invalid for algorithm {alg['name']!r}: "
+                                "only an algorithm that searches over n and states its output "
+                                "rule (DP-GD, DP-SGD: the last iterate) can be read at its own "
+                                "output; the Spiders' output rules are not implemented")
+    return str(reach)

@@ -102,8 +102,9 @@ def test_committed_csv_verdicts_obey_the_gate():
     # controls at the rows' own knobs: the Spiders' error views, seed 000, noisy SGD's store,
     # seed 002, and the benign Gaussian Spider, 0.78 once headline2_benign ran its controls);
     # the GLM comparison's 3 rows left the gate when its controls were run (shares
-    # 0.914-0.929); a claim none of whose rows passes reads "not in regime" (test below)
-    assert (len(table), flagged.sum()) == (64, 13)
+    # 0.914-0.929); a claim none of whose rows passes reads "not in regime" (test below);
+    # sixth edition (issue 70, item 3): headline6_deep's 4 rows, in regime (the rules' split)
+    assert (len(table), flagged.sum()) == (68, 13)
     share_gated = table["flags"].fillna("").str.contains("private share over the window")
     assert share_gated.sum() == 10
     assert table.loc[share_gated, "private_share_source"].str.startswith("measured").sum() == 10
@@ -139,12 +140,18 @@ def test_claims_summary_one_row_per_declared_claim_decided_in_regime():
             assert r.verdict == NOT_IN_REGIME and r.regime.startswith(("ceiling", "floor"))
             assert r.measured.startswith("(")
     gs = summary[summary["algorithm"] == "gaussian_spider"].iloc[0]
-    # The headline: hard_valley, theory mode (the declared one), the first spec, over 1.5
-    # decades; the seeds' CI, held to its rules' -2.44 with the margin 0.097
-    assert gs["decided by"].startswith("headline2/valley_n_star_vs_alpha, theory, hard_valley")
-    assert gs["measured"] == "-2.49 [-2.5, -2.48]"
-    assert gs["verdict"] == "follows its rules, whose asymptote is the claim"
-    assert gs["against its rules"] == "follows (-0.05 [-0.07, -0.03], m 0.097)"
+    # The headline (sixth edition, issue 70, item 3): the row whose measured claim link tells
+    # the claim from its rival decides: headline6_deep, hard_valley, theory mode, two decades of
+    # alpha at eps 0.001 (its first group); its rules test undecided (-0.09 against m 0.097),
+    # its deepest decade within m of -7/3
+    assert gs["decided by"].startswith("headline6_deep/deep_n_star_vs_alpha, theory, hard_valley, "
+                                       "x = alpha, eps 0.001")
+    assert gs["measured"] == "-2.43 [-2.44, -2.41]"
+    assert gs["verdict"] == "reaches the claim on its deepest decade"
+    assert gs["against its rules"] == "undecided (-0.09 [-0.10, -0.07], m 0.097)"
+    ad = summary[summary["algorithm"] == "adaptive_tree_spider"].iloc[0]
+    assert ad["decided by"].startswith("headline6_deep/deep_n_star_vs_alpha")
+    assert ad["verdict"] == "follows its rules, whose asymptote is the claim"
     note = claims_summary(fits, privacy={("dp_gd", ""): "privacy unverified"})
     assert note.loc[note["algorithm"] == "dp_gd", "privacy"].iloc[0] == "privacy unverified"
 
