@@ -104,14 +104,9 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
            rng: np.random.Generator, calibration: str = "theory",
            measured_share: np.ndarray | None = None) -> dict[str, Any]:
     """The engine's columns for one fit row (`row`: a `run_fit` row with exponent, ci_low,
-    ci_high, predicted, view, x, verdict, flags and, for a Spider, rival_predicted). Returns the
-    updated columns (module docstring): the verdict and its reason; the primary test's residual,
-    CI, decision and acceptance range; the rules' asymptote; the O~ test's band, label and
-    acceptance range; the margin, the resolution and the chain in one line; the log power share
-    t, the bound's measured constant and the local slopes (reported, not deciding); the rules'
-    slope / ratio / private share (`rules`: `rules_curve` on the design, None for none);
-    `measured_share`: the measured private share per design point (None: no eps = inf
-    control)."""
+    ci_high, predicted, view, x, verdict, flags, rival_predicted), as the module docstring lists
+    them; `rules`: `rules_curve` on the design (None: none); `measured_share`: the measured
+    private share per design point (None: no eps = inf control)."""
     view, x = row["view"], row["x"]
     seed_lo, seed_hi = row["ci_low"], row["ci_high"]
     out: dict[str, Any] = {"seed_ci_low": seed_lo, "seed_ci_high": seed_hi}
@@ -154,14 +149,10 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
                    asymptote_meets=asym.meets, asymptote_x_within_m=asym.x_within_m,
                    asymptote_note=asym.note, asymptote_tail=asym.tail,
                    asymptote_tail_x=asym.tail_x, asymptote_past_jump=asym.past_jump)
-    # 2b. the claim link on data (issue 70, item 3): the deepest decade of a two-decade design,
-    # from its own generator (spawned: the row's draws below stay those of the fifth edition)
+    # 2b. the claim link on data (issue 70, item 3): the deepest decade of a two-decade design
     rival = row.get("rival_predicted", math.nan)
     rival = float(rival) if isinstance(rival, (int, float)) else math.nan
-    link = measured_link(design, p, m, rival, rules.values if rules is not None else None,
-                         rng.spawn(1)[0])
-    if link.available and rules is not None and rules.available:
-        link = replace(link, profile=rules_profile(design, view, calibration))
+    link = _measured(design, p, m, rival, rules, rng, view, calibration)
     out.update(_link_columns(link, p, m, rival, x))
     # 3. the O~ test with its declared logs (t is reported; the band decides)
     reg = log_factors.log_regressor(claim, design, view, x,
@@ -206,15 +197,24 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
         rt.low, rt.high, rules, m, view, x, p, rival, allowance_of,
         bool(asym is not None and asym.meets), bool(asym is not None and math.isfinite(asym.limit)),
         link.deep if link.available else (math.nan, math.nan, math.nan))
-    v = verdict_rule.choose(tests)
+    out.update(_verdict_columns(verdict_rule.choose(tests), tests, design, x, out, o_text,
+                                (seed_hi - seed_lo) / 2, m))
+    return out
+
+
+def _verdict_columns(v: Any, tests: Any, design: Design, x: str, out: dict[str, Any], o_text: str,
+                     half: float, m: float) -> dict[str, Any]:
+    """The chosen verdict's columns (`verdict_rule.choose`): its text, kind and band, the bound
+    check's worst point, the resolution's design note and the reason (the deciding test's
+    statement, the chain, the O~ test's line, the band)."""
     worst_low, worst_ratio, worst_x = tests.exceed.worst()
-    out.update(verdict=v.text, verdict_kind=v.kind.value, test_verdict_kind=v.kind.value,
-               verdict_band_low=v.band_low,
-               verdict_band_high=v.band_high, bound_exceed_low=worst_low,
-               bound_exceed_ratio=worst_ratio, bound_exceed_x=worst_x)
+    cols: dict[str, Any] = dict(
+        verdict=v.text, verdict_kind=v.kind.value, test_verdict_kind=v.kind.value,
+        verdict_band_low=v.band_low, verdict_band_high=v.band_high, bound_exceed_low=worst_low,
+        bound_exceed_ratio=worst_ratio, bound_exceed_x=worst_x, resolution=out["resolution"])
     short = margins.design_check(design.x, x)
     if short:
-        out["resolution"] += f"; decided on a short design: {short.split('; would do')[0]}" \
+        cols["resolution"] += f"; decided on a short design: {short.split('; would do')[0]}" \
             if v.kind not in (VerdictKind.DESIGN_TOO_SHORT,) else f"; {short.split('; would do')[0]}"
     band = f"; verdict band {v.band}" if v.band else ""
     if v.kind is VerdictKind.EXCEEDS_BOUND:
@@ -222,14 +222,25 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
                   f"{_fmt(worst_x)} (one-sided lower bound {_fmt(worst_low)}x at "
                   f"{verdict_rule.EXCEED_LEVEL:g} over {len(design)} points)")
     elif v.kind is VerdictKind.DESIGN_TOO_SHORT:
-        half = (seed_hi - seed_lo) / 2
         reason = f"no test decides; would decide: {verdict_rule.would_decide(design, x, half, m)}"
     elif v.kind is VerdictKind.UNTESTABLE:
         reason = out["untestable"]
     else:
         reason = ""
-    out["verdict_reason"] = "; ".join(r for r in (reason, out["chain"], o_text) if r) + band
-    return out
+    cols["verdict_reason"] = "; ".join(r for r in (reason, out["chain"], o_text) if r) + band
+    return cols
+
+
+def _measured(design: Design, p: float, m: float, rival: float, rules: RulesCurve | None,
+              rng: np.random.Generator, view: str, calibration: str) -> MeasuredLink:
+    """The row's measured claim link (`measured_link`), its resamples from a generator spawned
+    from the row's (the row's own draws stay those of the fifth edition), with the rules'
+    profile where the link is available."""
+    link = measured_link(design, p, m, rival, rules.values if rules is not None else None,
+                         rng.spawn(1)[0])
+    if link.available and rules is not None and rules.available:
+        link = replace(link, profile=rules_profile(design, view, calibration))
+    return link
 
 
 def _link_columns(link: MeasuredLink, p: float, m: float, rival: float, x: str) -> dict[str, Any]:
