@@ -68,8 +68,9 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     res = write_report(open_store_data(store), out, n_boot=300, layout_problems=layout)
     main_pages, appendix = report_pages(out)
     # the main report (issue 59): claims summary, the headline on one page, the atlas maps (one
-    # per problem), the privacy summary; the appendix: its contents page, then every other page
-    assert len(main_pages) == res["pages"] == 5
+    # per problem; one-row maps stacked on one page, issue 73 item 4), the privacy summary; the
+    # appendix: its contents page, then every other page
+    assert len(main_pages) == res["pages"] == 4
     assert res["appendix"] == tmp_path / "r_appendix.pdf"
     assert len(appendix) == res["appendix_pages"] == 20
     # Nothing on any page runs off its edge or out of its table cell (drawn bounding boxes).
@@ -92,9 +93,10 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
                         "verdict"] == "not in regime").all()
     assert "Headline: samples to reach alpha" in headline and "hard_valley" in headline
     assert "residual [95% CI], margin" in headline and "O~ test accepts" in headline
-    assert "Atlas: alpha_sosp on hard_valley" in main_pages[2]
-    assert "Atlas: alpha_sosp on strict" in main_pages[3]
-    assert "Privacy: spent / declared eps" in main_pages[4]
+    assert "Atlas: one-row maps (one eps at one d)" in main_pages[2]
+    assert "alpha_sosp on hard_valley, samples to target: eps 1, d 3" in main_pages[2]
+    assert "alpha_sosp on strict_saddle, samples to target: eps 1, d 3" in main_pages[2]
+    assert "Privacy: spent / declared eps" in main_pages[3]
     # every page of both PDFs numbered at its foot (issue 73, item 4)
     for pages in (main_pages, appendix):
         for k, page in enumerate(pages, start=1):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -211,7 +212,11 @@ def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colour
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_yticks(sorted(set(ys)))
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    # 1-2-5 ticks over a few decades; over more, one a decade (labels would overlap)
+    finite = xs[np.isfinite(xs) & (xs > 0)]
+    span = math.log10(finite.max() / finite.min()) if len(finite) > 1 else 0.0
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if span <= 3.5 else (1.0,),
+                                          numticks=12))
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_minor_formatter(NullFormatter())
     for axis in (ax.xaxis, ax.yaxis):
@@ -221,13 +226,45 @@ def _panel(ax: plt.Axes, pts: pd.DataFrame, cx: pd.DataFrame, yname: str, colour
     ax.margins(0.15)
 
 
-def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
-                  ) -> Iterator[tuple[str, plt.Figure]]:
-    """(name, figure) per (view, metric, problem, instance) of the long table, one at a time
-    (the caller saves and closes each: the reference has dozens); `ranges`: the sensitivity
-    hook of the module docstring (None: nothing hatched)."""
-    from matplotlib.patches import Patch
+@dataclass(frozen=True)
+class _Map:
+    """One map's data: its key, points, crossovers, colours, the panels' fixed values and its
+    file name."""
 
+    view: str
+    metric: str
+    problem: str
+    instance: str
+    pts: pd.DataFrame
+    cx: pd.DataFrame
+    algs: list
+    colours: dict
+    d_ref: float
+    eps_ref: float
+    two: bool
+    name: str
+
+    @property
+    def one_row(self) -> bool:
+        """A single finite eps at a single d (eps = inf controls are not drawn): its map is
+        one row of squares."""
+        eps = self.pts["eps"].to_numpy(float)
+        return not self.two and len(np.unique(eps[np.isfinite(eps)])) == 1
+
+    @property
+    def title(self) -> str:
+        inst = f" {self.instance}" if self.instance else ""
+        return f"Atlas: {self.metric} on {self.problem}{inst}, {self.view}"
+
+
+#: The maps' reading, under each page's title.
+READING = ("full colour: winner (margin's 95% CI excludes 1); light: best median, not "
+           "significant; grey: not measured; lines: crossovers (dashed: not significant), bars: "
+           "their interval")
+
+
+def _maps(table: pd.DataFrame) -> Iterator[_Map]:
+    """Every (view, metric, problem, instance) of the long table as a `_Map`."""
     pts_all, cx_all = points_table(table), crossovers(table)
     for (view, metric, problem, instance), pts in pts_all.groupby(KEY[:4], sort=True):
         cx = cx_all[(cx_all["view"] == view) & (cx_all["metric"] == metric)
@@ -241,34 +278,86 @@ def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
         count = measured if len(measured) else pts
         # each panel's fixed value: where the other axis varies most (then the most points), so
         # the eps panel is drawn at a d with several eps and the d panel at an eps with several d
-        d_ref = _richest(count, "d", "eps")
-        eps_ref = _richest(count, "eps", "d")
-        two = pts["d"].nunique() > 1
-        fig, axes = plt.subplots(1, 2 if two else 1, figsize=A4_LANDSCAPE, squeeze=False)
-        inst = f" {instance}" if instance else ""
-        fig.suptitle(f"Atlas: {metric} on {problem}{inst}, {view}\nfull colour: winner (margin's "
-                     "95% CI excludes 1); light: best median, not significant; grey: not measured; "
-                     "lines: crossovers (dashed: not significant), bars: their interval",
-                     fontsize=9)
-        a0 = axes[0][0]
-        _panel(a0, pts[np.isclose(pts["d"], d_ref)], cx[np.isclose(cx["d"], d_ref)], "eps",
-               colours, ranges)
-        a0.set_title(f"y = eps at d={d_ref:g}", fontsize=9)
-        if two:
-            a1 = axes[0][1]
-            _panel(a1, pts[np.isclose(pts["eps"], eps_ref)], cx[np.isclose(cx["eps"], eps_ref)],
-                   "d", colours, ranges)
-            a1.set_title(f"y = d at eps={eps_ref:g}", fontsize=9)
-        handles = [Patch(color=colours[a], label=a) for a in algs]
-        handles.append(Patch(color="lightgrey", label="not measured"))
-        if ranges is not None:
-            handles.append(Patch(facecolor="none", edgecolor="k", hatch="///",
-                                 label="winner changes within the constant ranges"))
-        fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=8)
-        fig.subplots_adjust(bottom=0.2, top=0.86)
         name = f"atlas_{metric}_{problem}" + ("_error" if view != SAMPLES else "") + \
             (f"_{hashlib.sha1(instance.encode()).hexdigest()[:6]}" if instance else "")
-        yield name, fig
+        yield _Map(view, metric, problem, instance, pts, cx, algs, colours,
+                   _richest(count, "d", "eps"), _richest(count, "eps", "d"),
+                   pts["d"].nunique() > 1, name)
+
+
+def _handles(mp: _Map, ranges: pd.DataFrame | None) -> list:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=mp.colours[a], label=a) for a in mp.algs]
+    handles.append(Patch(color="lightgrey", label="not measured"))
+    if ranges is not None:
+        handles.append(Patch(facecolor="none", edgecolor="k", hatch="///",
+                             label="winner changes within the constant ranges"))
+    return handles
+
+
+def _eps_panel(ax: plt.Axes, mp: _Map, ranges: pd.DataFrame | None) -> None:
+    _panel(ax, mp.pts[np.isclose(mp.pts["d"], mp.d_ref)], mp.cx[np.isclose(mp.cx["d"], mp.d_ref)],
+           "eps", mp.colours, ranges)
+
+
+def _figure(mp: _Map, ranges: pd.DataFrame | None) -> plt.Figure:
+    """One map on its own page: the eps panel, and the d panel where the data vary d."""
+    fig, axes = plt.subplots(1, 2 if mp.two else 1, figsize=A4_LANDSCAPE, squeeze=False)
+    fig.suptitle(f"{mp.title}\n{READING}", fontsize=9)
+    a0 = axes[0][0]
+    _eps_panel(a0, mp, ranges)
+    a0.set_title(f"y = eps at d={mp.d_ref:g}", fontsize=9)
+    if mp.two:
+        a1 = axes[0][1]
+        _panel(a1, mp.pts[np.isclose(mp.pts["eps"], mp.eps_ref)],
+               mp.cx[np.isclose(mp.cx["eps"], mp.eps_ref)], "d", mp.colours, ranges)
+        a1.set_title(f"y = d at eps={mp.eps_ref:g}", fontsize=9)
+    handles = _handles(mp, ranges)
+    fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=8)
+    fig.subplots_adjust(bottom=0.2, top=0.86)
+    return fig
+
+
+def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
+                  ) -> Iterator[tuple[str, plt.Figure]]:
+    """(name, figure) per (view, metric, problem, instance) of the long table, one at a time
+    (the caller saves and closes each: the reference has dozens); `ranges`: the sensitivity
+    hook of the module docstring (None: nothing hatched)."""
+    for mp in _maps(table):
+        yield mp.name, _figure(mp, ranges)
+
+
+def atlas_page_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None,
+                       per_page: int = 3) -> Iterator[plt.Figure]:
+    """The report's pages of the atlas (issue 73, item 4): a map with more than one row of
+    squares on its own page, as `atlas_figures` draws it; the one-row maps (one eps at one d)
+    stacked `per_page` to a page, each with its own title, colours and legend."""
+    pending: list[_Map] = []
+
+    def stacked(maps: list[_Map]) -> plt.Figure:
+        fig, axes = plt.subplots(len(maps), 1, figsize=A4_LANDSCAPE, squeeze=False)
+        fig.suptitle(f"Atlas: one-row maps (one eps at one d)\n{READING}", fontsize=9)
+        for ax, mp in zip(axes[:, 0], maps, strict=True):
+            _eps_panel(ax, mp, ranges)
+            eps = mp.pts["eps"].to_numpy(float)
+            ax.set_title(f"{mp.title.removeprefix('Atlas: ')}: eps {eps[np.isfinite(eps)][0]:g}, "
+                         f"d {mp.d_ref:g}", fontsize=8)
+            ax.legend(handles=_handles(mp, ranges), fontsize=6, loc="center left",
+                      bbox_to_anchor=(1.01, 0.5))
+        fig.subplots_adjust(top=0.88, bottom=0.08, left=0.08, right=0.8, hspace=0.9)
+        return fig
+
+    for mp in _maps(table):
+        if not mp.one_row:
+            yield _figure(mp, ranges)
+            continue
+        pending.append(mp)
+        if len(pending) == per_page:
+            yield stacked(pending)
+            pending = []
+    if pending:
+        yield stacked(pending)
 
 
 def _richest(pts: pd.DataFrame, fixed: str, varying: str) -> float:

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.comparisons.atlas import READING_NOTE, atlas_table, points_table, text_lines
-from analysis.comparisons.atlas_map import atlas_figures, crossover_lines, crossovers
+from analysis.comparisons.atlas_map import atlas_page_figures, crossover_lines, crossovers
 from analysis.declarations import StoreData
 from analysis.report.layout import _text_page, _wrap
 from analysis.verdict_engine.rates import N_BOOT
@@ -43,7 +43,7 @@ def atlas_maps(pdf: PdfPages, table: pd.DataFrame, ranges: pd.DataFrame | None =
                                      "algorithms on one instance and design point, so there is "
                                      "no comparison to map. " + READING_NOTE))
         return
-    for _name, fig in atlas_figures(table, ranges):
+    for fig in atlas_page_figures(table, ranges):  # one-row maps three to a page
         pdf.savefig(fig)
         plt.close(fig)
 
