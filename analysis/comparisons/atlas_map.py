@@ -329,10 +329,10 @@ def atlas_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None
 
 
 def atlas_page_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None,
-                       per_page: int = 3) -> Iterator[plt.Figure]:
-    """The report's pages of the atlas (issue 73, item 4): a map with more than one row of
-    squares on its own page, as `atlas_figures` draws it; the one-row maps (one eps at one d)
-    stacked `per_page` to a page, each with its own title, colours and legend."""
+                       per_page: int = 4) -> Iterator[plt.Figure]:
+    """The report's pages of the atlas (issue 73, item 4): each map with more than one row of
+    squares on its own page, as `atlas_figures` draws it; then the one-row maps (one eps at one
+    d) stacked `per_page` to a page, each with its own title, colours and legend."""
     pending: list[_Map] = []
 
     def stacked(maps: list[_Map]) -> plt.Figure:
@@ -348,16 +348,13 @@ def atlas_page_figures(table: pd.DataFrame, ranges: pd.DataFrame | None = None,
         fig.subplots_adjust(top=0.88, bottom=0.08, left=0.08, right=0.8, hspace=0.9)
         return fig
 
-    for mp in _maps(table):
-        if not mp.one_row:
+    for mp in _maps(table):  # the maps with rows first, in order; then the one-row maps
+        if mp.one_row:
+            pending.append(mp)
+        else:
             yield _figure(mp, ranges)
-            continue
-        pending.append(mp)
-        if len(pending) == per_page:
-            yield stacked(pending)
-            pending = []
-    if pending:
-        yield stacked(pending)
+    for start in range(0, len(pending), per_page):
+        yield stacked(pending[start:start + per_page])
 
 
 def _richest(pts: pd.DataFrame, fixed: str, varying: str) -> float:

@@ -43,7 +43,7 @@ def atlas_maps(pdf: PdfPages, table: pd.DataFrame, ranges: pd.DataFrame | None =
                                      "algorithms on one instance and design point, so there is "
                                      "no comparison to map. " + READING_NOTE))
         return
-    for fig in atlas_page_figures(table, ranges):  # one-row maps three to a page
+    for fig in atlas_page_figures(table, ranges):  # one-row maps four to a page
         pdf.savefig(fig)
         plt.close(fig)
 
