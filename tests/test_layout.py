@@ -60,3 +60,33 @@ def test_no_circle_of_imports_and_packages_point_one_way():
 def test_no_module_far_over_400_lines():
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in _modules().values()}
     assert {k: v for k, v in sizes.items() if v > 450} == {}
+
+
+#: Functions still over FUNCTION_MAX lines (issue 75, item 3), each held at its length today so
+#: none grows while they are split; a new one over the limit fails.
+FUNCTION_MAX = 100
+LONG_FUNCTIONS = {
+    ("algorithms/sosp/engine.py", "_run_engine"): 237,
+    ("bench/cli/__init__.py", "build_parser"): 234,
+    ("algorithms/sosp/compiled_o2_steps.py", "_o2_steps"): 196,
+    ("analysis/report/build.py", "write_report"): 148,
+    ("algorithms/first_order/compiled_tree.py", "_leaves"): 118,
+    ("algorithms/first_order/tree_private_spider.py", "_run"): 116,
+    ("analysis/report/summary_page.py", "summary_table_pages"): 107,
+    ("analysis/privacy_checks/layers.py", "check_releases"): 101,
+}
+
+
+def test_no_function_over_100_lines_but_the_listed_ones_and_none_grows():
+    """Functions a reader holds in mind: none over FUNCTION_MAX lines (decorators and docstring
+    included) but LONG_FUNCTIONS, each at most its listed length."""
+    long = {}
+    for p in _modules().values():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > FUNCTION_MAX:
+                    long[(str(p.relative_to(ROOT)), node.name)] = n
+    assert set(long) <= set(LONG_FUNCTIONS), sorted(set(long) - set(LONG_FUNCTIONS))
+    grown = {k: (v, LONG_FUNCTIONS[k]) for k, v in long.items() if v > LONG_FUNCTIONS[k]}
+    assert grown == {}
