@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -77,6 +78,10 @@ class Trajectory:
     #: Values that depend on what the accountant keeps hidden (the realized Poisson batch
     #: sizes): never a run fact, never printed by an export or a report (`bench.disclosure`).
     evaluation_only: dict = field(default_factory=dict)
+
+    #: The fields that are not outputs of the run's releases: the data it optimized and the
+    #: hidden values (a replay that compares runs leaves them out).
+    NOT_RELEASED: ClassVar[tuple[str, ...]] = ("sample", "evaluation_only")
 
     @property
     def last(self) -> np.ndarray:

@@ -4,8 +4,9 @@ batch, or a record twin (`problems.counts.dataset`).
 
 Atoms layout (`problems.counts.stream.Categorical`): a batch is c_a copies of atom a, so the sum over
 its records of map(grad f(x; z_i)) is sum_a c_a map(grad f(x; atom_a)): exact for any
-per-record map, at any clip threshold, in O(atoms present x d) (a problem may supply a
-structured form, `counts_clipped_sum`, e.g. the GLM's O(atoms x rank + d rank)). The JL
+per-record map, at any clip threshold, in O(atoms present x d) (a built-in problem may supply
+a structured form, `counts_clipped_sum`, e.g. the GLM's O(atoms x rank + d rank); a plugin
+problem's is never called: the suite clips each atom's gradient itself, issue 71). The JL
 projection needs nothing more: the projected GLM is a GLM over the same atoms.
 
 Product layout (`problems.counts.stream.BinaryCoordinates`): the counts give the batch's mean record
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.privacy.mechanisms import clip_rows
+from problems import is_builtin
 from problems.counts.dataset import CountsModeError, layout_kind
 from problems.counts.layouts import CountsBatch
 from problems.counts.stream import CountsClipError, require_identity_clip
@@ -64,7 +66,9 @@ def _clipped_sum(problem: Any, x: np.ndarray, y: np.ndarray | None, batch: Any, 
             return np.zeros(problem.d)
         kind = getattr(problem, "counts_layout_kind", None) or layout_kind(problem)
         if kind == "atoms":
-            fast = getattr(problem, "counts_clipped_sum", None)
+            # a problem's own structured sum only from a built-in (tested) class: a plugin
+            # problem's clipped sum is the suite's, from its atoms' per-record gradients
+            fast = getattr(problem, "counts_clipped_sum", None) if is_builtin(problem) else None
             if fast is not None:
                 return fast(x, y, batch, clip)
             _, atoms, c = _present(problem, batch)

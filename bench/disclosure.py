@@ -9,8 +9,9 @@ names the kind of every column of `bench.store`):
   used, the step log (batch, noise, released norms), the privacy ledger, and the population
   metrics at released iterates (the population is public: the problem states it).
 - ``evaluation``: the suite's own measurement with the private sample in hand (the empirical
-  metrics of F_S, the sample's digest, the plugin audit): a result about the run, never
-  something the run released.
+  metrics of F_S, the sample's digest, the plugin audit) or over several runs (the samples to
+  the target, n*, and the n search that finds it: its runs share the cell's seed across n): a
+  result about the run, never something the run released.
 - ``evaluation-only``: values that depend on what the accountant keeps hidden. A Poisson-
   sampled step's realized size |B_t| is one: the subsampled accountant (replace-one) treats
   it as hidden, and with the sizes public the eps of what is released is larger (dp-accounting,
@@ -46,7 +47,13 @@ _EVALUATION = ("emp_grad_best", "emp_grad_last", "emp_grad_selected", "emp_alpha
                "emp_alpha_last", "emp_alpha_selected", "emp_lambda_min_best",
                "alpha_at_emp_best",  # the iterate is chosen by the empirical alpha (reads S)
                "data_digest", "privacy_check",
-               "n_search")  # which n reached the target is read from population values
+               "n_search",  # which n reached the target is read from population values
+               # n*: the experimenter's measurement with the exact population oracle (a
+               # deployment has none); a searched cell's is read over all its search's runs,
+               # which share the cell's seed across n (nested prefixes, the same first noise
+               # draws: common random numbers across n), so it is no release of any one run
+               # and no ledger covers it (issue 71, item 5)
+               "samples_to_target")
 _MACHINE = ("wall", "cpu", "run_wall", "eval_wall", "dprates_version", "git_commit", "python",
             "numpy", "plugins", "host", "pid", "started", "finished")
 _STATUS = ("status", "error_type", "error_message", "traceback")

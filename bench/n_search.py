@@ -29,7 +29,11 @@ the stored run (the one at n*) keeps its ledger; n* and which run is stored are 
 experimenter's evaluation, read from population values of the runs' released iterates over
 all the runs of the search, as a one-pass cell's samples_to_target is read by its population
 monitor. They are a measurement of the algorithm, not something it releases: a deployment
-runs once, at an n chosen before it sees data. The search is opt-in: only a spec that sets
+runs once, at an n chosen before it sees data. The search's runs share the cell's seed across n
+(nested prefixes of one sample, the same first noise draws: common random numbers, which make
+n* a paired comparison across n), so n* is no release of any one run and no ledger covers it;
+`bench.disclosure` files `samples_to_target` as an evaluation (issue 71, item 5). The search
+is opt-in: only a spec that sets
 `target_metric` searches (the cell's key then differs from a one-run cell's).
 
 Reaching need not be monotone in n for one seed (the noise differs between runs), so n* is the

@@ -3,15 +3,20 @@ with, decided before any cell runs, and which labels stop the sweep.
 
 * a built-in algorithm: "built-in" (the test suite's three privacy layers cover it);
 * a plugin: `analysis.privacy_checks.plugin_checks.check_plugin` on every distinct private
-  configuration of its pending cells (problem, d, eps, delta, n, parameters; past
-  `MAX_CONFIGS` of them, the extremes of eps, n and d, and the label says how many of how
-  many), with a check seed drawn fresh for each sweep (a plugin cannot be tuned to pass at one
-  seed; the seed is in the label, and `DPRATES_CHECK_SEED` fixes it to reproduce one). The
-  worst outcome is the algorithm's label: FAILED (at the configuration named), unverified,
+  configuration of its pending cells (problem, d, eps, delta, n, parameters; past `MAX_CONFIGS`
+  of them, the extremes of eps, n and d and one at every other eps, and the label says how many
+  of how many), with a check seed drawn fresh for each sweep (a plugin cannot be tuned to pass
+  at one seed; the seed is in the label, and `DPRATES_CHECK_SEED` fixes it to reproduce one).
+  The worst outcome is the algorithm's label: FAILED (at the configuration named), unverified,
   audited (a self-noising plugin: no leak found, never certified; its label carries the
-  empirical eps lower bound of `analysis.privacy_checks.plugin_lower_bound` at the smallest
-  eps checked, beside the declared eps), or private by construction (the release API, every
+  empirical eps lower bound of `analysis.privacy_checks.plugin_lower_bound` at the smallest eps
+  checked, beside the declared eps), or private by construction (the release API, every
   configuration's checks passed).
+
+A plugin problem is untrusted code too: `problem_labels` checks each one the pending cells use
+(`analysis.privacy_checks.problem_checks`: constants that read the data, per-record oracles
+that read other records, a product layout's support bound), and every algorithm with a cell on
+a problem that fails is labelled FAILED, built-ins included.
 
 A sweep stops before any cell on a plugin not built-in, private by construction or non-private
 (`PrivacyCheckFailed`: FAILED, unverified or audited) unless run with --allow-unverified; its
@@ -60,7 +65,8 @@ def _config(c: Cell, cap: int) -> tuple:
 
 def configurations(cells: list[Cell], cap: int) -> tuple[list[Cell], int]:
     """One cell per distinct private configuration of `cells` (one algorithm's), at most
-    `MAX_CONFIGS` (the extremes of eps, n and d past it), and how many there are."""
+    `MAX_CONFIGS` of them past which the extremes of n and d and one configuration at every
+    distinct eps (issue 71: a noise table wrong at one eps only), and how many there are."""
     private = [c for c in cells if math.isfinite(c.eps)] or cells[:1]
     distinct: dict[tuple, Cell] = {}
     for c in private:
@@ -72,6 +78,11 @@ def configurations(cells: list[Cell], cap: int) -> tuple[list[Cell], int]:
             for pick in (min(chosen, key=key), max(chosen, key=key)):
                 ext.setdefault(_config(pick, cap), pick)
         chosen = list(ext.values())[:MAX_CONFIGS]
+        checked = {c.eps for c in chosen}
+        for c in distinct.values():  # every eps once: its own noise calibration
+            if c.eps not in checked:
+                chosen.append(c)
+                checked.add(c.eps)
     return chosen, len(distinct)
 
 
@@ -106,7 +117,7 @@ def plugin_label(algorithm: str, cells: list[Cell], seed: int) -> str:
     worst_c, worst = min(outcomes, key=lambda o: _ORDER.index(_kind(o[1].label)))
     label = worst.label
     scope = (f"{len(chosen)} of {total} configurations checked"
-             + (" (the extremes of eps, n and d)" if len(chosen) < total else ""))
+             + (" (the extremes of eps, n and d, and every eps)" if len(chosen) < total else ""))
     if label.startswith(("FAILED", "unverified")) and len(chosen) > 1:
         status, _, reason = label.partition(": ")
         return f"{status}: {_where(worst_c, pc.CHECK_RECORDS)}: {reason}" if reason else label
@@ -135,12 +146,46 @@ def privacy_checks(cells: list[Cell], quiet_failures: bool = False,
             if pc.needs_permission(label) and not quiet_failures:
                 print(f"dprates: warning: {c.algorithm}: privacy {label}", file=sys.stderr)
         out[c.algorithm] = label
+    for algorithm, label in problem_labels(cells, quiet_failures).items():
+        out[algorithm] = label  # a failed problem is worse than any label it replaces
+    return out
+
+
+def problem_labels(cells: list[Cell], quiet_failures: bool = False) -> dict[str, str]:
+    """algorithm -> "FAILED: <the problem's reason>" for each algorithm with a cell on a
+    plugin problem that fails `analysis.privacy_checks.problem_checks` (checked once per
+    problem, parameters, d and data mode of the pending cells: the smallest and largest d of
+    each, the extremes past `MAX_CONFIGS`). A built-in algorithm on such a problem is not
+    private either: its clip reads the problem's oracles."""
+    from analysis.privacy_checks.problem_checks import check_problem
+    from problems import BUILTIN
+
+    configs: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        if c.problem not in BUILTIN:
+            configs.setdefault((c.problem, c.problem_params, c.data), []).append(c)
+    out: dict[str, str] = {}
+    for (problem, params, data), group in configs.items():
+        ds = sorted({int(c.d) for c in group})
+        for d in sorted({ds[0], ds[-1]}):
+            res = check_problem(problem, d=d, problem_params=dict(params), data_mode=data)
+            if res.ok:
+                continue
+            label = f"FAILED: {res.reason} (d {d}, data {data})"
+            for c in group:
+                out.setdefault(c.algorithm, label)
+            if not quiet_failures:
+                print(f"dprates: warning: problem {problem}: privacy {label}", file=sys.stderr)
+            break
     return out
 
 
 def refusal(blocked: dict[str, str]) -> str:
     """The one line a sweep stops with."""
-    return ("; ".join(f"plugin {a}: privacy {lab}" for a, lab in blocked.items())
+    from analysis.privacy_checks.plugin_checks import builtin_label
+
+    return ("; ".join(f"{'plugin ' if builtin_label(a) is None else ''}{a}: privacy {lab}"
+                      for a, lab in blocked.items())
             + ". The sweep stops before its cells: only built-in algorithms and plugins private "
               "by construction (the release API) run without --allow-unverified (rerun with it "
               "to run them anyway: every table and export then carries the label, and a FAILED "

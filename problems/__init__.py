@@ -21,6 +21,15 @@ _REGISTRY: dict[str, type[Problem]] = {
 
 
 BUILTIN = frozenset(_REGISTRY)
+#: The built-in classes themselves: a plugin subclass, or a plugin reusing a built-in's name,
+#: is not one of them.
+_BUILTIN_CLASSES = frozenset(_REGISTRY.values())
+
+
+def is_builtin(problem: Problem) -> bool:
+    """Whether `problem` is an instance of a built-in class itself (its code is the suite's,
+    tested; a plugin problem's is checked by `analysis.privacy_checks.problem_checks`)."""
+    return type(problem) in _BUILTIN_CLASSES
 
 
 def available() -> list[str]:

@@ -52,7 +52,12 @@ class CountsExactnessError(ValueError):
     """A declared compiled loss whose counts-mode oracles are not its per-record ones."""
 
 
-@numba.njit(cache=True)
+# Not cached on disk: the key of a specialization on a user's dispatcher (a first-class
+# function type) holds that dispatcher, one entry per plugin load, and a later process that
+# reads an entry whose dispatcher is gone fails (numba: "underlying object has vanished",
+# seen once in a full test run after 78 entries had piled up). Compiling these loops costs
+# a fraction of a second per process.
+@numba.njit
 def _rows_apply(fn, x, rows, p, d):
     out = np.empty((rows.shape[0], d))
     for i in range(rows.shape[0]):
@@ -60,7 +65,7 @@ def _rows_apply(fn, x, rows, p, d):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _rows_diff(fn, x, y, rows, p, d):
     out = np.empty((rows.shape[0], d))
     for i in range(rows.shape[0]):
@@ -68,7 +73,7 @@ def _rows_diff(fn, x, y, rows, p, d):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _rows_loss(fn, x, rows, p):
     out = np.empty(rows.shape[0])
     for i in range(rows.shape[0]):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import textwrap
 
 LEAKS = textwrap.dedent('''
+    import copy
+
     import numpy as np
 
     import algorithms
@@ -53,6 +55,13 @@ LEAKS = textwrap.dedent('''
                 if self.poisson:
                     sampler = np.random.default_rng(0) if self.fault == "same_batch" else rng
                     batch = sample[sampler.random(n) < b / n]
+                    if self.fault == "capped_batch":  # a memory cap the ledger never hears of
+                        batch = batch[:150]
+                    if self.fault == "shuffled":  # epochs of a shuffle, each record once
+                        at = (t - 1) * b % n
+                        if at == 0:
+                            perm = rng.permutation(n)
+                        batch = sample[perm[at:at + b]]
                 else:
                     batch = sample
                 per = problem.per_sample_grads(x, batch)
@@ -65,6 +74,10 @@ LEAKS = textwrap.dedent('''
                     leaf = per.sum(axis=0) / denom
                 elif self.fault == "refresh" and rng.random() < 0.1:  # an unclipped refresh
                     leaf = per.sum(axis=0) / denom
+                elif self.fault == "float32_clip":  # the clip in float32: an outlier's norm is inf
+                    h = per.astype(np.float32)
+                    norm = np.sqrt((h * h).sum(axis=1))
+                    leaf = (h * np.minimum(1.0, clip / norm)[:, None]).astype(float).sum(axis=0) / denom
                 else:
                     leaf = clip_rows(per, clip).sum(axis=0) / denom
                 std = z * (clip if self.poisson else 2 * clip) / denom
@@ -112,6 +125,7 @@ LEAKS = textwrap.dedent('''
 
     FAULTS = {
         "clean_step": MomentumGD, "one_draw": MomentumGD, "same_batch": PoissonSGD,
+        "shuffled": PoissonSGD, "float32_clip": MomentumGD, "capped_batch": PoissonSGD,
         "early_stop": MomentumGD, "log_clean": MomentumGD, "median_clip": PoissonSGD,
         "standardize": MomentumGD, "tenth": MomentumGD, "raise_10C": MomentumGD,
         "refresh": MomentumGD, "capped": MomentumGD, "no_probe": MomentumGD,
@@ -140,7 +154,11 @@ LEAKS = textwrap.dedent('''
             if self.fault:  # the bug: the sample dug out of the desk, past the window
                 sample = np.asarray(desk._ReleaseWindow__desk.sample, dtype=float)
             for _ in range(desk.plan.releases):
+                if self.fault == "desk_live_noise":  # the run's generator, dug out of the desk
+                    ahead = copy.deepcopy(desk._ReleaseWindow__desk._rng)
                 g = desk.mean_gradient(x)
+                if self.fault == "desk_live_noise":  # its noise predicted and subtracted
+                    g = g - desk.last_noise_std * ahead.standard_normal(public.d)
                 if self.fault == "desk_clean_step":
                     g = g - 1e-3 * sample[:, 0].mean()
                 v = self.beta * v + g
@@ -191,11 +209,31 @@ LEAKS = textwrap.dedent('''
                     return
 
 
+    #: eps -> the last iterate of a run at that eps (the warm start's module state)
+    _WARM = {}
+
+
+    class DeskWarmStart(DeskMomentumGD):
+        """Starts a run from the last iterate of a run at a looser eps (on the same data, in
+        this process): a tighter run that reads a looser one's output."""
+        name, beta = "leak_desk_warm_start", 0.0
+
+        def steps(self, desk, public):
+            eps, eta = desk.privacy.eps, float(public.params["eta"])
+            looser = [e for e in _WARM if e > eps]
+            x = _WARM[min(looser)].copy() if looser else public.x0.copy()
+            for _ in range(desk.plan.releases):
+                x = x - eta * desk.mean_gradient(x)
+                yield x
+            _WARM[eps] = x.copy()
+
+
     algorithms.register(DeskMomentumGD)
+    algorithms.register(DeskWarmStart)
     algorithms.register(DeskPoissonSGD)
     algorithms.register(DeskAccumulate)
     algorithms.register(DeskNoisedStop)
-    for _fault in ("desk_clean_step", "desk_early_stop", "desk_unwatched"):
+    for _fault in ("desk_clean_step", "desk_early_stop", "desk_unwatched", "desk_live_noise"):
         algorithms.register(type(f"Leak_{_fault}", (DeskMomentumGD,),
                                  {"name": f"leak_{_fault}", "fault": _fault}))
 ''')

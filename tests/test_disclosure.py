@@ -36,7 +36,7 @@ from bench.store import ALL_COLUMNS, Store, load, load_curves
 
 #: Every built-in Poisson-sampled family, on a problem it runs on (records mode, small).
 POISSON_CELLS = [
-    ("dp_sgd", "glm", {}, "algorithms.first_order.noisy_gd"),
+    ("dp_sgd", "glm", {}, "algorithms.privacy.engine"),  # it releases through the engine
     ("private_spiderboost", "glm", {}, "algorithms.first_order.private_spiderboost"),
     ("jl_private_spiderboost", "glm", {}, "algorithms.first_order.private_spiderboost"),
     ("pasan", "scaled_linear", {"T": 40}, "algorithms.adaptive_noise.ellipsoid"),
@@ -130,7 +130,7 @@ def test_a_planted_leak_is_seen(monkeypatch):
     cell = _cell("dp_sgd", "glm", {})
     honest = _record(cell, leaky)
     with monkeypatch.context() as m:
-        _pad_with_null_records(m, "algorithms.first_order.noisy_gd", "glm")
+        _pad_with_null_records(m, "algorithms.privacy.engine", "glm")
         padded = _record(cell, leaky)
     assert _differing_run_facts(honest, padded) == ["grad_evals"] or \
         _differing_run_facts(honest, padded) == ["first_o1_batch", "grad_evals"]
@@ -269,9 +269,11 @@ def test_every_builtin_family_that_poisson_samples_hides_its_sizes():
     for name in sorted(algorithms.BUILTIN):
         cls = algorithms.get_algorithm(name)
         chain = [getattr(cls, "base", None) or cls, *inspect.getmro(cls)]
-        samples = any("poisson_subsample(" in inspect.getsource(k) for k in chain
+        # its own Poisson draw, or a release through the engine (algorithms.privacy.engine),
+        # whose plan the noisy-gradient loop sets from the class's `sampling`
+        samples = any(("poisson_subsample(" in inspect.getsource(k)
+                       or "ReleaseDesk(" in inspect.getsource(k)) for k in chain
                       if isinstance(k, type) and k.__module__.startswith("algorithms"))
-        # the noisy-gradient loop is shared: its branch is the class's `sampling`
         samples = samples and getattr(chain[0], "sampling", "poisson") == "poisson"
         assert bool(getattr(cls, "hidden_batch_sizes", False)) == samples, name
         if samples:  # the one ellipsoid loop: five of its seven classes planted above

@@ -36,6 +36,7 @@ from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, RulesBound
 from algorithms.counts_maps import clipped_grad_sum
 from algorithms.privacy.accounting.gdp import require_calibration
+from algorithms.privacy.engine import RealizedCounts  # noqa: F401 (re-export: its old home)
 from algorithms.privacy.faults import check_faults
 from algorithms.rule_constants import require_rule_constants
 from algorithms.step_log import FIRST_ORDER_COLUMNS, Columns, iterate_columns
@@ -227,29 +228,6 @@ def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> 
 
 def batch_size(batch: Any) -> int:
     return int(batch.k) if isinstance(batch, CountsBatch) else len(batch)
-
-
-class RealizedCounts:
-    """A Poisson-sampled loop's realized batch sizes, kept out of what the run releases.
-
-    The subsampled accountant (replace-one, dp-accounting's PoissonSampledDpEvent) treats each
-    step's size |B_t| as hidden: with the sizes public, the eps of what is released is larger
-    (a Binomial(n, q) mixture of (k/n)-subsampled Gaussians: +1.2% at n 2000, eps 0.3). So the
-    step log and `grad_evals` carry the expected batch q n, and these realized counts reach
-    the store only under `Trajectory.evaluation_only` (cost studies; never a run fact).
-    """
-
-    def __init__(self) -> None:
-        self.first: int | None = None
-        self.grad_evals = 0
-
-    def add(self, size: int, evals_per_record: int = 1) -> None:
-        if self.first is None:
-            self.first = int(size)
-        self.grad_evals += evals_per_record * int(size)
-
-    def record(self) -> dict[str, int | None]:
-        return {"realized_first_batch": self.first, "realized_grad_evals": self.grad_evals}
 
 
 class TrajectoryBuilder:

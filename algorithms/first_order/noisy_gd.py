@@ -48,17 +48,13 @@ from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
-from algorithms.first_order.base import (
-    FirstOrderAlgorithm,
-    RealizedCounts,
-    TrajectoryBuilder,
-    batch_grad_sum,
-)
-from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
-from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_pld
-from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with_noise_factor
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
+from algorithms.privacy.accounting.gdp import gdp_mu
+from algorithms.privacy.engine import ReleaseDesk, ReleasePlan
 from problems.base import Constants, Problem
-from problems.counts.dataset import poisson_subsample
+
+#: The engine's plan of each sampling (`algorithms.privacy.engine.ReleasePlan`).
+_PLANS = {"full": "full", "poisson": "poisson", "stream": "one_pass"}
 
 _WANG = "Wang, Ye, Xu 2017 (arXiv 1802.05251), as cited by Arora et al. 2023 (arXiv 2206.00846)"
 
@@ -90,91 +86,55 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
     #: "full" (DP-GD), "poisson" (DP-SGD) or "stream" (one pass)
     sampling = "full"
 
-    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
-        raise NotImplementedError
-
-    def _spent(self, privacy: Privacy, p: dict[str, Any], n: int | None, factor: float) -> dict:
-        """The ledger of a run whose noise is `factor` (>= 1) times what its budget needs. The
-        full-batch and one-pass variants compose exactly in GDP, so mu scales as 1/factor."""
-        if not privacy.private:
-            return ledger_none(privacy.delta)
-        return ledger_gdp(_budget_mu(privacy) / factor, privacy.delta)
-
     def resolve_params(self, problem: Problem, n: int | None, privacy: Privacy) -> dict[str, Any]:
         return {**super().resolve_params(problem, n, privacy), "sampling": self.sampling}
 
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
-        d = problem.d
+        """T steps x <- x - eta g~, each g~ one release of the engine (`algorithms.privacy.
+        engine`: it draws the batch, clips each record to C, adds the noise its accountant
+        calibrates for the plan, keeps the ledger); a larger `noise_multiplier` is the
+        engine's to check and account."""
         T, eta, C = int(p["T"]), float(p["eta"]), float(p["C"])
         b = int(p.get("b", n or 1))
-        z = z_needed = self._multiplier(privacy, p, n) if privacy.private else 0.0
-        if "noise_multiplier" in self.overrides:
-            if float(self.overrides["noise_multiplier"]) < z:
-                raise ValueError(f"parameter noise_multiplier={self.overrides['noise_multiplier']!r} "
-                                 f"is invalid: must be >= {z:.6g}, the noise (eps, delta) needs")
-            z = float(self.overrides["noise_multiplier"])
-        noise_factor = 1 / 3 if "noise_third" in self.planted_faults else 1.0  # planted fault
-        clip = math.inf if "no_clipping" in self.planted_faults else C
-        p.update(noise_multiplier=z, sampling=self.sampling)
-        sample = stream.take(n) if self.sampling != "stream" else None
+        plan = ReleasePlan(_PLANS[self.sampling], T, C, None if self.sampling == "full" else b)
+        desk = ReleaseDesk(problem, stream, n, privacy, rng, plan, probe,
+                           noise_multiplier=self.overrides.get("noise_multiplier"),
+                           faults=self.planted_faults)
+        p.update(noise_multiplier=desk.multiplier, sampling=self.sampling)
+        sample = desk.sample
         x = np.array(problem.x0, dtype=float)
         # A one-pass run ends when its data does: size the storage (and so how often the
         # target monitor looks) by the steps the budget allows, not by an open horizon.
         steps_max = T if sample is not None else min(T, int(min(stream.remaining, 2**50)) // b)
         traj = TrajectoryBuilder(x, steps_max, p["max_iterate_floats"])
         used = n if sample is not None else 0
-        grad_evals, stop, t, warnings = 0, "T_reached", 0, []
-        hidden = RealizedCounts() if self.sampling == "poisson" else None
+        stop, t = "T_reached", 0
         while t < T:
-            if self.sampling == "full":
-                batch, denom = sample, n
-                sens = 2 * C / n
-                noise_std = z * sens
-            elif self.sampling == "poisson":
-                batch = poisson_subsample(sample, b / n, rng)  # records, or counts thinned
-                denom = b
-                sens = 2 * C / b  # replace-one: the sum moves by up to 2C
-                noise_std = z * C / b  # std of the averaged noise N(0, (z C)^2) / b
-            else:
-                if stream.remaining < b:
-                    stop = "data_exhausted"
-                    break
-                batch, denom = stream.take(b), b
+            if not desk.data_left(b):
+                stop = "data_exhausted"
+                break
+            released = desk.mean_gradient(x)
+            if sample is None:
                 used += b
-                sens = 2 * C / b
-                noise_std = z * sens
-            grad_sum, read = batch_grad_sum(problem, x, batch, clip)
-            if hidden is not None:  # |B_t| is the accountant's secret: log the expected q n
-                hidden.add(read)
-                read = self.public_batch(p, n)
-            grad_evals += read
-            released = grad_sum / denom
-            if z > 0:
-                released = released + noise_factor * noise_std * rng.standard_normal(d)
-            if probe is not None:
-                probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
-                              clip=clip, leaf=grad_sum / denom, told=sens,
-                              noise_std=noise_std, nabla=released.copy(), released=released.copy(),
-                              restart=False, escape=False, denom=denom)
             est_norm = float(np.linalg.norm(released))
             x = x - eta * released
             t += 1
             if not np.all(np.isfinite(x)):
                 stop = "diverged"
                 break
-            if traj.step(x, t, used, read, noise_std, est_norm) and monitor is not None \
-                    and monitor(x):
+            if traj.step(x, t, used, desk.last_batch, desk.last_noise_std, est_norm) \
+                    and monitor is not None and monitor(x):
                 stop = "target_reached"
                 break
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        spent = self._spent(privacy, p, n, z / z_needed if z_needed > 0 else 1.0)
+        spent = desk.ledger()
         p["privacy_mu"] = math.nan if spent["mu"] is None else spent["mu"]
-        return traj.build(x, t, used, grad_evals, stop, spent, p, sample, warnings,
-                          hidden.record() if hidden is not None else None)
+        return traj.build(x, t, used, desk.grad_evals, stop, spent, p, sample, [],
+                          desk.hidden.record() if desk.hidden is not None else None)
 
 
 class DPGD(_NoisyGradientMethod):
@@ -207,9 +167,6 @@ class DPGD(_NoisyGradientMethod):
                       **knobs: Any) -> dict[str, Any]:
         return {"T": dp_gd_horizon(constants, int(n), d, privacy, knobs["c_T"]),
                 "eta": knobs["eta_mult"] / constants.M, "C": constants.G, "b": int(n)}
-
-    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
-        return composed_gaussian_multiplier(privacy.eps, privacy.delta, int(p["T"]))
 
 
 class DPSGD(_NoisyGradientMethod):
@@ -252,19 +209,6 @@ class DPSGD(_NoisyGradientMethod):
         return {"T": dp_gd_horizon(constants, n, d, privacy, knobs["c_T"]),
                 "eta": knobs["eta_mult"] / constants.M, "C": constants.G,
                 "b": min(n, max(1.0, b))}
-
-    def _calibration(self, privacy: Privacy, p: dict[str, Any], n: int | None):
-        return poisson_gaussian_calibration(privacy.eps, privacy.delta, min(1.0, p["b"] / n),
-                                            int(p["T"]))
-
-    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
-        return self._calibration(privacy, p, n).scale
-
-    def _spent(self, privacy: Privacy, p: dict[str, Any], n: int | None, factor: float) -> dict:
-        """PLD-calibrated: the composed Poisson-subsampled releases, not a mu (not mu-GDP)."""
-        if not privacy.private:
-            return ledger_none(privacy.delta)
-        return ledger_pld(with_noise_factor(self._calibration(privacy, p, n), factor))
 
 
 class NoisySGD(_NoisyGradientMethod):
@@ -323,6 +267,3 @@ class NoisySGD(_NoisyGradientMethod):
         p = super().resolve_params(problem, math.ceil(n_rule), privacy)
         p.update(n_rule=n_rule, T=2**62)
         return p
-
-    def _multiplier(self, privacy: Privacy, p: dict[str, Any], n: int | None) -> float:
-        return 1.0 / gdp_mu(privacy.eps, privacy.delta)

@@ -4,10 +4,12 @@ about how it computes a release.
 
 For every release (up to `MAX_RELEASES`; past it the first, second, middle and last ones and
 random others), one record of that release's batch is replaced in the data set by each of the
-strongest adversarial records (at full scale, and at 1e-4 of it for later releases) and by
+strongest adversarial records (at full scale, at entries of 1e300 for the first release, and
+at 1e-4 of it for later releases) and by
 records scaled so that their gradient has norm 1.5 C, 3 C and 10 C (and their opposites), and
 the plugin runs again from the start on that data set, with the same seed, up to that release.
-A replay that crashes is FAILED (a crash on a record is an output that depends on it), and so is
+A replay that crashes is FAILED (a crash on a record is an output that depends on it), as is
+one whose release comes out NaN or inf (issue 71: such moves were dropped), and so is
 one whose release comes at another step or oracle although every release before it was the
 recorded one (a schedule that reads the data; where earlier releases moved, a noised stopping
 rule may flip honestly, and the replay is not compared); one whose release starts from the
@@ -60,6 +62,10 @@ FIRST_REPLAYS, LATER_REPLAYS = 6, 2
 #: loss may be saturated there and the record's gradient vanish; at 1e2 the leak still shows
 #: (50x a told sensitivity of 2C / n for C ~ 1) while the state stays near the recorded one.
 LATER_SCALE = 1e-4
+#: The first release is also replayed with the strongest record scaled to entries of this size
+#: (issue 71): a clip computed in float32 or float16 turns its norm into inf and its row into
+#: NaN, which an honest float64 clip (`clip_rows`) zeroes.
+HUGE = 1e300
 #: Tolerance of a move over the told sensitivity (rounding of two ways of summing one batch).
 RATIO_TOLERANCE = 1e-6
 #: Seconds the replays of later releases may take together (the first release's are always
@@ -267,14 +273,19 @@ def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarra
         chosen = strongest(prob, e, advs, FIRST_REPLAYS if i == 0 else LATER_REPLAYS)
         if i > 0:  # also at 1e-4 of their size: a record whose leak does not blow the state away
             chosen = np.concatenate([chosen, chosen * LATER_SCALE])
+        elif len(chosen):  # and near the float range: a low-precision clip overflows there
+            top = float(np.max(np.abs(chosen[0])))
+            if top > 0:
+                chosen = np.concatenate([chosen, chosen[:1] * (HUGE / top)])
         scaled = scaled_records(prob, e, advs, float(e.get("clip", told)))
         if len(scaled):  # and at 1.5 C to 10 C: a clip set a little high, a raise past 10 C
             chosen = np.concatenate([chosen, scaled, -scaled])
         for adv in chosen:
             other[j] = adv
             try:
-                evs = run_until(algorithm, prob, other, privacy, params,
-                                np.random.default_rng([seed, 1]), index=i)
+                with np.errstate(all="ignore"):  # a record at 1e300 overflows, quietly
+                    evs = run_until(algorithm, prob, other, privacy, params,
+                                    np.random.default_rng([seed, 1]), index=i)
             except Exception as exc:  # a crash on a record is a data-dependent output too
                 return ReplayOutcome(worst, worst_at, made, compared, skipped,
                                      f"replayed with one record replaced, its run crashed "
@@ -314,6 +325,12 @@ def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarra
                 move = move - (_honest_leaf(prob, e2, back)
                                - _honest_leaf(prob, e, np.asarray(e["batch"], dtype=float)))
             moved = float(np.linalg.norm(move))
+            if not math.isfinite(moved):  # NaN or inf out of one record: it shows the record
+                bad = "NaN" if np.isnan(move).any() else "inf"
+                return ReplayOutcome(worst, worst_at, made, compared, skipped,
+                                     f"replayed with one record replaced, its {where} came out "
+                                     f"{bad} (a record's gradient the clip did not bound: a "
+                                     "clip in low precision?)")
             ratio = moved / told if told > 0 else (math.inf if moved > 0 else 0.0)
             compared += 1
             if ratio > worst:

@@ -8,7 +8,8 @@ pooled noise test (`plugin_ledger.measure_noise`) measures a noise scale over ma
 seeds; a single silent release among fifty, or one draw reused at every step, hardly moves that
 pooled scale, so they are looked for one by one here. For a continuous Gaussian noise each
 pattern has probability zero, so the tests have no false alarm beyond floating-point ties,
-which the tolerances below exclude.
+which the tolerances below exclude. The sampler's test (`sampler_mismatch`) is a statistic
+with thresholds at -6 and +12 standard deviations.
 """
 
 from __future__ import annotations
@@ -119,6 +120,70 @@ def same_batch(run: RecordedRun) -> str | None:
     return None
 
 
+#: The inclusion counts' dispersion z past which a sampler is not the ledger's Poisson: below
+#: -LOW (each record about equally often) or above HIGH (D is a sum of right-skewed terms, its
+#: left tail lighter than a normal's, its right tail heavier).
+SAMPLER_Z_LOW, SAMPLER_Z_HIGH = 6.0, 12.0
+
+
+def sampler_mismatch(run: RecordedRun) -> str | None:
+    """A run whose ledger accounts Poisson subsampling (PLD, a family of rate 0 < q < 1) but
+    whose batches do not include each record independently with probability q, as a FAILED
+    reason (issue 71: shuffled epochs accounted as Poisson spend delta 1.35e-2 at eps 1).
+
+    Records are told apart by value: the m_v records of value v are included, over T sampled
+    releases, c_v ~ Binomial(m_v T, q) times, independently across values. The dispersion
+    D = sum_v (c_v - m_v T q)^2 / (m_v T q (1 - q)) then has mean V (the distinct values) and
+    variance sum_v (E Z_v^4 - 1), E Z_v^4 = 3 + (1 - 6 q (1 - q)) / (m_v T q (1 - q)) (a
+    standardized binomial's fourth moment). Exactly once per epoch gives D near 0; a sampler
+    that favours some records gives D far above V."""
+    spent = run.traj.privacy_spent or {}
+    if spent.get("accountant") != "pld":
+        return None
+    rates = [(int(c), float(q)) for _, q, c in spent.get("families", []) if 0 < float(q) < 1]
+    data = run.data
+    if not rates or data is None or len(data) < MIN_RECORDS:
+        return None
+    q = max(rates)[1]
+    n = len(data)
+    direction = np.random.default_rng(12).standard_normal(int(np.prod(np.shape(data)[1:])) or 1)
+    values, of_record = np.unique(np.asarray(data, dtype=float).reshape(n, -1) @ direction,
+                                  return_inverse=True)
+    mult = np.bincount(of_record, minlength=len(values)).astype(float)
+    counts, T = np.zeros(len(values)), 0
+    for e in run.events:
+        batch = np.asarray(e.get("batch", []), dtype=float)
+        if int(e.get("oracle", 1)) != 1 or batch.ndim < 1 or len(batch) >= n:
+            continue
+        bk = batch.reshape(len(batch), -1) @ direction if len(batch) else np.zeros(0)
+        at = np.clip(np.searchsorted(values, bk), 0, len(values) - 1)
+        if not np.array_equal(values[at], bk):
+            return None  # a batch of rows that are not the data's records: not counted
+        np.add.at(counts, at, 1)
+        T += 1
+    if T < 2:
+        return None
+    # the batch sizes first: sum over T releases of |B_t| ~ Binomial(n T, q)
+    sizes = float(counts.sum())
+    z_size = (sizes - n * T * q) / np.sqrt(n * T * q * (1 - q))
+    if abs(z_size) > SAMPLER_Z_LOW:
+        return (f"its {T} sampled releases read {sizes / T:.4g} records on average where its "
+                f"ledger's Poisson rate q = {q:.3g} gives {n * q:.4g} of {n} (z = {z_size:.1f}: "
+                "a capped or fixed batch accounted at another rate?)")
+    var = mult * T * q * (1 - q)
+    dispersion = float(np.sum((counts - mult * T * q) ** 2 / var))
+    spread = float(np.sum(2 + (1 - 6 * q * (1 - q)) / var))
+    z = (dispersion - len(values)) / np.sqrt(spread)
+    if -SAMPLER_Z_LOW <= z <= SAMPLER_Z_HIGH:
+        return None
+    how = ("each record about equally often: shuffled epochs?" if z < 0 else
+           "some records far more often than others")
+    return (f"its {T} sampled releases include its {n} records ({len(values)} distinct) with a "
+            f"dispersion {dispersion / len(values):.3g}x that of independent Poisson sampling "
+            f"at q = {q:.3g} (z = {z:.1f}; {how}), while its ledger accounts Poisson "
+            "subsampling")
+
+
 def log_not_released(run: RecordedRun) -> str | None:
     """A step-log norm that is the norm of no release made at that step, as a FAILED reason.
     The log's `est_norm` is by contract the released ||nabla~_t|| (`algorithms.base.Trajectory`;
@@ -186,4 +251,5 @@ def ignores_releases(algorithm: str, prob: Any, run: RecordedRun, privacy: Any, 
 def pattern_violation(run: RecordedRun) -> str | None:
     """The first FAILED pattern of the module docstring the run shows (`log_not_released`, which
     a post-processed norm can trip too, is an "unverified" reason of its own)."""
-    return silent_release_at(run.events) or reused_draw(run.events) or same_batch(run)
+    return (silent_release_at(run.events) or reused_draw(run.events) or same_batch(run)
+            or sampler_mismatch(run))

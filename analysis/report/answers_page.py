@@ -179,7 +179,8 @@ def practitioner_answer(practitioners: pd.DataFrame | None,
         parts.append(f"At {metric} targets {_g(x.min())}-{_g(x.max())}, {rec}{most}.")
     return ("Which private optimizer should I use? On the practitioners' atlas (" + scope
             + "; every knob at 1; samples are the oracle's n*, not samples to the algorithm's own "
-            "output): " + " ".join(parts) + output_gap_sentence(gap))
+            "output, an evaluation over the search's runs, which share one seed across n, not "
+            "a release): " + " ".join(parts) + output_gap_sentence(gap))
 
 
 def answers_page(pdf: object, crossovers: pd.DataFrame | None,
