@@ -85,11 +85,17 @@ LEAKS = textwrap.dedent('''
                     std = 0.0
                 if self.fault == "quiet":  # noise a hundredth of what the budget needs
                     std = std / 100
+                if self.fault == "typo" and privacy.eps == 0.7:  # a noise table's one bad row
+                    std = std / 10
                 if self.fault == "capped":
                     std = min(std, self.cap)
                 if self.fault == "one_draw":
                     draw = rng.standard_normal(problem.d) if draw is None else draw
                     g = leaf + std * draw
+                elif self.fault == "anticorrelated":  # (w_t - w_{t-1}) / sqrt 2: the right
+                    w = rng.standard_normal(problem.d)  # variance, cancelling in any sum
+                    g = leaf + std * (w - (draw if draw is not None else 0.0)) / np.sqrt(2)
+                    draw = w
                 else:
                     g = leaf + std * rng.standard_normal(problem.d)
                 if probe is not None and self.fault != "no_probe":
@@ -126,6 +132,7 @@ LEAKS = textwrap.dedent('''
     FAULTS = {
         "clean_step": MomentumGD, "one_draw": MomentumGD, "same_batch": PoissonSGD,
         "shuffled": PoissonSGD, "float32_clip": MomentumGD, "capped_batch": PoissonSGD,
+        "anticorrelated": MomentumGD, "typo": MomentumGD,
         "early_stop": MomentumGD, "log_clean": MomentumGD, "median_clip": PoissonSGD,
         "standardize": MomentumGD, "tenth": MomentumGD, "raise_10C": MomentumGD,
         "refresh": MomentumGD, "capped": MomentumGD, "no_probe": MomentumGD,

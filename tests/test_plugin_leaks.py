@@ -42,6 +42,10 @@ LEAKED = {
     "capped_batch": r"^its 30 sampled releases read 150 records on average where its ledger's "
                     r"Poisson rate q = 0.1 gives 200 of 2000 \(z = -\d+\.\d: a capped or fixed "
                     r"batch accounted at another rate\?\)$",
+    # issue 71: noise (w_t - w_{t-1}) / sqrt 2, each release's variance right, the sum's gone
+    "anticorrelated": r"^its noise is correlated between consecutive releases \(r = -0\.\d\d over "
+                      r"\d+ products of the recorded run and \d+ reruns, z = -\d+\.\d\): a ledger "
+                      r"that composes its releases as independent does not hold$",
     "desk_clean_step": r"^with record \d+ replaced by .* and the recorded releases forced, "
                        r"release 2 was asked for at another iterate x$",
     "desk_early_stop": r"^with record \d+ replaced by an adversarial record at full scale and "
@@ -119,6 +123,21 @@ def test_past_the_cap_every_eps_is_still_checked():
     assert total == 32 and len(chosen) > MAX_CONFIGS
     assert sorted({c.eps for c in chosen}) == eps_values
     assert {c.n for c in chosen} == {1000, 4000} and {c.d for c in chosen} == {5, 10}
+
+
+def test_a_noise_table_wrong_at_one_eps_of_eight_stops_the_sweep(leaks):
+    """Issue 71: the noise a tenth of its table's value at eps 0.7 only, in a sweep of 8 eps x 2
+    n (16 configurations, past MAX_CONFIGS): the extremes alone (eps 0.1 and 3) passed it; with
+    every eps checked the label is FAILED at eps 0.7."""
+    from analysis.privacy_checks.plugin_checks import needs_permission
+    from bench.cells import Cell
+    from bench.privacy_gate import plugin_label
+
+    cells = [Cell.make(problem="glm", problem_params={}, algorithm="leak_typo",
+                       params={"T": T}, n=n, d=D, eps=e, delta=1e-6, rep=0)
+             for e in (0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 2.0, 3.0) for n in (1000, 2000)]
+    label = plugin_label("leak_typo", cells, seed=0)
+    assert label.startswith("FAILED: at glm, d 5, eps 0.7, n ") and needs_permission(label), label
 
 
 def test_a_warm_start_from_a_looser_run_is_failed_by_the_fresh_process_replay(leaks):

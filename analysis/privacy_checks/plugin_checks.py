@@ -67,6 +67,7 @@ from analysis.privacy_checks.plugin_ledger import (
     TOLERANCE,
     NoiseGroups,
     Rebuilt,
+    correlated_release,
     ledger_mismatch,
     measure_noise,
     rebuild_ledger,
@@ -273,7 +274,7 @@ def _check(algorithm: str, problem: str, d: int, eps: float, delta: float, param
     if run.tree:
         return outcome(*_tree_noise_verdict(algorithm, prob, run, privacy, params, seed))
     noise = measure_noise(algorithm, prob, run, privacy, params, seed, run_seconds)
-    silent = silent_release(noise, run)
+    silent = silent_release(noise, run) or correlated_release(noise)
     if silent:
         return outcome("FAILED", silent)
     rebuilt = rebuild_ledger(run, noise, delta)
