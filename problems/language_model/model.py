@@ -120,17 +120,33 @@ class LSTMModel:
         self._grads = jax.jit(jax.vmap(jax.grad(loss_flat), in_axes=(None, 0)))
 
     def per_example_losses(self, x: np.ndarray, windows: np.ndarray) -> np.ndarray:
-        return np.asarray(self._losses(jnp.asarray(x), jnp.asarray(windows)))
+        k, padded = _padded(windows)
+        return np.asarray(self._losses(jnp.asarray(x), jnp.asarray(padded)))[:k]
 
     def per_example_grads(self, x: np.ndarray, windows: np.ndarray) -> np.ndarray:
-        """(b, d) float64: each window's gradient of its mean cross entropy at x."""
-        return np.asarray(self._grads(jnp.asarray(x), jnp.asarray(windows)))
+        """(b, d) float64 (writable: the suite clips it in place): each window's gradient of
+        its mean cross entropy at x."""
+        k, padded = _padded(windows)
+        return np.array(self._grads(jnp.asarray(x), jnp.asarray(padded)))[:k]
 
     def perplexity(self, x: np.ndarray, windows: np.ndarray, chunk: int = 512) -> float:
         """exp of the mean per-token loss over the windows."""
         losses = [self.per_example_losses(x, windows[i:i + chunk])
                   for i in range(0, len(windows), chunk)]
         return float(math.exp(np.concatenate(losses).mean())) if losses else math.nan
+
+
+def _padded(windows: np.ndarray) -> tuple[int, np.ndarray]:
+    """(k, the k windows padded with copies of the first to the next power of two, at least 8):
+    a Poisson batch's size varies from step to step, and each new size would compile the
+    vmapped gradient again (measured: 20 steps of a 40-word model, 45 s; the padded rows are
+    computed and dropped)."""
+    windows = np.asarray(windows, dtype=np.int32)
+    k = len(windows)
+    size = max(8, 1 << max(0, (k - 1).bit_length()))
+    if size == k:
+        return k, windows
+    return k, np.concatenate([windows, np.repeat(windows[:1], size - k, axis=0)])
 
 
 def windows_of(ids: np.ndarray, length: int = L) -> np.ndarray:
