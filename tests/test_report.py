@@ -97,6 +97,11 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     assert "alpha_sosp on hard_valley, samples to target: eps 1, d 3" in main_pages[2]
     assert "alpha_sosp on strict_saddle, samples to target: eps 1, d 3" in main_pages[2]
     assert "Privacy: spent / declared eps" in main_pages[3]
+    # one orientation through the main report: every page landscape, the privacy summary too
+    # (issue 73, item 4; it was the one portrait page)
+    sizes = {(round(float(p.mediabox.width)), round(float(p.mediabox.height)))
+             for p in PdfReader(out).pages}
+    assert sizes == {(842, 595)}, sizes
     # every page of both PDFs numbered at its foot (issue 73, item 4)
     for pages in (main_pages, appendix):
         for k, page in enumerate(pages, start=1):

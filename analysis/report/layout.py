@@ -20,23 +20,25 @@ A4 = (8.27, 11.69)
 A4_LANDSCAPE = (11.69, 8.27)
 
 
-def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5) -> None:
-    """Monospaced text on as many A4 pages as it needs: lines wider than the page are wrapped,
-    and a page holds what fits between the title and the bottom margin."""
-    width = int(0.84 * A4[0] * 72 / (0.61 * size))  # DejaVu Sans Mono: 0.6 em per character
+def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5,
+               page: tuple[float, float] = A4) -> None:
+    """Monospaced text on as many pages (`page`: A4 portrait, or `A4_LANDSCAPE` in a landscape
+    report) as it needs: lines wider than the page are wrapped, and a page holds what fits
+    between the title and the bottom margin."""
+    width = int(0.84 * page[0] * 72 / (0.61 * size))  # DejaVu Sans Mono: 0.6 em per character
     lines = []
     for line in body.split("\n"):
         indent = len(line) - len(line.lstrip())
         lines += textwrap.wrap(line, width, subsequent_indent=" " * (indent + 2),
                                drop_whitespace=False) or [""]
-    per_page = int(0.86 * A4[1] * 72 / (1.2 * size * 1.02))
+    per_page = int(0.86 * page[1] * 72 / (1.2 * size * 1.02))
     chunks = [lines[i:i + per_page] for i in range(0, max(1, len(lines)), per_page)]
     for k, chunk in enumerate(chunks):
-        fig = plt.figure(figsize=A4)
+        fig = plt.figure(figsize=page)
         more = f" (continued, {k + 1} of {len(chunks)})" if k else ""
         head = title + more
         # a long title (a continued page's) shrinks to the page's width: bold is ~0.62 em a char
-        fig.text(0.08, 0.95, head, fontsize=min(15.0, 0.84 * A4[0] * 72 / (0.62 * len(head))),
+        fig.text(0.08, 0.95, head, fontsize=min(15.0, 0.84 * page[0] * 72 / (0.62 * len(head))),
                  weight="bold", va="top")
         fig.text(0.08, 0.91, "\n".join(chunk), fontsize=size, va="top", family="monospace",
                  wrap=False)

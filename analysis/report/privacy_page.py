@@ -8,7 +8,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.declarations import StoreData
 from analysis.privacy_checks.ledger import spent_table, spent_text
-from analysis.report.layout import _text_page
+from analysis.report.layout import A4_LANDSCAPE, _text_page
 
 
 def privacy_summary_page(pdf: PdfPages, datas: list[StoreData]) -> None:
@@ -19,8 +19,10 @@ def privacy_summary_page(pdf: PdfPages, datas: list[StoreData]) -> None:
     frames = [d.cells for d in datas if len(d.cells)]
     cells = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     names = ", ".join(d.spec.name for d in datas)
+    # landscape, as every other page of the main report (issue 73, item 4: one orientation)
     _text_page(pdf, "Privacy: spent / declared eps and verification",
-               f"All {len(datas)} store(s): {names}\n\n" + spent_text(spent_table(cells)), size=7.5)
+               f"All {len(datas)} store(s): {names}\n\n" + spent_text(spent_table(cells)), size=7.5,
+               page=A4_LANDSCAPE)
 
 
 def privacy_page(pdf: PdfPages, datas: list[StoreData]) -> None:
