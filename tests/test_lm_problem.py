@@ -22,6 +22,7 @@ class _Probe:
         self.events.append(info)
 
 
+@pytest.mark.slow
 def test_a_tiny_private_dpsgd_run_on_the_language_model():
     import dp_accounting
     from dp_accounting import dp_event, pld

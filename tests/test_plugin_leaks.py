@@ -125,6 +125,7 @@ def test_past_the_cap_every_eps_is_still_checked():
     assert {c.n for c in chosen} == {1000, 4000} and {c.d for c in chosen} == {5, 10}
 
 
+@pytest.mark.slow
 def test_a_noise_table_wrong_at_one_eps_of_eight_stops_the_sweep(leaks):
     """Issue 71: the noise a tenth of its table's value at eps 0.7 only, in a sweep of 8 eps x 2
     n (16 configurations, past MAX_CONFIGS): the extremes alone (eps 0.1 and 3) passed it; with
@@ -140,6 +141,7 @@ def test_a_noise_table_wrong_at_one_eps_of_eight_stops_the_sweep(leaks):
     assert label.startswith("FAILED: at glm, d 5, eps 0.7, n ") and needs_permission(label), label
 
 
+@pytest.mark.slow
 def test_a_warm_start_from_a_looser_run_is_failed_by_the_fresh_process_replay(leaks):
     """Issue 71: a run at eps 0.5 that starts from the last iterate of the run at eps 1 (module
     state) read "private by construction" while every replay ran in the recording's process;
