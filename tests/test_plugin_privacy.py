@@ -138,7 +138,12 @@ def test_the_readme_plugin_passes_and_its_leaky_variants_do_not(plugins):
     nonoise = _check("pp_nonoise")
     assert nonoise.status == "FAILED" and "no noise" in nonoise.reason, nonoise
     big = _check("pp_bigtold")
-    assert big.status == "FAILED" and "its ledger says mu" in big.reason, big
+    # its missing clip shows first on the record at 1e300 (issue 71), which moves the release
+    # past even the told 1e12; at 1e6 the told sensitivity covers the moves and the ledger
+    # check catches it
+    assert big.status == "FAILED" and ("its ledger says mu" in big.reason or re.search(
+        r"^replayed with one record replaced, its first release moved (inf|[\d.e+]+) x the told "
+        r"sensitivity$", big.reason)), big
     broken = _check("pp_broken")  # oracle 2 without x_prev: the check itself breaks
     assert broken.status == "unverified" and "the check failed: KeyError" in broken.reason
 
