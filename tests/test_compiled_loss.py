@@ -23,9 +23,7 @@ from problems.counts.layouts import CountsBatch
 from tests.compiled_runs import FIXED
 from tests.compiled_runs import run as _run
 from tests.compiled_runs import same as _same
-from tests.test_compiled_plugin_profiles import guide_block
-
-GUIDE = guide_block("# my_quadratic_valley.py")
+from tests.guide_variants import GUIDE, guide_variant
 
 #: Variants the counts-mode check must refuse (edits, what the refusal names).
 INEXACT = {
@@ -57,15 +55,6 @@ FALLBACK = {
 }
 
 
-def _variant(name: str, edits: list[tuple[str, str]]) -> str:
-    src = GUIDE.replace('"quadratic_valley"', f'"{name}"').replace("class QuadraticValley",
-                                                                   f"class QV_{name}")
-    for old, new in edits:
-        assert old in src, old
-        src = src.replace(old, new)
-    return src
-
-
 @pytest.fixture(scope="module")
 def plugins(tmp_path_factory):
     from bench.plugins import load_plugin
@@ -74,7 +63,7 @@ def plugins(tmp_path_factory):
     (d / "my_quadratic_valley.py").write_text(GUIDE)
     load_plugin(str(d / "my_quadratic_valley.py"))
     for name, (edits, _) in {**INEXACT, **FALLBACK}.items():
-        (d / f"{name}.py").write_text(_variant(name, edits))
+        (d / f"{name}.py").write_text(guide_variant(name, edits))
         load_plugin(str(d / f"{name}.py"))
     yield d
     import problems

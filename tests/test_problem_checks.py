@@ -14,9 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.test_compiled_plugin_profiles import guide_block
-
-GUIDE = guide_block("# my_quadratic_valley.py")
+from tests.guide_variants import GUIDE, guide_variant
 
 LEAKY = {
     "qv_far_bound": [("    return math.sqrt(total)\n\n\n@numba.njit\ndef grad_diff_bound",
@@ -59,15 +57,6 @@ class KClipGLM(GLM):
 '''
 
 
-def _variant(name: str, edits: list[tuple[str, str]]) -> str:
-    src = GUIDE.replace('"quadratic_valley"', f'"{name}"').replace("class QuadraticValley",
-                                                                   f"class QV_{name}")
-    for old, new in edits:
-        assert old in src, old
-        src = src.replace(old, new)
-    return src
-
-
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
     import problems
@@ -75,7 +64,7 @@ def loaded(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("problem_checks")
     files = {"my_quadratic_valley": GUIDE, "kclip_glm": KCLIP_GLM,
-             **{name: _variant(name, edits) for name, edits in LEAKY.items()}}
+             **{name: guide_variant(name, edits) for name, edits in LEAKY.items()}}
     for name, src in files.items():
         (d / f"{name}.py").write_text(src)
         registry.load_plugin(str(d / f"{name}.py"))
