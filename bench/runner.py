@@ -240,11 +240,13 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
               backend: str = "loky", scheduler: str | None = None, retry_failed: bool = False,
               progress: bool = True, blas_threads: int | None = 1,
               cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None,
-              allow_unverified: bool = False) -> SweepResult:
+              allow_unverified: bool = False, warm: bool = False) -> SweepResult:
     """Run every pending cell of `spec` into the store at `store_path` (see module docstring).
     A plugin whose privacy check says FAILED, unverified or audited (`bench.privacy_gate`)
     stops the sweep before any cell (`PrivacyCheckFailed`) unless `allow_unverified`; its
-    cells then store the label and the result lists a FAILED one in `privacy_failed`."""
+    cells then store the label and the result lists a FAILED one in `privacy_failed`.
+    `warm`: first run one small cell per kernel group in this process, outside every time limit
+    (`warm_up`), so no cell's limit pays for numba's compile (loky and sequential backends)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is invalid: must be one of {', '.join(BACKENDS)}")
     if backend == "dask" and not scheduler:
@@ -264,8 +266,50 @@ def run_sweep(spec: SweepSpec, store_path: str | Path, *, jobs: int | None = Non
 
         plugins = tuple(dict.fromkeys([*spec.plugins, *plugin_registry.loaded()]))
         prov = {**provenance(), "plugins": plugin_registry.provenance()}
+        if warm and backend != "dask" and plan.pending:  # a cluster's workers do not share our cache
+            warm_up(plan.pending, prov, blas_threads, cell_fn, plugins, progress)
         return _run_locked(spec, store_path, plan, plugins, prov, n_jobs, t0, backend, scheduler,
                            progress, blas_threads, cell_fn, allow_unverified)
+
+
+def _warm_group(cell: Cell) -> tuple:
+    """The cells that call the same compiled kernels: numba specializes on the algorithm's code,
+    the problem's profile and the data mode, not on n, eps, the target or a knob's value."""
+    return (cell.algorithm, cell.problem, cell.problem_params, cell.data, cell.counts_stream)
+
+
+def _smallness(cell: Cell) -> tuple[float, float]:
+    """Sort key, smallest first: the largest target (fewest steps to reach), else the smallest n."""
+    return (-(cell.target_alpha or 0.0), float(cell.n or 0))
+
+
+def warm_cells(cells: list[Cell]) -> list[Cell]:
+    """One cell per kernel group (`_warm_group`), its smallest (`_smallness`), in first-seen
+    group order."""
+    groups: dict[tuple, Cell] = {}
+    for c in cells:
+        g = _warm_group(c)
+        if g not in groups or _smallness(c) < _smallness(groups[g]):
+            groups[g] = c
+    return list(groups.values())
+
+
+def warm_up(cells: list[Cell], prov: dict[str, str], blas_threads: int | None = 1,
+            cell_fn: Callable[[Cell, float | None], dict[str, Any]] | None = None,
+            plugins: tuple[str, ...] = (), progress: bool = True) -> float:
+    """Run `warm_cells(cells)` here, without a time limit, and discard their records: numba
+    compiles each kernel once into its on-disk cache, which the workers then load. On a cold
+    cache the first demo cell of each worker spent ~22 s compiling on an idle 2-core machine and
+    160 s beside other work (issue 73, item 6), all of it inside that cell's wall-time limit.
+    Returns the seconds spent."""
+    t0 = time.perf_counter()
+    todo = warm_cells(cells)
+    if progress:
+        print(f"warming the compiled kernels: {len(todo)} small cells, outside the cells' time "
+              "limit ...", file=sys.stderr, flush=True)
+    for c in todo:  # execute_cell records a cell's failure; the real cell will record it again
+        execute_cell(c.to_dict(), Limits(), prov, os.getpid(), blas_threads, cell_fn, plugins)
+    return time.perf_counter() - t0
 
 
 def stored_privacy_failures(store_path: str | Path, keys: set[str] | None = None

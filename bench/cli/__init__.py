@@ -254,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--out", default=None, help="store path (default results/quick.sqlite)")
     p.add_argument("--report", default="reports/quick.pdf", help="report path (default reports/quick.pdf)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="rerun the stored cells that failed (error or timeout)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
     add_atlas_parser(sub)

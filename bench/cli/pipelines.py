@@ -5,32 +5,65 @@ against the committed full reference)."""
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 from pathlib import Path
 
 from bench.cli.fit import _print_claims
 from bench.cli.sweep import _default_store
 
+#: The demo's spec (bench/configs/quick.toml) and `dprates demo --report`'s default.
+DEMO_SPEC = Path(__file__).resolve().parent.parent / "configs" / "quick.toml"
+DEMO_REPORT = "reports/quick.pdf"
+
+
+def demo_command(args: argparse.Namespace, retry_failed: bool = False) -> str:
+    """`dprates demo` as the user gave it (every flag), shell-quoted, for the resume hint;
+    `retry_failed`: with --retry-failed (the hint after failed cells)."""
+    import shlex
+
+    words = ["dprates", "demo"]
+    for flag, value in (("--jobs", args.jobs), ("--out", args.out)):
+        if value is not None:
+            words += [flag, str(value)]
+    if args.report != DEMO_REPORT:
+        words += ["--report", str(args.report)]
+    if getattr(args, "retry_failed", False) or retry_failed:
+        words.append("--retry-failed")
+    if args.quiet:
+        words.append("--quiet")
+    return shlex.join(words)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends like Ctrl-C (as `dprates sweep`): store consistent
+
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The quick sweep (bench/configs/quick.toml) through the runner into results/quick.sqlite."""
-
+    """The quick sweep (bench/configs/quick.toml) through the runner into results/quick.sqlite,
+    its table of medians, its report."""
+    from bench.cli.sweep import print_failures
     from bench.config import load_spec
     from bench.runner import run_sweep
     from bench.store import load
 
-    spec_path = Path(__file__).resolve().parent.parent / "configs" / "quick.toml"
-    spec = load_spec(spec_path)
+    spec = load_spec(DEMO_SPEC)
     out = Path(args.out or _default_store(spec.name))
     print(f"Sweep {spec.name}: {len(spec.cells())} cells ({spec.description}) -> {out}")
-    res = run_sweep(spec, out, jobs=args.jobs, progress=not args.quiet)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:  # warm: numba compiles outside the cells' time limit (issue 73, item 6)
+        res = run_sweep(spec, out, jobs=args.jobs, progress=not args.quiet,
+                        retry_failed=getattr(args, "retry_failed", False), warm=True)
+    except KeyboardInterrupt:
+        stored = len(load(out)) if out.is_file() else 0
+        print(f"\ninterrupted: {stored} of {len(spec.cells())} cells are stored in {out}; "
+              f"rerun `{demo_command(args)}` to resume", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(f"{res.ran} cells run, {res.skipped} already stored, {res.wall:.1f} s")
-    from bench.cli.stores import failure_lines
-
-    failed = failure_lines(load(out))
-    if failed:  # named, so a demo on a loaded machine never hides a lost cell (issue 73, item 6)
-        print(f"{len(failed)} cells failed (`dprates sweep bench/configs/quick.toml --out {out} "
-              "--retry-failed` reruns them):")
-        print("\n".join(failed))
+    # named, so a demo on a loaded machine never hides a lost cell (issue 73, item 6)
+    print_failures(out, demo_command(args, retry_failed=True))
     from analysis.metrics import median_n_star
     from analysis.points import _combo_label, theory_mask
 

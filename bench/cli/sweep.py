@@ -41,23 +41,29 @@ def _default_store(spec_name: str) -> str:
     return f"results/{spec_name}.sqlite"
 
 
-def sweep_command(args: argparse.Namespace) -> str:
+def sweep_command(args: argparse.Namespace, retry_failed: bool = False) -> str:
     """The sweep command as the user gave it (its options that change what runs or where it is
-    stored), for the resume hint: rerunning it resumes the same store."""
-    parts = ["dprates", "sweep", *(f"--plugin {p}" for p in getattr(args, "plugin", []) or []),
-             str(args.spec)]
+    stored), for the resume hint: rerunning it resumes the same store. Shell-quoted, so a path
+    with a space pastes as one word; `retry_failed`: with --retry-failed (the hint after failed
+    cells) whether or not it was given."""
+    import shlex
+
+    words = ["dprates", "sweep"]
+    for p in getattr(args, "plugin", []) or []:
+        words += ["--plugin", str(p)]
+    words.append(str(args.spec))
     for flag, value in (("--out", args.out), ("--jobs", args.jobs),
                         ("--scheduler", args.scheduler)):
         if value is not None:
-            parts.append(f"{flag} {value}")
+            words += [flag, str(value)]
     if args.backend != "loky":
-        parts.append(f"--backend {args.backend}")
+        words += ["--backend", args.backend]
     if args.blas_threads != 1:
-        parts.append(f"--blas-threads {args.blas_threads}")
+        words += ["--blas-threads", str(args.blas_threads)]
     for flag in ("retry_failed", "allow_unverified", "quiet"):
-        if getattr(args, flag, False):
-            parts.append("--" + flag.replace("_", "-"))
-    return " ".join(parts)
+        if getattr(args, flag, False) or (flag == "retry_failed" and retry_failed):
+            words.append("--" + flag.replace("_", "-"))
+    return shlex.join(words)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -106,7 +112,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items())) or "nothing to run"
     print(f"{spec.name}: {res.ran} cells run ({counts}), {res.skipped} already stored, "
           f"{res.wall:.1f} s; store {res.store}")
-    _print_failures(res.store)
+    print_failures(res.store, sweep_command(args, retry_failed=True))
     if res.privacy_failed:  # run with --allow-unverified: the cells are there, marked FAILED
         for alg, label in res.privacy_failed.items():
             print(f"dprates: privacy {label.split(':')[0]}: {alg}:{label.partition(':')[2]} "
@@ -116,17 +122,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_failures(store: Any) -> None:
-    """Every failed cell of the store's current spec, named (issue 73, item 6), with how to rerun
-    them; nothing when none failed."""
+def print_failures(store: Any, rerun: str) -> int:
+    """Every failed cell of the store's current spec, named (issue 73, item 6): its algorithm,
+    problem, grid point, status and error, then `rerun` (the command that reruns them, as the
+    user gave it); nothing when none failed. Returns how many failed."""
     from bench.cli.stores import failure_lines
     from bench.store import load
 
     lines = failure_lines(load(store))
     if lines:
-        print(f"{len(lines)} cells failed (stored with their error; `dprates sweep ... "
-              "--retry-failed` reruns them):")
+        print(f"{len(lines)} cells failed (stored with their error):")
         print("\n".join(lines))
+        print(f"rerun them with `{rerun}`")
+    return len(lines)
 
 
 def print_forecast(spec: Any, cells: list) -> None:
