@@ -164,6 +164,8 @@ def test_the_readme_block_is_the_committed_csv():
 
 def test_the_block_names_the_maps_only_where_they_were_written(tmp_path):
     """Issue 73: the block said "The maps: reports/atlas_practitioners/" with no map written."""
+    from pathlib import Path
+
     from bench.cli.practitioners import MAPS_DIR, _maps_written, readme_block
 
     readme = tmp_path / "README.md"
@@ -173,7 +175,8 @@ def test_the_block_names_the_maps_only_where_they_were_written(tmp_path):
     assert _maps_written(None, str(readme)) is None  # a folder without maps
     (tmp_path / MAPS_DIR / "atlas_alpha_sosp_hard_valley.png").write_bytes(b"png")
     assert _maps_written(None, str(readme)) == MAPS_DIR
-    assert _maps_written("elsewhere", None) == "elsewhere"
+    assert _maps_written("elsewhere", None) is None  # --maps given, no map drawn there
+    assert _maps_written("elsewhere", None, [Path("elsewhere/atlas_x.png")]) == "elsewhere"
     cells = pd.DataFrame(planted())
     table = practitioners_table(atlas_table(cells, n_boot=200), cells, n_boot=200)
     assert "The maps" not in readme_block(table)

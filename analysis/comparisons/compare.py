@@ -49,6 +49,18 @@ MIN_DESIGN = 3
 COUNTED = ("one pass", "n search")
 
 
+#: The CSV's short name for each iterate rule (`selection_rule` says it in words, once, in the
+#: markdown and LaTeX notes): the first time the best iterate so far reaches the target, the
+#: best iterate of the run at the searched n, the best / last iterate, private selection.
+SELECTION_CODES = {"first time": "first_hit", "of the run at n": "best_at_n",
+                   "best iterate": "best", "last iterate": "last", "private selection": "private"}
+
+
+def selection_code(rule: str) -> str:
+    """The CSV's code for a `selection_rule` sentence (the rule itself when it has none)."""
+    return next((code for key, code in SELECTION_CODES.items() if key in rule), rule)
+
+
 def selection_rule(column: str, metric: str = "", view: str = "") -> str:
     """Which iterate an error column reads (the store records it in the column's suffix;
     `metric`: the claim metric of a samples_to_target column; `view` "n search": a searched
@@ -430,6 +442,25 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         "flags": table["flags"],
     })
     return out
+
+
+#: The CSV export's columns: one number (or one short word) per cell.
+CSV_COLUMNS = ["problem", "instance", "d", "eps", "algorithm", "view", "metric", "read_from",
+               "selection", "samples", "bound", "ci_low", "ci_high", "passes", "grad_evals",
+               "baseline", "ratio", "ratio_low", "ratio_high", "pairing", "reps", "flags"]
+
+
+def csv_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The comparison as a CSV takes it (issue 73, item 5): one row per algorithm and group,
+    one number per cell, the absolute gradient evaluations (passes x samples) beside the passes,
+    and the iterate rule as a short code (`SELECTION_CODES`), not a sentence on every row."""
+    if not len(table):
+        return pd.DataFrame(columns=CSV_COLUMNS)
+    out = table.copy()
+    with np.errstate(all="ignore"):
+        out["grad_evals"] = out["passes"].astype(float) * out["samples"].astype(float)
+    out["selection"] = out["selection"].map(selection_code)
+    return out[CSV_COLUMNS]
 
 
 def selection_notes(table: pd.DataFrame) -> list[str]:

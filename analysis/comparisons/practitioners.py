@@ -235,16 +235,28 @@ def recommendation(table: pd.DataFrame) -> str:
 
 
 def _ci_text(v: float, lo: float, hi: float) -> str:
+    if isinstance(v, (int, float)) and math.isinf(v):
+        return "inf"  # a censored rival: the ratio's interval is open upwards
     return "-" if not (isinstance(v, (int, float)) and math.isfinite(v)) else \
         f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]"
+
+
+def _samples_text(v: float, lo: float, hi: float, bound: float, upper: object) -> str:
+    """A row's samples with their interval; a censored median (never reached: inf) as what it is
+    known to exceed, never as a bare '-'; '<= ' where the median seed reached it at the search's
+    first n."""
+    if isinstance(v, (int, float)) and math.isinf(v):
+        return f"> {_fmt(bound)} (censored)" if math.isfinite(float(bound)) else "inf (censored)"
+    return ("<= " if str(upper).lower() == "true" else "") + _ci_text(v, lo, hi)
 
 
 def export_rows(table: pd.DataFrame) -> pd.DataFrame:
     """The practitioners' table for a design doc (issue 73, item 5): one row per design point
     and algorithm, one number per cell ("x [a, b]" for a value and its 95% interval): the
     samples it needs (the oracle's n*), its passes and absolute gradient evaluations, its ratio
-    to the point's fewest (the runner-up margin of the atlas), and for DP-SGD / DP-GD the best
-    Spider's samples over its own."""
+    to the point's fewest (the runner-up margin of the atlas), and for DP-SGD / DP-GD which
+    Spider needs the fewest samples and its samples over their own (two columns: one name, one
+    number)."""
     t = table.sort_values([*KEY, "value", "algorithm"], kind="stable")
     inst = [f"{p} {i}".strip() if isinstance(i, str) else str(p)
             for p, i in zip(t["problem"], t["instance"], strict=True)]
@@ -252,15 +264,16 @@ def export_rows(table: pd.DataFrame) -> pd.DataFrame:
         "metric": t["metric"].to_numpy(), "instance": inst,
         "d": [f"{v:g}" for v in t["d"]], "eps": [f"{v:g}" for v in t["eps"]],
         "target": [f"{v:g}" for v in t["x"]], "algorithm": t["algorithm"].to_numpy(),
-        "samples n* [95% CI]": [("<= " if str(ub).lower() == "true" else "") + _ci_text(v, lo, hi)
-                                for v, lo, hi, ub in zip(t["value"], t["ci_low"], t["ci_high"],
-                                                         t["upper_bound"], strict=True)],
+        "samples n* [95% CI]": [_samples_text(v, lo, hi, b, ub) for v, lo, hi, b, ub in zip(
+            t["value"], t["ci_low"], t["ci_high"], t["bound"], t["upper_bound"], strict=True)],
         "passes": [_fmt(v) for v in t["passes"]],
         "grad. evals": [_fmt(v) for v in t["grad_evals"]],
         "ratio to fewest [95% CI]": [_ci_text(v, lo, hi) for v, lo, hi in
                                      zip(t["ratio"], t["ratio_low"], t["ratio_high"], strict=True)],
+        "best Spider": [sp if isinstance(sp, str) and sp and a in MULTI_PASS else "-"
+                        for a, sp in zip(t["algorithm"], t["best_spider"], strict=True)],
         "best Spider / n* [95% CI]": [
-            f"{sp}: {_ci_text(v, lo, hi)}" if isinstance(sp, str) and sp and a in MULTI_PASS
+            _ci_text(v, lo, hi) if isinstance(sp, str) and sp and a in MULTI_PASS
             else "-" for a, sp, v, lo, hi in zip(t["algorithm"], t["best_spider"], t["vs_spider"],
                                                  t["vs_spider_low"], t["vs_spider_high"],
                                                  strict=True)],

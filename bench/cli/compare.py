@@ -1,6 +1,8 @@
 """`dprates compare STORES... --target T`: every algorithm of the stores on one axis, the samples
 it needs to reach the target error (`analysis.comparisons.compare` says how each view counts them), with
-its passes over the data, the iterate it reads, paired ratios and flags."""
+its passes over the data, the iterate it reads, paired ratios and flags. Markdown and LaTeX:
+the table first, its notes after; CSV: the same rows with one number per cell and the iterate
+rule as a code (first_hit, best_at_n, best, last, private: `SELECTION_CODES`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import math
 import sys
 
 #: The views' natural metrics, for the header line.
-VIEW_NOTE = ("one pass: the samples a run read until its error first fell to the target (the "
+VIEW_NOTE = ("One pass: the samples a run read until its error first fell to the target (the "
              "stored samples_to_target of its cells configured for that target; median over "
              "seeds, a censored run counts as more than its budget); on n records: the smallest "
              "n whose output (median over seeds) reaches the target: searched per seed in its "
@@ -82,8 +84,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not len(table):
         raise ValueError(f"--target={args.target:g}: no algorithm of the stores has cells to read "
                          "it from" + ("" if not notes else f" ({notes[0]})"))
-    if args.format == "csv":  # one number per cell: the table as computed
-        sys.stdout.write(table.to_csv(index=False))
+    if args.format == "csv":  # one number per cell, no prose (the notes are markdown's)
+        from analysis.comparisons.compare import csv_rows
+
+        sys.stdout.write(csv_rows(table).to_csv(index=False))
         return 0
     from analysis.comparisons.compare import display, selection_notes
     from analysis.report.tables import export

@@ -18,13 +18,20 @@ END = "<!-- practitioners: end -->"
 
 
 def _table(sources: list[str], n_boot: int, maps: str | None):
+    """The practitioners' rows of `sources` (and their maps drawn into `maps`)."""
+    return _table_and_maps(sources, n_boot, maps)[0]
+
+
+def _table_and_maps(sources: list[str], n_boot: int, maps: str | None):
+    """The practitioners' rows of `sources` and the map files this call wrote (none without
+    `maps`, or where the stores hold no samples-to-target point)."""
     import pandas as pd
 
     from analysis.comparisons.practitioners import COLUMNS, practitioners_table
 
     csvs = [s for s in sources if s.lower().endswith(".csv")]
     stores = [s for s in sources if s not in csvs]
-    parts = []
+    parts, written = [], []
     for c in csvs:
         t = pd.read_csv(c, keep_default_na=True)
         missing = [k for k in COLUMNS if k not in t]
@@ -40,24 +47,31 @@ def _table(sources: list[str], n_boot: int, maps: str | None):
         from bench.cli.compare import load_cells
 
         atlas = atlas_from_sources(stores, n_boot)
+        if not (atlas["view"] == SAMPLES).any():  # (pandas once refused the empty merge)
+            raise ValueError(f"sources {', '.join(stores)}: no samples-to-target point (the "
+                             "practitioners' atlas reads cells swept to a target: a spec with "
+                             "grid.target_alpha); `dprates atlas` reads the other views")
         if maps:
             from analysis.comparisons.atlas_map import save_maps
 
-            for p in save_maps(atlas[atlas["view"] == SAMPLES], maps):
+            written = [Path(p) for p in save_maps(atlas[atlas["view"] == SAMPLES], maps)]
+            for p in written:
                 print(f"wrote {p}", file=sys.stderr)
         parts.append(practitioners_table(atlas, load_cells(stores)))
-    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return (pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]), written
 
 
 #: Where `make reference-practitioners` draws the maps (relative to the repository root).
 MAPS_DIR = "reports/atlas_practitioners"
 
 
-def _maps_written(maps: str | None, readme: str | None) -> str | None:
-    """The maps folder a block may point to: `--maps` (drawn by this call), else the reference's
-    folder beside the README where it holds maps; None where no map exists (issue 73: the block
-    announced maps that were never written)."""
-    if maps:
+def _maps_written(maps: str | None, readme: str | None, written: list[Path] | None = None
+                  ) -> str | None:
+    """The maps folder a block may point to: `--maps` where this call drew maps into it
+    (`written`), else the reference's folder beside the README where it holds maps; None where
+    no map exists (issue 73: "The maps: reports/atlas_practitioners/" was printed when none
+    were written)."""
+    if maps and written:
         return maps
     if readme:
         folder = Path(readme).resolve().parent / MAPS_DIR
@@ -107,7 +121,10 @@ def cmd_practitioners(args: argparse.Namespace) -> int:
         raise ValueError(f"--update-readme={args.update_readme!r} is invalid: no such file")
     if args.maps and all(s.lower().endswith(".csv") for s in args.sources):
         raise ValueError("--maps is invalid with CSV sources only: the maps are drawn from stores")
-    table = _table(list(args.sources), args.boot, args.maps)
+    table, written = _table_and_maps(list(args.sources), args.boot, args.maps)
+    if args.maps and not written:
+        print(f"--maps {args.maps}: no map drawn (the stores hold no samples-to-target point)",
+              file=sys.stderr)
     if args.output:
         table.to_csv(args.output, index=False)
         print(f"wrote {args.output} ({len(table)} rows)")
@@ -115,12 +132,12 @@ def cmd_practitioners(args: argparse.Namespace) -> int:
         path = Path(args.update_readme)
         from bench.cli.claims import replace_readme_block
 
-        block = readme_block(table, _maps_written(args.maps, args.update_readme))
+        block = readme_block(table, _maps_written(args.maps, args.update_readme, written))
         path.write_text(replace_readme_block(path.read_text(encoding="utf-8"), block, BEGIN, END),
                         encoding="utf-8")
         print(f"rewrote the practitioners block in {path}")
     if not args.output and not args.update_readme:
-        write_output(_export(table, args.format, _maps_written(args.maps, None)), None)
+        write_output(_export(table, args.format, _maps_written(args.maps, None, written)), None)
     return 0
 
 
@@ -136,8 +153,10 @@ def _export(table, fmt: str, maps: str | None) -> str:
              "population metric, reaches the target), median over seeds with a 95% bootstrap "
              "interval; '<=' where the median seed reached it at the search's first n. Passes = "
              "gradient evaluations / samples; ratio to fewest: the runner-up margin of the atlas "
-             "(paired where the seeds pair); best Spider / n*: how many more samples the best SOSP "
-             "Spider needs than DP-SGD or DP-GD."]
+             "(paired where the seeds pair); best Spider: the SOSP Spider needing the fewest samples "
+             "at the point, best Spider / n*: how many times DP-SGD's or DP-GD's samples it "
+             "needs. '> x (censored)': the median run never reached the target; x is what it "
+             "read."]
     notes += [f"Recommendation ({m}): {recommendation(g)}" for m, g in
               table.groupby("metric", sort=True)]
     if maps:
