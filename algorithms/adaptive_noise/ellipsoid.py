@@ -53,6 +53,7 @@ from algorithms.adaptive_noise.projections import (
     project_ellipsoid,
     project_ellipsoid_euclidean,
 )
+from algorithms.adaptive_noise.steps import adaptive_step
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
@@ -217,7 +218,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         x = np.array(problem.x0, dtype=float)
         avg = x.copy()
         traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
-        acc_norm, acc_diag = 0.0, np.zeros(d)
+        stepper = adaptive_step(self.step_rule, float(p["alpha"]), d, float(p["delta0"]))
         stop, t, hidden = "T_reached", 0, RealizedCounts()
         while t < T:
             batch = poisson_subsample(sample, q, rng)  # records, or counts thinned
@@ -233,13 +234,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                               nabla=released.copy(), released=released.copy(), restart=False,
                               escape=False, denom=b, whiten=np.sqrt(a), projection=a_proj)
             released = self._post_process(released, problem, x, t, rng_public, p)
-            if self.step_rule == "pasan":
-                acc_norm += float(released @ released)
-                x = x - (float(p["alpha"]) / math.sqrt(acc_norm + 1e-300)) * released
-            else:
-                acc_diag += released * released
-                x = x - float(p["alpha"]) * released / (np.sqrt(acc_diag) + float(p["delta0"]))
-            x = np.clip(x, -box, box)
+            x = np.clip(stepper.step(x, released), -box, box)
             t += 1
             avg += (x - avg) / (t + 1)  # the average of x_0..x_t
             traj.step(avg, t, n, read, z / b, float(np.linalg.norm(released)))
