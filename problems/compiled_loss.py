@@ -39,46 +39,73 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
 from problems.base import Problem
 from problems.counts.layouts import CountsBatch
 from problems.finite_support import TwoPointCoordinates
+from problems.jit_cache import enable_disk_cache, load_generated
 
 
 class CountsExactnessError(ValueError):
     """A declared compiled loss whose counts-mode oracles are not its per-record ones."""
 
 
-# Not cached on disk: the key of a specialization on a user's dispatcher (a first-class
-# function type) holds that dispatcher, one entry per plugin load, and a later process that
-# reads an entry whose dispatcher is gone fails (numba: "underlying object has vanished",
-# seen once in a full test run after 78 entries had piled up). Compiling these loops costs
-# a fraction of a second per process.
-@numba.njit
-def _rows_apply(fn, x, rows, p, d):
+# The row loops, one module per user function (`problems.jit_cache`): the user's function is
+# the module's global `fn`, so numba caches them on disk with keys of plain arrays. (Passed as
+# an argument, as they once were, a cached specialization's key held the user's dispatcher, one
+# entry per plugin load, and a later process reading an entry whose dispatcher was gone failed:
+# numba's "underlying object has vanished", seen once in a full test run after 78 entries.)
+_ROWS_APPLY = """
+import numba
+import numpy as np
+
+
+@numba.njit("float64[:, ::1](float64[::1], float64[:, ::1], float64[::1], int64)", cache=CACHE)
+def rows(x, rows, p, d):
     out = np.empty((rows.shape[0], d))
     for i in range(rows.shape[0]):
         fn(x, rows[i], p, out[i])
     return out
+"""
+_ROWS_DIFF = """
+import numba
+import numpy as np
 
 
-@numba.njit
-def _rows_diff(fn, x, y, rows, p, d):
+@numba.njit("float64[:, ::1](float64[::1], float64[::1], float64[:, ::1], float64[::1], int64)",
+            cache=CACHE)
+def rows(x, y, rows, p, d):
     out = np.empty((rows.shape[0], d))
     for i in range(rows.shape[0]):
         fn(x, y, rows[i], p, out[i])
     return out
+"""
+_ROWS_LOSS = """
+import numba
+import numpy as np
 
 
-@numba.njit
-def _rows_loss(fn, x, rows, p):
+@numba.njit("float64[::1](float64[::1], float64[:, ::1], float64[::1])", cache=CACHE)
+def rows(x, rows, p):
     out = np.empty(rows.shape[0])
     for i in range(rows.shape[0]):
         out[i] = fn(x, rows[i], p)
     return out
+"""
+
+
+def _rows(fn: Any, template: str) -> Any:
+    """The compiled row loop of `template` around the user's function fn (compiled, or loaded
+    from disk, for the one signature the callers pass: C-ordered float64 arrays)."""
+    return load_generated(fn, template).rows
+
+
+#: The functions a declared loss sets; numba's disk cache is turned on for each at class
+#: creation, before anything compiles them (`problems.jit_cache`).
+FUNCTIONS = ("grad_fn", "grad_diff_fn", "grad_bound_fn", "grad_diff_bound_fn", "loss_fn",
+             "pop_grad_fn")
 
 
 def _compiled(fn: Any) -> bool:
@@ -98,6 +125,11 @@ class CompiledTwoPointLoss(TwoPointCoordinates, Problem):
     diff_coordinates: ClassVar[int]
     fn_params: np.ndarray
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in FUNCTIONS:  # compiled once per machine, not per process
+            enable_disk_cache(cls.__dict__.get(name))
+
     # --- the record's coordinates ------------------------------------------------------------
     def _params_array(self) -> np.ndarray:
         return np.ascontiguousarray(self.fn_params, dtype=np.float64)
@@ -114,7 +146,7 @@ class CompiledTwoPointLoss(TwoPointCoordinates, Problem):
         x, fn, p = np.ascontiguousarray(x, dtype=np.float64), type(self).loss_fn, self._params_array()
         if not _compiled(fn):  # a plain Python function: the same calls, row by row
             return np.array([fn(x, r, p) for r in rows], dtype=np.float64)
-        return _rows_loss(fn, x, rows, p)
+        return _rows(fn, _ROWS_LOSS)(x, rows, p)
 
     def per_sample_grads(self, x, batch):
         rows = np.ascontiguousarray(batch, dtype=np.float64)
@@ -124,7 +156,7 @@ class CompiledTwoPointLoss(TwoPointCoordinates, Problem):
             for r, o in zip(rows, out, strict=True):
                 fn(x, r, p, o)
             return out
-        return _rows_apply(fn, x, rows, p, self.d)
+        return _rows(fn, _ROWS_APPLY)(x, rows, p, self.d)
 
     def per_sample_grad_diffs(self, x, y, batch):
         rows = np.ascontiguousarray(np.asarray(batch, dtype=np.float64)[:, :self.diff_coordinates])
@@ -135,7 +167,7 @@ class CompiledTwoPointLoss(TwoPointCoordinates, Problem):
             for r, o in zip(rows, out, strict=True):
                 fn(x, y, r, p, o)
             return out
-        return _rows_diff(fn, x, y, rows, p, self.d)
+        return _rows(fn, _ROWS_DIFF)(x, y, rows, p, self.d)
 
     def record_grad_bound(self, x):
         return float(type(self).grad_bound_fn(np.ascontiguousarray(x, dtype=np.float64),

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from problems.jit_cache import enable_disk_cache
 from problems.profiles import _Profile
 
 #: The three functions a subclass sets (class attributes, each f(u, p) -> float).
@@ -49,6 +50,7 @@ class JitProfile(_Profile):
             f = cls.__dict__.get(name)
             if f is not None and not isinstance(f, staticmethod):
                 setattr(cls, name, staticmethod(f))
+            enable_disk_cache(f)  # compiled once per machine (problems.jit_cache)
 
     def __init__(self, params, *, G: float, M: float, rho: float, drop: float) -> None:
         missing = [name for name in FUNCTIONS if not callable(getattr(type(self), name, None))]

@@ -3,9 +3,10 @@ MODE_MAP): the C wrappers of a `problems.compiled_loss.CompiledTwoPointLoss`'s c
 functions and the checks that make its compiled steps the Python loop's, float for float.
 
 The compiled steps call the very functions Python calls (`grad_diff_bound_fn`,
-`grad_diff_fn`, `pop_grad_fn`), through C wrappers compiled once per process and function and
-called by address (`call_map`, an intrinsic: an address is a plain int64, so `_o2_steps` keeps
-one cached signature for every loss). Every wrapper has the one C signature
+`grad_diff_fn`, `pop_grad_fn`), through C wrappers compiled once per machine and function
+(cached on disk: `problems.jit_cache`) and called by address (`call_map`, an intrinsic: an
+address is a plain int64, so `_o2_steps` keeps one cached signature for every loss).
+Every wrapper has the one C signature
 
     double f(double *x, double *y, double *zh, double *p, double *out,
              intp d, intp m, intp n_params, int64 *err)
@@ -21,7 +22,6 @@ once per process (`compiled_profiles.report_fallback`)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
 from problems.compiled_loss import CompiledTwoPointLoss
+from problems.jit_cache import load_generated
 
 
 @intrinsic
@@ -65,31 +66,48 @@ _ARGS = {"grad_diff_bound_fn": (_VEC, _VEC, _VEC), "grad_diff_fn": (_VEC, _VEC, 
          "pop_grad_fn": (_VEC, _VEC, _VEC)}
 
 
+_HEADER = """
+import math
+
+import numba
+from numba import types
+
+_F8P, _I8P = types.CPointer(types.float64), types.CPointer(types.int64)
+SIG = types.float64(_F8P, _F8P, _F8P, _F8P, _F8P, types.intp, types.intp, types.intp, _I8P)
+
+
+@numba.cfunc(SIG, cache=CACHE)
+def wrapped(xp, yp, zp, pp, op, d, m, n_p, err):
+    try:
+"""
+#: Each role's call in its wrapper; a raise sets err[0] and the kernel hands the step to
+#: Python, which raises it.
+_BODIES = {
+    "grad_diff_bound_fn": """        return fn(numba.carray(xp, (d,)), numba.carray(yp, (d,)),
+                  numba.carray(pp, (n_p,)))
+    except Exception:
+        err[0] = 1
+        return math.nan
+""",
+    "grad_diff_fn": """        fn(numba.carray(xp, (d,)), numba.carray(yp, (d,)), numba.carray(zp, (m,)),
+           numba.carray(pp, (n_p,)), numba.carray(op, (d,)))
+    except Exception:
+        err[0] = 1
+    return 0.0
+""",
+    "pop_grad_fn": """        fn(numba.carray(xp, (d,)), numba.carray(pp, (n_p,)), numba.carray(op, (d,)))
+    except Exception:
+        err[0] = 1
+    return 0.0
+""",
+}
+
+
 def _wrap(role: str, fn: Any) -> Any:
-    """The C wrapper of one role's function (a numba cfunc of `_C_SIG`)."""
-    if role == "grad_diff_bound_fn":
-        def wrapped(xp, yp, zp, pp, op, d, m, n_p, err):
-            try:
-                return fn(numba.carray(xp, (d,)), numba.carray(yp, (d,)), numba.carray(pp, (n_p,)))
-            except Exception:  # the kernel hands the step to Python, which raises it
-                err[0] = 1
-                return math.nan
-    elif role == "grad_diff_fn":
-        def wrapped(xp, yp, zp, pp, op, d, m, n_p, err):
-            try:
-                fn(numba.carray(xp, (d,)), numba.carray(yp, (d,)), numba.carray(zp, (m,)),
-                   numba.carray(pp, (n_p,)), numba.carray(op, (d,)))
-            except Exception:
-                err[0] = 1
-            return 0.0
-    else:
-        def wrapped(xp, yp, zp, pp, op, d, m, n_p, err):
-            try:
-                fn(numba.carray(xp, (d,)), numba.carray(pp, (n_p,)), numba.carray(op, (d,)))
-            except Exception:
-                err[0] = 1
-            return 0.0
-    return numba.cfunc(_C_SIG)(wrapped)
+    """The C wrapper of one role's function (a numba cfunc of `_C_SIG`), generated as a module
+    of its own and cached on disk, keyed on the function's file content
+    (`problems.jit_cache`): compiled once per machine, not per process."""
+    return load_generated(fn, _HEADER + _BODIES[role]).wrapped
 
 
 @numba.njit(cache=True)

@@ -11,7 +11,8 @@ own floats (MODE_PYTHON).
 
 An outside problem's profile (`problems.jit_profile.JitProfile`, MODE_ADDRESS) declares d1 as a
 numba-compiled function of (u, params); Python calls that compiled function, and so do the
-compiled steps: through a C wrapper compiled once per process and function (`_c_wrapper`),
+compiled steps: through a C wrapper compiled once per machine and function (`_c_wrapper`,
+cached on disk: `problems.jit_cache`),
 called by its address (`_call_address`, an intrinsic: an address is a plain int64 argument, so
 `_o2_steps` keeps one cached signature for every profile, and a call costs no unboxing). The
 wrapper catches a raise and flags it; the kernel then hands that step to Python, which raises
@@ -40,6 +41,7 @@ from numba.extending import intrinsic
 from algorithms.sosp.compiled_maps import map_profile
 from problems import BUILTIN
 from problems.compiled_loss import CompiledTwoPointLoss
+from problems.jit_cache import load_generated
 from problems.jit_profile import JitProfile
 from problems.profiles import CosineProfile, RampProfile, ValleyProfile
 from problems.separable import SeparableSaddle
@@ -113,18 +115,33 @@ _C_SIG = types.float64(types.float64, types.CPointer(types.float64), types.intp,
 _ARGS = (types.float64, types.Array(types.float64, 1, "C"))
 
 
+_C_WRAPPER = """
+import math
+
+import numba
+from numba import types
+
+SIG = types.float64(types.float64, types.CPointer(types.float64), types.intp,
+                    types.CPointer(types.int64))
+
+
+@numba.cfunc(SIG, cache=CACHE)
+def wrapped(u, p_ptr, n, err):
+    p = numba.carray(p_ptr, (n,))
+    try:
+        return fn(u, p)
+    except Exception:  # the kernel hands the step to Python, which raises it
+        err[0] = 1
+        return math.nan
+"""
+
+
 def _c_wrapper(fn: Any) -> Any:
-    """A C-callable wrapper of the compiled d1 fn (a numba cfunc, compiled here)."""
-
-    def wrapped(u, p_ptr, n, err):
-        p = numba.carray(p_ptr, (n,))
-        try:
-            return fn(u, p)
-        except Exception:  # the kernel hands the step to Python, which raises it
-            err[0] = 1
-            return math.nan
-
-    return numba.cfunc(_C_SIG)(wrapped)
+    """A C-callable wrapper of the compiled d1 fn (a numba cfunc of `_C_SIG`), generated as a
+    module of its own and cached on disk, keyed on fn's file content (`problems.jit_cache`):
+    compiled once per machine, not per process."""
+    fn.compile(_ARGS)  # Python's own overload (from numba's disk cache where it is there)
+    return load_generated(fn, _C_WRAPPER).wrapped
 
 
 #: The checks' points: 0 and -0, tiny, the usual range of the iterates and beyond, inf, nan.
