@@ -5,7 +5,6 @@ the step, a panel per eps) and lm_experiment.pdf (the same on landscape pages)."
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -21,12 +20,6 @@ from analysis import lm_results as lr
 
 COLORS = {"sgd": "#999999", "adagrad": "#555555", "dp_sgd": "#1f77b4", "pasan": "#ff7f0e",
           "pagan": "#2ca02c"}
-
-
-def _spec(path: Path) -> dict:
-    from bench.store import load_meta
-
-    return json.loads(load_meta(path)["spec_text"])
 
 
 def curves_figure(tuned_df: pd.DataFrame, eps_values=(0.5, 1.0, 3.0)):
@@ -67,6 +60,7 @@ def markdown(table: pd.DataFrame, claims: pd.DataFrame, spec: dict, df: pd.DataF
              summary: str) -> str:
     """The experiment as the README and the appendix quote it."""
     s = spec["setup"]
+    d = int(df["d"].dropna().iloc[0]) if df["d"].notna().any() else 0
     lines = [
         "# Seed 002's language-model experiment, at workstation scale",
         "",
@@ -75,7 +69,7 @@ def markdown(table: pd.DataFrame, claims: pd.DataFrame, spec: dict, df: pd.DataF
         "",
         *[f"- {line}" for line in summary.splitlines()],
         "",
-        f"Model: LSTM, {s['hidden']} units, tied softmax; {int(df['d'].iloc[0]) if 'd' in df else 0:,} "
+        f"Model: LSTM, {s['hidden']} units, tied softmax; {d:,} "
         "parameters (the paper's: 2.1e6). Poisson batches of expected size "
         f"{s['b']}, {s['steps']} steps, delta {s['delta']:g}; noise calibrated by PLD "
         "(replace-one), the moments accountant's eps for the same noise beside it.",
@@ -111,16 +105,11 @@ def markdown(table: pd.DataFrame, claims: pd.DataFrame, spec: dict, df: pd.DataF
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(store: str | Path, out_dir: str | Path = "reports") -> dict[str, Path]:
-    """Every output (module docstring) from the store; the paths written."""
-    store, out_dir = Path(store), Path(out_dir)
+def write_outputs(df: pd.DataFrame, spec: dict, out_dir: str | Path = "reports") -> dict[str, Path]:
+    """Every output (module docstring) from the runs (`bench.lm.results.read_runs`) and the
+    grid's spec; the paths written."""
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    spec = _spec(store)
-    df = lr.runs(store)
-    from bench.store import load
-
-    cells = load(store)
-    df["d"] = int(cells["d"].dropna().iloc[0]) if cells["d"].notna().any() else 0
     tuned = {m: tuple(v) for m, v in spec.get("tuned", {}).items()}
     tdf = lr.tuned_runs(df, tuned)
     table, claims = lr.perplexity_table(tdf), lr.claim_rows(tdf, tuple(spec["eps"]))

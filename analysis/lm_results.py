@@ -14,9 +14,7 @@ seen) and that a run of this size is not the paper's (model, corpus, steps).
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,33 +23,6 @@ from scipy import stats
 METHOD_ORDER = ("sgd", "adagrad", "dp_sgd", "pasan", "pagan")
 LABELS = {"sgd": "SGD (non-private)", "adagrad": "AdaGrad (non-private)", "dp_sgd": "DP-SGD",
           "pasan": "Pasan", "pagan": "Pagan"}
-
-
-def runs(path: str | Path) -> pd.DataFrame:
-    """One row per stored run: method, eps, lr_mult, B, seed, status, final validation and test
-    perplexity, wall and CPU, the noise multiplier, the curve (steps, validation)."""
-    from bench.store import Store
-
-    with Store(path, create=False) as st:
-        rows = st.conn.execute(
-            "SELECT c.key, c.algorithm, c.eps, c.rep, c.status, c.params, c.params_used, c.wall, "
-            "c.cpu, c.privacy_ledger, v.data FROM cells c LEFT JOIN curves v ON v.key = c.key AND "
-            "v.kind = 'perplexity' WHERE c.key IN (SELECT key FROM spec_cells)").fetchall()
-    out = []
-    for key, alg, eps, rep, status, params, used, wall, cpu, ledger, curve in rows:
-        p, u = json.loads(params or "{}"), json.loads(used or "{}")
-        cv, led = json.loads(curve) if curve else {}, json.loads(ledger) if ledger else {}
-        out.append({"key": key, "method": alg, "eps": math.inf if eps is None else float(eps),
-                    "seed": rep, "status": status, "lr_mult": p.get("lr_mult"), "B": p.get("B"),
-                    "validation": _num(cv.get("final_validation")), "test": _num(cv.get("test")),
-                    "wall": _num(wall), "cpu": _num(cpu), "z": _num(u.get("noise_multiplier")),
-                    "eps_rdp": _num((led or {}).get("eps_rdp_add_remove")),
-                    "steps": cv.get("step", []), "curve": cv.get("validation", [])})
-    return pd.DataFrame(out)
-
-
-def _num(v) -> float:
-    return math.nan if v is None else float(v)
 
 
 def tuned_runs(df: pd.DataFrame, tuned: dict) -> pd.DataFrame:
@@ -138,5 +109,5 @@ def _verdict(diffs: dict) -> str:
     return "undecided"
 
 
-__all__ = ["LABELS", "METHOD_ORDER", "claim_rows", "perplexity_table", "runs", "tuned_runs",
+__all__ = ["LABELS", "METHOD_ORDER", "claim_rows", "perplexity_table", "tuned_runs",
            "welch_difference"]

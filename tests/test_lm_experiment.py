@@ -134,14 +134,15 @@ def test_a_tiny_grid_runs_into_a_store_resumes_and_reports(corpus_dir, tmp_path,
     store = tmp_path / "lm.sqlite"
     tuned = g.run_grid(store, setup, corpus_dir, jobs=1, grid=grid)
     assert set(tuned) == {"sgd", "adagrad", "dp_sgd", "pasan", "pagan"}
-    df = lr.runs(store)
+    from bench.lm.results import read_runs, read_spec
+
+    df = read_runs(store)
     assert len(df) == 10 and set(df["status"]) == {"ok"}
     assert all(len(c) == 3 and all(np.isfinite(c)) for c in df["curve"])  # steps 0, 2, 4
     # the private runs' noise: T Poisson-subsampled Gaussians at q = b / n, composed here
     from bench.store import load
 
-    cells = load(store)
-    n = int(cells["n"].iloc[0])
+    n = int(load(store)["n"].iloc[0])  # the suite's loader reads the experiment's store
     for z in df[df["method"].isin(["dp_sgd", "pasan", "pagan"])]["z"]:
         acc = pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE,
                                 value_discretization_interval=1e-4)
@@ -153,7 +154,7 @@ def test_a_tiny_grid_runs_into_a_store_resumes_and_reports(corpus_dir, tmp_path,
     monkeypatch.setattr(g, "_guarded", lambda *a: calls.append(a))
     g.run_grid(store, setup, corpus_dir, jobs=1, grid=grid)
     assert calls == []
-    paths = write_outputs(store, tmp_path / "reports")
+    paths = write_outputs(df, read_spec(store), tmp_path / "reports")
     assert all(p.is_file() for p in paths.values())
     table = lr.perplexity_table(lr.tuned_runs(df, tuned))
     assert len(table) == 5 and (table["seeds"] == 2).all()
@@ -178,3 +179,27 @@ def test_a_failed_run_is_recorded_and_loses_no_other(corpus_dir, tmp_path, monke
     rows = {r["key"]: r["status"] for r in g.stored_rows(tmp_path / "lm.sqlite")}
     assert rows.pop("pasan|eps=1|lr=1|B=1|seed=0") == "error"
     assert len(rows) == 4 and set(rows.values()) == {"ok"}
+
+
+@pytest.mark.slow
+def test_the_canary_audit_passes_the_engine_and_flags_skipped_noise():
+    """A tiny language model, one release at q = 1: the engine's release at eps 1 stays below
+    its claim; the same release without noise (planted) is flagged, its bound far above 1."""
+    from algorithms.privacy.whitening import WhitenedProblem
+    from analysis.privacy_checks.canary_audit import canary_audit
+    from problems.language_model.model import windows_of
+    from problems.language_model.problem import LanguageModelProblem
+
+    prob = LanguageModelProblem(vocab=12, hidden=3)
+    data = windows_of(np.random.default_rng(3).integers(1, 12, 6 * 30 + 1), 6)
+    canary = np.zeros(7, dtype=np.int32)  # a window of <unk>: far from every other
+    claim = Privacy(1.0, 1e-5)
+    ok = canary_audit(prob, data, canary, prob.x0, 0.05, claim, runs=1500)
+    assert not ok.flagged and ok.eps_lb < 1.0
+    bad = canary_audit(prob, data, canary, prob.x0, 0.05, claim, runs=1500,
+                       mechanism=Privacy(math.inf, 1e-5))
+    assert bad.flagged and bad.eps_lb > 4.0
+    # the ellipsoid methods' release (whitened) is audited the same way
+    w = np.linspace(0.5, 2.0, prob.d)
+    white = canary_audit(WhitenedProblem(prob, w), data, canary, prob.x0, 1.0, claim, runs=1500)
+    assert not white.flagged

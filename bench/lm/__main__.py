@@ -36,8 +36,9 @@ def main(argv: list[str] | None = None) -> int:
 
         run_grid(Path(args.out), corpus_dir=args.corpus, jobs=args.jobs)
     from analysis.lm_report import write_outputs
+    from bench.lm.results import read_runs, read_spec
 
-    for kind, path in write_outputs(args.out, args.reports).items():
+    for kind, path in write_outputs(read_runs(args.out), read_spec(args.out), args.reports).items():
         print(f"{kind}: {path}")
     return 0
 
