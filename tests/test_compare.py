@@ -58,7 +58,7 @@ def test_a_planted_tie_covers_one():
     """(100, 200, 300) against (300, 200, 100) on the same seeds: ratio 1; a draw holding rep 0
     at least twice (probability 7/27 > 2.5%) gives 100 / 300, rep 2 at least twice 300 / 100,
     so the interval is [1/3, 3] and the reading a tie."""
-    from analysis.comparisons.compare import reading
+    from analysis.comparisons.compare_export import reading
 
     rows = one_pass(SPIDER, [100, 200, 300]) + one_pass(OTHER, [300, 200, 100])
     t = table(rows, baseline=SPIDER)

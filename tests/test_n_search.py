@@ -129,7 +129,8 @@ def test_one_spec_holds_a_searched_n_star_checked_against_direct_runs(swept):
 
 
 def test_compare_puts_both_on_one_axis_with_passes(swept):
-    from analysis.comparisons.compare import compare_table, display
+    from analysis.comparisons.compare import compare_table
+    from analysis.comparisons.compare_export import display
 
     _, df, _ = swept
     table, _notes = compare_table(df[df["status"] == "ok"], 0.1)

@@ -19,7 +19,7 @@ from bench.cli.fit import cmd_fit
 from bench.cli.fit_points import add_parser as add_fit_points_parser
 from bench.cli.listing import cmd_list
 from bench.cli.output_gap import add_parser as add_output_gap_parser
-from bench.cli.pipelines import cmd_demo, cmd_reference_quick
+from bench.cli.pipelines import add_demo_parser, cmd_reference_quick
 from bench.cli.practitioners import add_parser as add_practitioners_parser
 from bench.cli.report import cmd_plot, cmd_report
 from bench.cli.run import RUN_EPILOG, cmd_run
@@ -250,14 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="an outside algorithm's parameter for its sensitivity check (repeatable)")
     p.set_defaults(func=cmd_audit)
-    p = sub.add_parser("demo", help="the quick sweep, its fit and reports/quick.pdf (`make demo`)")
-    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
-    p.add_argument("--out", default=None, help="store path (default results/quick.sqlite)")
-    p.add_argument("--report", default="reports/quick.pdf", help="report path (default reports/quick.pdf)")
-    p.add_argument("--retry-failed", action="store_true",
-                   help="rerun the stored cells that failed (error or timeout)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_demo)
+    add_demo_parser(sub)
     add_atlas_parser(sub)
     add_practitioners_parser(sub)
     add_crossover_law_parser(sub)

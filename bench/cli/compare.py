@@ -85,11 +85,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError(f"--target={args.target:g}: no algorithm of the stores has cells to read "
                          "it from" + ("" if not notes else f" ({notes[0]})"))
     if args.format == "csv":  # one number per cell, no prose (the notes are markdown's)
-        from analysis.comparisons.compare import csv_rows
+        from analysis.comparisons.compare_export import csv_rows
 
         sys.stdout.write(csv_rows(table).to_csv(index=False))
         return 0
-    from analysis.comparisons.compare import display, selection_notes
+    from analysis.comparisons.compare_export import display, selection_notes
     from analysis.report.tables import export
 
     note_lines = [f"Samples to target {args.target:g}. {VIEW_NOTE}.",

@@ -39,6 +39,18 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM ends like Ctrl-C (as `dprates sweep`): store consistent
 
 
+def add_demo_parser(sub: argparse._SubParsersAction) -> None:
+    """The `demo` verb (registered as every other verb's module does)."""
+    p = sub.add_parser("demo", help="the quick sweep, its fit and reports/quick.pdf (`make demo`)")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--out", default=None, help="store path (default results/quick.sqlite)")
+    p.add_argument("--report", default="reports/quick.pdf", help="report path (default reports/quick.pdf)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="rerun the stored cells that failed (error or timeout)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_demo)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The quick sweep (bench/configs/quick.toml) through the runner into results/quick.sqlite,
     its table of medians, its report."""
