@@ -7,7 +7,8 @@ first cell (+2.8 s for a loss reading many record coordinates). Two things are c
 
 * the plugin's own functions: `enable_disk_cache` turns on numba's cache for a dispatcher
   before its first compile. numba keys that cache on the defining file's content (a sha256
-  stamp), the function's name and line, and numba's version and the CPU.
+  stamp), the function's name and line, and numba's version and the CPU; the module's name
+  is added (`PluginFunctionCache`).
 * the code that calls them (row loops, C wrappers for the compiled steps): `load_generated`
   writes it as a small module of its own, named by a digest of the template and of the user
   function's file content, name and line, into `cache_dir()`, and runs it with the user's
@@ -38,6 +39,7 @@ from types import ModuleType
 from typing import Any
 
 import numba
+from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
 
 #: The environment variable: "off" (no disk caches), or the generated modules' directory.
@@ -81,13 +83,32 @@ def source_digest(fn: Any) -> str | None:
     return h.hexdigest()
 
 
+class PluginFunctionCache(FunctionCache):
+    """numba's per-function disk cache (stamped by the file's content) with two changes for
+    plugins: the module's name is part of every entry's key, since cached code names its
+    module and a later process imports that name to rebuild it (the same file loaded as a
+    path plugin and as a package module has two names), and an entry that cannot be loaded
+    anyway is a miss (compiled again), never an error of the run."""
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple:
+        return (*super()._index_key(sig, codegen), self._py_func.__module__)
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception:  # a module gone, a truncated file: compile instead
+            return None
+
+
 def enable_disk_cache(fn: Any) -> bool:
-    """Turn on numba's disk cache for a plugin's `numba.njit` function (True where it is on).
-    Call before the function's first compile: overloads compiled earlier are not written."""
+    """Turn on the disk cache (`PluginFunctionCache`) for a plugin's `numba.njit` function
+    (True where it is on). Call before the function's first compile: overloads compiled
+    earlier are not written."""
     if not enabled() or not isinstance(fn, CPUDispatcher) or source_digest(fn) is None:
         return False
     try:
-        fn.enable_caching()
+        # what numba's own Dispatcher.enable_caching does, with the cache class above
+        fn._cache = PluginFunctionCache(fn.py_func)
     except RuntimeError:  # numba finds no writable place for this file's cache
         return False
     return True
