@@ -160,3 +160,32 @@ def test_the_key_follows_the_file_content_and_refuses_closures(tmp_path):
     module = load_generated(closure, "import numba\n\n@numba.njit(cache=CACHE)\n"
                                      "def g(x):\n    return fn(x) * 2.0\n")
     assert module.__dict__["CACHE"] is False and module.g(1.0) == 8.0
+
+
+def test_generated_modules_unused_for_a_month_are_pruned(tmp_path, monkeypatch):
+    """A module (and numba's files for it) untouched for PRUNE_AFTER_DAYS goes when the next
+    one is written; the one written stays."""
+    import importlib.util
+    import time
+
+    from problems import jit_cache
+
+    monkeypatch.setenv("DPRATES_JIT_CACHE", str(tmp_path / "jit"))
+    monkeypatch.setattr(jit_cache, "_PRUNED", set())
+    src = tmp_path / "plug_prune.py"
+    src.write_text("import numba\n\n\n@numba.njit\ndef f(x):\n    return x + 1.0\n")
+    spec = importlib.util.spec_from_file_location("plug_prune_mod", src)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "plug_prune_mod", mod)
+    spec.loader.exec_module(mod)
+    template = "import numba\n\n@numba.njit('float64(float64)', cache=CACHE)\ndef g(x):\n    return fn(x)\n"
+    old = tmp_path / "jit" / "dprates_jit_old.py"
+    stale = tmp_path / "jit" / "__pycache__" / "dprates_jit_old.g-3.py311.nbi"
+    stale.parent.mkdir(parents=True)
+    old.write_text("x = 1\n")
+    stale.write_text("")
+    month = time.time() - (jit_cache.PRUNE_AFTER_DAYS + 1) * 86400
+    os.utime(old, (month, month))
+    assert load_generated(mod.f, template).g(2.0) == 3.0
+    assert not old.exists() and not stale.exists()
+    assert len(list((tmp_path / "jit").glob("dprates_jit_*.py"))) == 1
