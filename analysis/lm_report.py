@@ -73,7 +73,8 @@ def markdown(table: pd.DataFrame, claims: pd.DataFrame, spec: dict, df: pd.DataF
         "parameters (the paper's: 2.1e6). Poisson batches of expected size "
         f"{s['b']}, {s['steps']} steps, delta {s['delta']:g}; noise calibrated by PLD "
         "(replace-one), the moments accountant's eps for the same noise beside it.",
-        f"Grid: step-size multipliers {spec['lr_mults']}, B {spec['B']} (relative to the public "
+        f"Grid: step-size multipliers {spec['lr_mults_private']} (private) and {spec['lr_mults']} "
+        f"(non-private), B {spec['B']} (relative to the public "
         f"RMS gradient norm), tuned at eps {spec['tune_eps']:g} on seed 0 by final validation "
         f"perplexity; the tuned settings at eps {spec['eps']} over seeds {spec['seeds']}.",
         f"Cost: {len(df)} runs, {df['cpu'].sum() / 3600:.2f} CPU hours, "
@@ -100,8 +101,8 @@ def markdown(table: pd.DataFrame, claims: pd.DataFrame, spec: dict, df: pd.DataF
               "intervals lie below 0, fails when either lies above, undecided otherwise; a "
               "difference below the resolution could not have been seen. What differs from the "
               "paper: the corpus (Shakespeare, not WikiText-2), the model (3.5% of its "
-              "parameters), the training length (under one epoch) and the grid (3 multipliers "
-              "x 2 B, tuned at one eps)."]
+              "parameters), the training length (under one epoch) and the grid (2 multipliers "
+              "(private) x 2 B, tuned at one eps)."]
     return "\n".join(lines) + "\n"
 
 

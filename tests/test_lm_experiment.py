@@ -130,7 +130,8 @@ def test_a_tiny_grid_runs_into_a_store_resumes_and_reports(corpus_dir, tmp_path,
     from bench.lm.setup import LMSetup
 
     setup = LMSetup(vocab=30, hidden=4, window=6, b=20, steps=4, eval_every=2, curve_windows=40)
-    grid = g.LMGrid(eps=(1.0,), tune_eps=1.0, lr_mults=(1.0,), B=(1.0,), seeds=(0, 1))
+    grid = g.LMGrid(eps=(1.0,), tune_eps=1.0, lr_mults=(1.0,), lr_mults_private=(1.0,), B=(1.0,),
+                    seeds=(0, 1))
     store = tmp_path / "lm.sqlite"
     tuned = g.run_grid(store, setup, corpus_dir, jobs=1, grid=grid)
     assert set(tuned) == {"sgd", "adagrad", "dp_sgd", "pasan", "pagan"}
@@ -174,7 +175,8 @@ def test_a_failed_run_is_recorded_and_loses_no_other(corpus_dir, tmp_path, monke
         return real(cell, setup, corpus)
     monkeypatch.setattr(g, "run_cell", flaky)
     setup = LMSetup(vocab=30, hidden=4, window=6, b=20, steps=2, eval_every=2, curve_windows=40)
-    grid = g.LMGrid(eps=(1.0,), tune_eps=1.0, lr_mults=(1.0,), B=(1.0,), seeds=(0,))
+    grid = g.LMGrid(eps=(1.0,), tune_eps=1.0, lr_mults=(1.0,), lr_mults_private=(1.0,), B=(1.0,),
+                    seeds=(0,))
     g.run_grid(tmp_path / "lm.sqlite", setup, corpus_dir, jobs=1, grid=grid)
     rows = {r["key"]: r["status"] for r in g.stored_rows(tmp_path / "lm.sqlite")}
     assert rows.pop("pasan|eps=1|lr=1|B=1|seed=0") == "error"
