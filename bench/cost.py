@@ -290,8 +290,11 @@ class CostModel:
 
     rates: dict[tuple[str, str, str, bool, bool], RateFit] = field(default_factory=dict)
     shipped: dict[tuple[str, str, str, bool, bool], RateFit] = field(default_factory=dict)
+    #: rates from a dry run's one-seed probes (`probe_rates`): keys nothing stored or shipped fits
+    probed: dict[tuple[str, str, str, bool, bool], RateFit] = field(default_factory=dict)
     stored: int = 0
     shipped_cells: int = 0
+    probe_seconds: float = 0.0
 
     @classmethod
     def from_store(cls, path: str | Path, horizon: Callable[[Cell], float] | None = None,
@@ -313,6 +316,7 @@ class CostModel:
     def _rate(self, cell: Cell) -> tuple[RateFit | None, str]:
         key = rate_key(cell)
         for table, k, what in ((self.rates, key, "store"), (self.shipped, key, "shipped"),
+                               (self.probed, key, "probe"),
                                (self.shipped, rate_key(cell, ANY_PROBLEM),
                                 "shipped")):
             if k in table:
@@ -343,6 +347,55 @@ class CostModel:
             bound = min(bound, DEFAULT_STEPS_TIMES_ALPHA2 / cell.target_alpha**2)
         v = DEFAULT_CELL_OVERHEAD + default * bound
         return v, v, v
+
+
+#: A probe cell's time limit (seconds): a dry run never waits long on one cell.
+PROBE_TIME = 60.0
+
+
+def unpriced_keys(cells: list[Cell], model: CostModel, horizon: Callable[[Cell], float]
+                  ) -> dict[tuple[str, str, str, bool, bool], Cell]:
+    """Per rate key that no stored cell and no shipped rate of its own (algorithm, problem)
+    prices (a plugin's algorithm or problem: the rates pooled over problems do not know its
+    loss), the key's smallest cell (by `work_scale`): what a dry run probes."""
+    out: dict[tuple[str, str, str, bool, bool], tuple[float, Cell]] = {}
+    for c in cells:
+        key = rate_key(c)
+        if key in model.rates or key in model.shipped:
+            continue
+        try:
+            scale = work_scale(c, horizon)
+        except Exception:  # the cell's rules do not resolve: the sweep will say why
+            continue
+        if key not in out or scale < out[key][0]:
+            out[key] = (scale, c)
+    return {k: c for k, (_, c) in out.items()}
+
+
+def probe_rates(cells: list[Cell], model: CostModel, horizon: Callable[[Cell], float],
+                compute: Callable[[Cell, float], dict], limit: float = math.inf) -> int:
+    """Price the keys `unpriced_keys` finds from one-seed probes (issue 72, item 6): each key's
+    smallest cell is run twice in this process (the first run pays the compilation and loading
+    a worker pays once; the second is timed), nothing stored, each run under min(limit,
+    PROBE_TIME); its rate is (wall - the default overhead) / work_scale, so larger cells of the
+    key scale from it. A probe that times out prices its key from its limit (a lower bound).
+    Returns how many keys were probed; `model.probe_seconds` the seconds it took."""
+    import time
+
+    probes = unpriced_keys(cells, model, horizon)
+    for key, cell in probes.items():
+        cap = min(limit, PROBE_TIME)
+        t0 = time.perf_counter()
+        compute(cell, cap)
+        t1 = time.perf_counter()
+        compute(cell, cap)
+        end = time.perf_counter()
+        wall = end - t1
+        model.probe_seconds += end - t0
+        scale = work_scale(cell, horizon)
+        rate = max(wall - DEFAULT_CELL_OVERHEAD, 0.5 * wall) / scale if scale > 0 else 0.0
+        model.probed[key] = RateFit(min(wall, DEFAULT_CELL_OVERHEAD), rate, (1.0, 1.0), 1)
+    return len(probes)
 
 
 def shipped_rates_table(stores: list[str | Path]) -> dict:

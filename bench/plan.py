@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bench.cells import Cell
 from bench.config import SweepSpec
-from bench.cost import CostModel, Estimate, _horizon
+from bench.cost import CostModel, Estimate, _horizon, probe_rates
 from bench.store import FAILED, Store
 
 
@@ -27,14 +27,19 @@ class Plan:
     status_counts: dict[str, int] = field(default_factory=dict)
     #: one line when cells are likely to pass limits.time ("" otherwise)
     limit_warning: str = ""
+    #: each cell likely to pass limits.time with its estimated seconds (longest first)
+    over_limit: list[tuple[Cell, float]] = field(default_factory=list)
 
     @property
     def cost_seconds(self) -> float:
         return self.cost.mid
 
 
-def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = False) -> Plan:
-    """Cells of the spec, minus those in the store (unless failed and retry_failed)."""
+def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = False,
+               probe: bool = False) -> Plan:
+    """Cells of the spec, minus those in the store (unless failed and retry_failed). `probe`
+    (a dry run): the keys nothing stored or shipped prices are priced by running their
+    smallest cell (`bench.cost.probe_rates`; nothing is stored)."""
     cells = spec.cells()
     stored: dict[str, str] = {}
     path = Path(store_path)
@@ -52,30 +57,39 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     pending = [c for c in cells if c.key not in stored or (retry_failed and stored[c.key] in FAILED)]
     failed = sum(1 for c in cells if stored.get(c.key) in FAILED)
     limit = spec.limits.time or math.inf
+    probed = 0
+    if probe and pending:
+        from bench.runner import compute_cell
+
+        probed = probe_rates(pending, model, _horizon, compute_cell, limit)
     estimate, mid = Estimate(), {}
-    over: list[float] = []  # the mid estimates of cells likely to pass limits.time
+    over: list[tuple[Cell, float]] = []  # cells likely to pass limits.time, their estimates
     for c in pending:
         raw = model.unclipped(c, _horizon)
         vals = tuple(min(limit, v) for v in raw)
         estimate.add(vals, model._rate(c)[0] is not None)  # type: ignore[arg-type]
         mid[c.key] = vals[1]
         if raw[1] > limit:
-            over.append(raw[1])
+            over.append((c, raw[1]))
     # Longest expected first: with the long cells last, one worker can end a sweep alone.
     # The order never changes results (each cell's seeds come from its key).
     pending.sort(key=lambda c: -mid[c.key])
     basis = "; ".join(part for part in (
         f"learned from {model.stored} stored cells" if model.stored else "",
-        f"rates shipped from {model.shipped_cells} reference cells" if model.shipped else "")
+        f"rates shipped from {model.shipped_cells} reference cells" if model.shipped else "",
+        f"{probed} algorithm-problem pairs priced by probing their smallest cell "
+        f"({model.probe_seconds:.1f} s)" if probed else "")
         if part) or "default rates: no stored cells yet"
     warning = ""
+    over.sort(key=lambda ce: -ce[1])
     if over:
+        secs = [e for _, e in over]
         warning = (f"{len(over)} of {len(pending)} cells are likely to pass limits.time = "
-                   f"{limit:g} s (estimated {min(over):.3g}-{max(over):.3g} s each): raise "
+                   f"{limit:g} s (estimated {min(secs):.3g}-{max(secs):.3g} s each): raise "
                    "limits.time or shrink them (a cell that passes it is stored as a timeout)")
     return Plan(cells=cells, pending=pending, done=len(cells) - len(pending),
                 failed_to_retry=failed if retry_failed else 0, cost=estimate,
-                cost_basis=basis, status_counts=counts, limit_warning=warning)
+                cost_basis=basis, status_counts=counts, limit_warning=warning, over_limit=over)
 
 
 def format_seconds(s: float) -> str:

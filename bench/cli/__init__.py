@@ -115,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", default=None, help="Dask scheduler address (with --backend dask)")
     p.add_argument("--out", default=None, help="store path (default results/<spec name>.sqlite)")
     p.add_argument("--retry-failed", action="store_true", help="rerun cells stored as error/timeout")
-    p.add_argument("--dry-run", action="store_true", help="print the plan and cost; run nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and cost; run nothing "
+                   "(pairs no stored or shipped rate prices are probed: --no-probe skips that)")
+    p.add_argument("--no-probe", action="store_true",
+                   help="--dry-run without probes: unpriced pairs at the default rates")
     p.add_argument("--blas-threads", type=int, default=1,
                    help="BLAS threads per worker (default 1; 0 leaves the library default)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

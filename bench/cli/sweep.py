@@ -68,6 +68,7 @@ def sweep_command(args: argparse.Namespace, retry_failed: bool = False) -> str:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.config import load_spec
+    from bench.plan import format_seconds
     from bench.runner import plan_sweep, run_sweep
 
     spec = load_spec(args.spec)
@@ -79,7 +80,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ValueError(f"--scheduler={args.scheduler!r} is only used with --backend dask")
     if args.dry_run:
-        plan = plan_sweep(spec, out, args.retry_failed)
+        plan = plan_sweep(spec, out, args.retry_failed, probe=not args.no_probe)
         print(f"spec {spec.name} ({spec.source}): {len(plan.cells)} cells, {plan.done} already in "
               f"{out}, {len(plan.pending)} to run"
               + (f" ({plan.failed_to_retry} failed cells to retry)" if args.retry_failed else ""))
@@ -89,6 +90,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print("  " + describe_cost(plan, jobs))
         if plan.limit_warning:
             print("  warning: " + plan.limit_warning)
+            for cell, seconds in plan.over_limit:
+                print(f"    {cell.label()}: ~{format_seconds(seconds)}")
         print_forecast(spec, plan.cells)
         return 0
     def terminate(signum: int, frame: Any) -> None:
