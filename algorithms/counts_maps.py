@@ -27,6 +27,7 @@ import numpy as np
 
 from algorithms.privacy.mechanisms import clip_rows
 from problems import is_builtin
+from problems.compiled_glm import suite_clipped_sum
 from problems.counts.dataset import CountsModeError, layout_kind
 from problems.counts.layouts import CountsBatch
 from problems.counts.stream import CountsClipError, require_identity_clip
@@ -68,7 +69,8 @@ def _clipped_sum(problem: Any, x: np.ndarray, y: np.ndarray | None, batch: Any, 
         if kind == "atoms":
             # a problem's own structured sum only from a built-in (tested) class: a plugin
             # problem's clipped sum is the suite's, from its atoms' per-record gradients
-            fast = getattr(problem, "counts_clipped_sum", None) if is_builtin(problem) else None
+            fast = getattr(problem, "counts_clipped_sum", None) if is_builtin(problem) else \
+                suite_clipped_sum(problem)  # a declared GLM loss: the suite's own sum
             if fast is not None:
                 return fast(x, y, batch, clip)
             _, atoms, c = _present(problem, batch)
