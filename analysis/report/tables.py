@@ -273,7 +273,9 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
                      "decided by": decided, "fits": f"{n_in} of {len(ranked)} in regime",
                      "privacy": note, "view": best.get("view"), "x": best.get("x"),
                      "exponent": best.get("exponent"), "ci_low": lo, "ci_high": hi,
-                     "predicted": best.get("predicted")})
+                     "predicted": best.get("predicted"), "margin": best.get("margin"),
+                     "rules_ci_low": best.get("rules_residual_low"),
+                     "rules_ci_high": best.get("rules_residual_high")})
     return _privacy_failures_first(rows, privacy, {c.algorithm for c in all_claims()})
 
 

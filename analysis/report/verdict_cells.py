@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,3 +54,43 @@ def resolution_text(row: Mapping[str, Any]) -> str:
     if finite(lo) and finite(hi):
         parts.append(f"O~ test {float(lo):.3g}..{float(hi):.3g}")
     return "; ".join(parts) or "-"
+
+
+#: "faster" / "slower" as the verdict engine writes them (`FAVOURABLE`: better for the reader,
+#: so their sign against the numbers flips with the view and x); page 1 says "steeper" /
+#: "flatter" instead, one convention that reads off the slopes in the row (issue 73, item 1).
+_PACE = re.compile(r"\b(faster|slower)\b(?=( than claimed)?)")
+
+
+def steepness(view: Any, x: Any, faster: bool, reference: Any) -> str | None:
+    """"steeper" where the measured slope lies further from 0 than `reference` (the rules' or the
+    claim's slope) on the side the verdict engine's `faster` / `slower` puts it, "flatter"
+    where nearer; None where the (view, x) or the reference is unknown."""
+    from analysis.verdict_engine.verdicts import FAVOURABLE
+
+    sign = FAVOURABLE.get((str(view), str(x)))
+    if sign is None or not finite(reference):
+        return None
+    towards = sign if faster else -sign  # the sign of measured - reference
+    ref = float(reference)
+    return "steeper" if ref == 0 or (towards > 0) == (ref > 0) else "flatter"
+
+
+def as_steepness(text: Any, view: Any, x: Any, rules: Any, claimed: Any) -> str:
+    """`text` with each "faster" / "slower" rewritten as "steeper" / "flatter" (against the
+    claim's slope where followed by "than claimed", else the rules'); left as it is where the
+    direction is unknown."""
+    def word(m: re.Match) -> str:
+        ref = claimed if m.group(2) else rules
+        ref = _number(ref)
+        return steepness(view, x, m.group(1) == "faster", ref) or m.group(1)
+
+    return _PACE.sub(word, str(text))
+
+
+def _number(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
