@@ -7,6 +7,8 @@ instance, so a report of a single algorithm keeps one page about it, not an empt
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -35,15 +37,20 @@ def _compared(table: pd.DataFrame) -> pd.DataFrame | None:
     return points if len(points) and (points["runner_up"] != "").any() else None
 
 
-def atlas_maps(pdf: PdfPages, table: pd.DataFrame, ranges: pd.DataFrame | None = None) -> None:
+def atlas_maps(pdf: PdfPages, table: pd.DataFrame, ranges: pd.DataFrame | None = None,
+               caption: str = "") -> None:
     """The atlas's maps, one per metric and instance (`analysis.comparisons.atlas_map`; `ranges`: the
-    sensitivity study's hook, None: off); one short page instead when nothing is compared."""
+    sensitivity study's hook, None: off); one short page instead when nothing is compared.
+    `caption`: a line under each page's title (the main report's: calibration and n*)."""
     if _compared(table) is None:
         _text_page(pdf, TITLE, _wrap("No metric of these stores is measured by two or more "
                                      "algorithms on one instance and design point, so there is "
                                      "no comparison to map. " + READING_NOTE))
         return
     for fig in atlas_page_figures(table, ranges):  # one-row maps four to a page
+        if caption:  # between the title's two lines and the maps' own titles
+            fig.text(0.5, 0.937, textwrap.fill(caption, 200), fontsize=6.5, ha="center",
+                     va="top", style="italic")
         pdf.savefig(fig)
         plt.close(fig)
 

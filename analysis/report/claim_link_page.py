@@ -96,19 +96,28 @@ def _panel(ax: plt.Axes, r: pd.Series) -> None:
     ax.set_ylabel("local slope", fontsize=7)
     ax.tick_params(labelsize=6)
     ax.legend(fontsize=5.5, loc="best")
-    ax.text(0.5, -0.2, "\n".join(textwrap.wrap(f"{r['verdict']}. {r.get('claim_link', '')}",
-                                               95)[:6]),
-            transform=ax.transAxes, ha="center", va="top", fontsize=5.5)
+    # under the x label, wherever its tick labels put it (at a fixed -0.2 it overlapped them)
+    ax.annotate("\n".join(textwrap.wrap(f"{r['verdict']}. {r.get('claim_link', '')}", 95)[:6]),
+                xy=(0.5, 0), xycoords=ax.xaxis.label, xytext=(0, -2),
+                textcoords="offset points", ha="center", va="top", fontsize=5.5)
 
 
 def claim_link_pages(pdf: PdfPages, claims: pd.DataFrame, alpha_only: bool = False,
-                     figdir: Path | None = None) -> int:
+                     figdir: Path | None = None,
+                     calibrations: dict[str, str] | None = None) -> int:
     """Pages of claim-link panels (module docstring); returns how many rows were drawn.
-    `figdir`: also one PNG per row, claim_link_<algorithm>_<fit>_<group_index>.png."""
+    `figdir`: also one PNG per row, claim_link_<algorithm>_<fit>_<group_index>.png.
+    `calibrations`: spec -> calibration; with it the title names the calibration of the rows'
+    stores and which n* they count (the main report's figures, issue 73, item 2)."""
+    from analysis.report.equal_privacy_panel import figure_caption
+
+    rows = linked_rows(claims, alpha_only)
+    caption = ("\n" + figure_caption([calibrations.get(str(s), "?") for s in rows["spec"]])
+               if calibrations is not None and "spec" in rows else "")
     return panel_grid_pages(
-        pdf, linked_rows(claims, alpha_only), _panel,
+        pdf, rows, _panel,
         "The claim link on data: measured local slopes (95% CIs over the seeds) beside the "
-        "rules' own profile, the claim +- m and the rival", (11.69, 8.27),
+        "rules' own profile, the claim +- m and the rival" + caption, (11.69, 8.27),
         lambda r: f"claim_link_{r['algorithm']}_{r.get('fit', '')}_{r.get('group_index', 0)}.png",
         figdir, PER_PAGE, rect=(0, 0.02, 1, 0.95), h_pad=7, png_size=(6, 4.5))
 

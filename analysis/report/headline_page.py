@@ -25,6 +25,13 @@ from analysis.comparisons.crossover_law import ADAPTIVE, GAUSSIAN
 from analysis.declarations import StoreData
 from analysis.points import fit_points_table
 from analysis.report import plots
+from analysis.report.equal_privacy_panel import (
+    ORACLE_N,
+    THEORY,
+    TIGHT,
+    draw_equal_privacy,
+    equal_privacy_rows,
+)
 from analysis.report.layout import A4_LANDSCAPE, _text_page
 from analysis.report.scaling_pages import _chosen_rows
 from analysis.report.tables import direction_lines
@@ -257,11 +264,13 @@ def _draw_panels(fig: Any, panels: list[tuple[Any, Any, str]], claims: pd.DataFr
         sub = pts[pts["problem"] == problem]
         if mode == "tuned":  # the envelope's chosen knob setting, as on the scaling pages
             sub = _chosen_rows(sub, rows)
+        cal = THEORY if data.spec.calibration == "theory" else TIGHT
         plots.scaling_plot(ax, sub, rows, x=fit.x, y=fit.y, window=fit.window,
-                           title=f"{problem}: samples to reach alpha\n"
-                           f"({data.spec.name}, {mode} mode)")
+                           title=f"{problem}: the papers' formulas\n({data.spec.name}, "
+                           f"{cal.split(' (')[0]}, {mode} mode)\n{ORACLE_N}")
+        ax.title.set_fontsize(8)
         if len(panels) > 1:
-            ax.legend(fontsize=6.5, loc="upper right")
+            ax.legend(fontsize=5.5, loc="upper right")
         for p in _hard_alpha_pairs(paired, claims):
             res = p["result"]
             if (p["fit"] == fit.name and p["group"].get("problem") == problem
@@ -292,8 +301,8 @@ HEADLINE_QUESTION = (
 def calibration_line(datas: list[StoreData]) -> str:
     """Which calibration the headline's stores use and which n* they count (issue 73, item 2)."""
     cals = sorted({d.spec.calibration for d in datas})
-    what = {"theory": "the papers' noise formulas; page 1 compares at equal privacy",
-            "tight": "each Spider spends all of its eps"}
+    what = {"theory": "the papers' noise formulas, unequal spend; the left panel and page 1 "
+                      "compare at equal privacy", "tight": "each Spider spends all of its eps"}
     return ("Calibration: " + "; ".join(f"{c} ({what.get(c, c)})" for c in cals) + ". n*: the "
             "oracle's first hitting time (best iterate by the exact population alpha_SOSP): for "
             "the adaptive tree Spider its paper's own output (the set of iterates, at least one "
@@ -351,12 +360,16 @@ def headline_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataFrame,
     if not panels:
         return
     fig = plt.figure(figsize=A4_LANDSCAPE)
-    fig.text(0.04, 0.965, "Headline: samples to reach alpha on the hard instances", fontsize=14,
-             weight="bold", va="top")
+    fig.text(0.04, 0.965, "Headline: samples to reach alpha on the hard instances, at equal "
+             "privacy and under the papers' formulas", fontsize=13, weight="bold", va="top")
     shown = list({id(d): d for d, _, _ in panels}.values())  # the plotted panels' stores
-    fig.text(0.04, 0.93, textwrap.fill(HEADLINE_QUESTION + " " + calibration_line(shown), 160),
-             fontsize=HEADLINE_FONT, va="top")
-    _draw_panels(fig, panels, claims, paired, (0.07, 0.5, 0.88, 0.31))
+    fig.text(0.04, 0.93, textwrap.fill(HEADLINE_QUESTION + " " + calibration_line(shown), 175),
+             fontsize=8, va="top")
+    equal = equal_privacy_rows(crossovers)
+    if len(equal):  # the equal-privacy comparison leads (issue 73, item 2)
+        draw_equal_privacy(fig.add_axes((0.09, 0.5, 0.19, 0.25)), equal)
+    _draw_panels(fig, panels, claims, paired, (0.36, 0.5, 0.6, 0.25) if len(equal)
+                 else (0.07, 0.5, 0.88, 0.25))
     rows = _panel_rows(claims, panels)
     body = spider_rows(rows)
     # the first column names the Spider and, with two panels, its instance
