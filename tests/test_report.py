@@ -72,9 +72,10 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     # appendix: its contents page, then every other page
     assert len(main_pages) == res["pages"] == 4
     assert res["appendix"] == tmp_path / "r_appendix.pdf"
-    assert len(appendix) == res["appendix_pages"] == 20
-    # Nothing on any page runs off its edge or out of its table cell (drawn bounding boxes).
-    assert layout == []
+    assert len(appendix) == res["appendix_pages"] == 21
+    # Nothing on any page runs off its edge, out of its table cell or onto other text: tick
+    # labels, titles, captions, legends (drawn bounding boxes; issue 73, item 4).
+    assert layout == [], layout
     page1, headline = main_pages[0], main_pages[1]
     summary = res["summary"]
     assert len(summary) == 23  # one row per declared claim, measured or not
@@ -88,7 +89,10 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
     assert ("2 not in regime; 21 not measured (23 declared claims; the 21 not measured are not "
             "listed)") in page1
     assert "--all-claims" in flat  # the line saying how to list them (issue 46, item 3)
-    assert "Verdicts:" in flat  # the one-line glossary under the table
+    # the glossary of the verdict words on the table's page, every cell whole (issue 73, item 1)
+    assert "Glossary of the verdict words" in flat and "margin m: the smallest" in flat
+    assert "private share:" in flat and "knobs:" in flat and "O~ test:" in flat
+    assert "..." not in page1 and "resolution: the slopes each test accepts" in flat
     assert (summary.loc[summary["algorithm"].isin(["gaussian_spider", "adaptive_tree_spider"]),
                         "verdict"] == "not in regime").all()
     assert "Headline: samples to reach alpha" in headline and "hard_valley" in headline
@@ -123,6 +127,9 @@ def test_pdf_pages_and_text(store: Path, tmp_path: Path):
         assert row["exponent"] in text[1] and row["CI"] in text[1] and row["verdict"] in text[1]
     assert "Declared fits" in text[1] and "x = target alpha -" in text[1]
     assert "Exponents" in text[2]
+    # the claims table's other half: each measured row's theorem and deciding fit (issue 73)
+    sources = text.pop(3)
+    assert "its theorem and the fit that decides it" in sources and "decided by" in sources
     declared = text.pop(3) + text.pop(3)
     assert "Every declared claim" in declared and "not measured" in declared
     assert "private_spiderboost: emp_grad_norm (empirical)" in declared
@@ -167,6 +174,45 @@ def test_layout_check_catches_text_off_the_page_and_out_of_a_cell():
     fig2 = plt.figure(figsize=(4, 3))
     fig2.text(0.1, 0.5, "short")
     assert overflowing_text(fig2) == []
+    plt.close("all")
+
+
+def test_layout_check_catches_overlapping_ticks_legends_titles_and_cut_cells():
+    """Planted faults the extended check must flag (issue 73, item 4), each against a clean
+    twin it must pass: tick labels crowding one axis, a legend on an axis label, a legend off
+    the page, a caption on a title, a cell cut short with "..."."""
+    import matplotlib.pyplot as plt
+
+    from analysis.report.layout import layout_problems, overlapping_text
+
+    def crowded(n: int) -> plt.Figure:
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.set_xticks(range(n))
+        ax.set_xticklabels([f"label number {k}" for k in range(n)])
+        return fig
+
+    assert any("overlapping" in p and "label number" in p for p in overlapping_text(crowded(12)))
+    assert overlapping_text(crowded(2)) == []
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([1, 2], [1, 2], label="a line")
+    ax.set_ylabel("the y label")
+    ax.legend(loc="center left", bbox_to_anchor=(-0.25, 0.5))  # onto the y label
+    assert any("legend" in p and "the y label" in p for p in overlapping_text(fig))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.5, 1))  # past the page's right edge
+    assert any(p.startswith("off the page: legend") for p in overlapping_text(fig))
+    ax.legend(loc="lower right")
+    assert overlapping_text(fig) == []
+    fig.suptitle("a title")
+    fig.text(0.5, 0.99, "a caption laid on the title", ha="center", va="top")
+    assert any("a caption laid" in p and "a title" in p for p in overlapping_text(fig))
+    fig3 = plt.figure(figsize=(6, 3))
+    ax3 = fig3.add_axes([0.1, 0.1, 0.8, 0.8])
+    ax3.axis("off")
+    table = ax3.table(cellText=[["Theorem 3.12 (via seed 000 ..."], ["whole"]], colWidths=[0.9])
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    assert [p for p in layout_problems(fig3) if p.startswith("truncated")] == [
+        "truncated in its cell (0, 0): 'Theorem 3.12 (via seed 000 ...'"]
     plt.close("all")
 
 

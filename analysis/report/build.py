@@ -12,7 +12,10 @@ the noise spends (`eps_spent_page`); the atlas
 fit and mode (`scaling_pages`), paired differences (`claims_pages`), seed 002's loss curves
 (`loss_curve_pages`) and private moments (`moment_pages`), trajectories of a median cell per
 algorithm and problem (`cell_pages`); methods (`methods_text`); failures (only when a cell
-failed; `cell_pages`). The page primitives and the layout check are in `layout`.
+failed; `cell_pages`). The appendix's order is `appendix.appendix_sections`' (with the claims
+table's other half and a page per store cited only through the CSVs). The page primitives and
+the layout check (text off a page, out of its cell, cut short or on other text) are in
+`layout`.
 """
 
 from __future__ import annotations
@@ -28,34 +31,19 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
-from analysis.path_length import path_table
 from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
 from analysis.report.answers_page import answers_page, practitioner_answer, spider_answer
-from analysis.report.atlas_page import atlas_maps, atlas_of, atlas_text
-from analysis.report.budget_use_page import budget_use_page
-from analysis.report.cell_pages import failures_page, trajectory_pages
-from analysis.report.claim_link_page import claim_link_pages, linked_rows
-from analysis.report.claims_pages import (
-    claims_page,
-    declared_claims_page,
-    forest_page,
-    paired_page,
-    path_page,
-)
-from analysis.report.eps_spent_page import eps_spent_page
-from analysis.report.headline_page import headline_detail_page, headline_page
+from analysis.report.appendix import Appendix, appendix_sections, cited_stores
+from analysis.report.atlas_page import atlas_maps, atlas_of
+from analysis.report.claim_link_page import claim_link_pages
+from analysis.report.equal_privacy_panel import atlas_caption
+from analysis.report.headline_page import headline_page
 from analysis.report.html_report import APPENDIX_DPI, MAIN_DPI, CapturedPdf, sections_of, write_html
-from analysis.report.layout import LayoutCheckedPdf, _text_page, _wrap
-from analysis.report.local_slopes_page import local_slopes_pages
-from analysis.report.loss_curve_pages import loss_curve_pages
-from analysis.report.methods_text import METHODS
-from analysis.report.moment_pages import moment_pages
+from analysis.report.layout import LayoutCheckedPdf
 from analysis.report.outline import Sections, finish
-from analysis.report.privacy_page import privacy_page, privacy_summary_page
-from analysis.report.scaling_pages import scaling_pages
+from analysis.report.privacy_page import privacy_summary_page
 from analysis.report.summary_page import SUMMARY_TABLE, summary_table_pages
 from analysis.report.tables import claims_summary
-from analysis.report.title_pages import section_page, title_page
 from analysis.verdict_engine import rates
 
 #: The main report's first page where the reference's CSVs are given (issue 73, item 1).
@@ -175,67 +163,20 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             names if len(names) <= 70 else f"{len(datas)} stores (listed in the appendix)"))
         main.start(MAIN_SECTIONS[1])
         headline_page(pdf, datas, claims, paired, crossovers, laws)
-        claim_link_pages(pdf, claims, alpha_only=True)
+        claim_link_pages(pdf, claims, alpha_only=True,
+                         calibrations={d.spec.name: d.spec.calibration for d in datas})
         main.start(MAIN_SECTIONS[2])
         main_atlas, other_atlas = split_atlas(atlas)
-        atlas_maps(pdf, main_atlas)
+        atlas_maps(pdf, main_atlas, caption=atlas_caption(datas, main_atlas))
         main.start(MAIN_SECTIONS[3])
-        privacy_summary_page(pdf, datas)
+        privacy_summary_page(pdf, datas, cited_stores(crossovers, laws))
         _info(pdf, "dprates report: " + names)
         main_marks = main.drawn()
     with PdfPages(appendix_path) as raw_pdf:  # everything else, with contents and bookmarks
         pdf = wrap(raw_pdf, APPENDIX_DPI)
         app = Sections(pdf)
-        app.start("The headline in detail")
-        headline_detail_page(pdf, datas, claims, paired, crossovers, laws)
-        for data in datas:
-            app.start(f"Store {data.spec.name}: spec, provenance, cells")
-            title_page(pdf, data)
-        if len(claims):
-            app.start("Declared fits: exponents, CIs and verdicts")
-            claims_page(pdf, claims)
-            app.start("Forest plot of the exponents")
-            forest_page(pdf, claims, figdir)
-        app.start("Every declared claim")
-        declared_claims_page(pdf, claims)
-        app.start("Local slopes of the rows still faster or slower than claimed")
-        local_slopes_pages(pdf, claims, figdir)
-        if len(linked_rows(claims)):
-            app.start("The claim link on data: every fit over two decades or more")
-            claim_link_pages(pdf, claims, figdir=figdir)
-        app.start("Budget use against the rules")
-        budget_use_page(pdf, claims)
-        app.start("Path length")
-        path_page(pdf, [path_table(d) for d in datas])
-        app.start("Privacy per store")
-        privacy_page(pdf, datas)
-        app.start("The share of eps the noise spends")
-        eps_spent_page(pdf, datas)
-        app.start("Atlas: readings and margins")
-        atlas_text(pdf, atlas)
-        if len(other_atlas):
-            app.start("Atlas: the other metrics' maps")
-            atlas_maps(pdf, other_atlas)
-        for data, part, pair in zip(datas, claims_parts, paired, strict=True):
-            if len(datas) > 1:
-                app.start(f"{data.spec.name}: its section")
-                section_page(pdf, data)
-            if len(part):
-                app.start(f"{data.spec.name}: scaling pages")
-                scaling_pages(pdf, data, part, figdir)
-            app.start(f"{data.spec.name}: paired differences")
-            paired_page(pdf, pair)
-            app.start(f"{data.spec.name}: loss curves")
-            loss_curve_pages(pdf, data, figdir)
-            app.start(f"{data.spec.name}: private moments")
-            moment_pages(pdf, data)
-            app.start(f"{data.spec.name}: trajectories")
-            trajectory_pages(pdf, data)
-        app.start("Methods")
-        _text_page(pdf, "Methods", _wrap(METHODS), size=8)
-        for data in datas:
-            app.start(f"{data.spec.name}: failures")
-            failures_page(pdf, data)
+        appendix_sections(pdf, app, Appendix(datas, claims, claims_parts, paired, summary, atlas,
+                                             other_atlas, crossovers, laws, figdir))
         _info(pdf, "dprates report, appendix: " + names)
         app_marks = app.drawn()
     pages = finish(out, main_marks, subtitle="")

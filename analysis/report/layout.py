@@ -1,7 +1,8 @@
 """Page primitives of the PDF report: A4 sizes, monospaced text pages that continue as long as
 they need (`_text_page`), paragraph refilling (`_wrap`), a landscape page holding a table
 (`_table_figure`); and the layout check, text that runs off a page or out of its table cell
-(`overflowing_text`, applied to every page by `LayoutCheckedPdf`).
+(`overflowing_text`) and text on text: tick labels, titles, captions, legends
+(`overlapping_text`); both applied to every page by `LayoutCheckedPdf`.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def _table_figure(title: str, chunk: pd.DataFrame, box: list[float], fontsize: f
 def overflowing_text(fig: plt.Figure) -> list[str]:
     """Text that runs off the page or out of its table cell: each visible, non-empty Text
     artist's drawn bounding box against the figure's, and each table cell's text against the
-    cell (1 pt of slack)."""
+    cell (1 pt of slack); a cell whose text ends in "..." is cut short, not wrapped."""
     from matplotlib.table import Table
     from matplotlib.text import Text
 
@@ -79,17 +80,7 @@ def overflowing_text(fig: plt.Figure) -> list[str]:
     renderer = fig.canvas.get_renderer()
     page = fig.bbox
     slack = fig.dpi / 72
-    # Tick labels outside an axis' view limits keep stale positions but are not drawn.
-    undrawn = set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            if not ax.axison:  # axis("off"): none of its tick labels is drawn
-                undrawn |= {id(lb) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
-                            for lb in (tick.label1, tick.label2)}
-                continue
-            drawn = {id(lb) for tick in axis._update_ticks() for lb in (tick.label1, tick.label2)}
-            undrawn |= {id(lb) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
-                        for lb in (tick.label1, tick.label2) if id(lb) not in drawn}
+    undrawn = _undrawn_tick_labels(fig)
     out = []
     for t in fig.findobj(Text):
         if not t.get_visible() or not t.get_text().strip() or id(t) in undrawn:
@@ -103,14 +94,76 @@ def overflowing_text(fig: plt.Figure) -> list[str]:
             text = cell.get_text()
             if not text.get_text().strip():
                 continue
+            if text.get_text().rstrip().endswith(("...", "\u2026")):  # shortened, not wrapped
+                out.append(f"truncated in its cell ({r}, {c}): {text.get_text()[-60:]!r}")
             cb, tb = cell.get_window_extent(renderer), text.get_window_extent(renderer)
             if tb.width > cb.width + slack or tb.height > cb.height + slack:
                 out.append(f"out of its cell ({r}, {c}): {text.get_text()[:60]!r}")
     return out
 
 
+def overlapping_text(fig: plt.Figure) -> list[str]:
+    """Drawn text boxes that overlap one another: tick labels of one axis colliding, a title on
+    a caption, a legend on an axis label or on another legend, a legend off the page (issue 73,
+    item 4). Each visible, non-empty Text outside tables and legends is a box, each legend one
+    box; two boxes overlap when they share more than 1 pt each way."""
+    from matplotlib.legend import Legend
+    from matplotlib.table import Table
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    slack = fig.dpi / 72
+    inside = {id(t) for tab in fig.findobj(Table) for t in tab.findobj(Text)}
+    legends = [lg for lg in fig.findobj(Legend) if lg.get_visible()]
+    inside |= {id(t) for lg in legends for t in lg.findobj(Text)}
+    undrawn = _undrawn_tick_labels(fig)
+    boxes = [(f"{t.get_text()[:40]!r}", t.get_window_extent(renderer)) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and id(t) not in inside
+             and id(t) not in undrawn]
+    out = []
+    page = fig.bbox
+    for lg in legends:
+        bb = lg.get_window_extent(renderer)
+        label = "legend " + ", ".join(t.get_text()[:20] for t in lg.get_texts()[:2])
+        if (bb.x0 < page.x0 - slack or bb.x1 > page.x1 + slack or bb.y0 < page.y0 - slack
+                or bb.y1 > page.y1 + slack):
+            out.append(f"off the page: {label}")
+        boxes.append((label, bb))
+    for i, (name_a, a) in enumerate(boxes):
+        for name_b, b in boxes[i + 1:]:
+            if name_a == name_b and abs(a.x0 - b.x0) < slack and abs(a.y0 - b.y0) < slack:
+                continue  # one label drawn twice in place (a twin axis' ticks): reads as one
+            if (min(a.x1, b.x1) - max(a.x0, b.x0) > slack
+                    and min(a.y1, b.y1) - max(a.y0, b.y0) > slack):
+                out.append(f"overlapping: {name_a} and {name_b}")
+    return out
+
+
+def _undrawn_tick_labels(fig: plt.Figure) -> set[int]:
+    """Tick labels matplotlib keeps but does not draw: those of an axis turned off and those
+    outside an axis' view limits (stale positions)."""
+    undrawn: set[int] = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            every = {id(lb) for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+                     for lb in (tick.label1, tick.label2)}
+            if not ax.axison:
+                undrawn |= every
+                continue
+            drawn = {id(lb) for tick in axis._update_ticks() for lb in (tick.label1, tick.label2)}
+            undrawn |= every - drawn
+    return undrawn
+
+
+def layout_problems(fig: plt.Figure) -> list[str]:
+    """Every layout problem of a page: text off it or out of its cell (`overflowing_text`),
+    text on text (`overlapping_text`)."""
+    return overflowing_text(fig) + overlapping_text(fig)
+
+
 class LayoutCheckedPdf:
-    """A PdfPages that checks every page with `overflowing_text` before saving it, appending
+    """A PdfPages that checks every page with `layout_problems` before saving it, appending
     "page N: ..." to `problems` (tests; `write_report(layout_problems=...)`)."""
 
     def __init__(self, pdf: PdfPages, problems: list[str]) -> None:
@@ -118,7 +171,7 @@ class LayoutCheckedPdf:
 
     def savefig(self, fig: plt.Figure, **kw: Any) -> None:
         page = self._pdf.get_pagecount() + 1
-        self._problems.extend(f"page {page}: {m}" for m in overflowing_text(fig))
+        self._problems.extend(f"page {page}: {m}" for m in layout_problems(fig))
         self._pdf.savefig(fig, **kw)
 
     def __getattr__(self, name: str) -> Any:

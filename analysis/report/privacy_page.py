@@ -11,18 +11,25 @@ from analysis.privacy_checks.ledger import spent_table, spent_text
 from analysis.report.layout import A4_LANDSCAPE, _text_page
 
 
-def privacy_summary_page(pdf: PdfPages, datas: list[StoreData]) -> None:
+def privacy_summary_page(pdf: PdfPages, datas: list[StoreData], cited: list[str] = ()) -> None:
     """The main report's one-page privacy summary: spent / declared eps per algorithm over all
-    stores' cells, its accountant and its privacy check (per store: `privacy_page`)."""
+    stores' cells, its accountant and its privacy check (per store: `privacy_page`); `cited`:
+    the stores the report cites only through its CSVs (the crossovers'), named with where
+    their declared privacy and provenance are (issue 73, item 4)."""
     import pandas as pd
 
     frames = [d.cells for d in datas if len(d.cells)]
     cells = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     names = ", ".join(d.spec.name for d in datas)
+    loaded = {d.spec.name for d in datas}
+    rest = [c for c in cited if c not in loaded]
+    more = (f"\n\nCited through reports/crossovers.csv and crossover_laws.csv, not loaded: "
+            f"{', '.join(rest)}: their spec, provenance and declared privacy (calibration, eps, "
+            "delta): the appendix, 'Stores cited through the CSVs'." if rest else "")
     # landscape, as every other page of the main report (issue 73, item 4: one orientation)
     _text_page(pdf, "Privacy: spent / declared eps and verification",
-               f"All {len(datas)} store(s): {names}\n\n" + spent_text(spent_table(cells)), size=7.5,
-               page=A4_LANDSCAPE)
+               f"All {len(datas)} store(s): {names}\n\n" + spent_text(spent_table(cells)) + more,
+               size=7.5, page=A4_LANDSCAPE)
 
 
 def privacy_page(pdf: PdfPages, datas: list[StoreData]) -> None:
