@@ -24,10 +24,11 @@ demo: $(STAMP_DEMO)
 	$(BIN)/dprates demo
 
 # The suite on every core (pytest-xdist; each test seeds its own generators, so a test's numbers
-# do not depend on the worker it lands on): 2 workers on a 2-core machine.
+# do not depend on the worker it lands on): 2 workers on a 2-core machine. The 20 slowest tests
+# are listed at the end (where CI's time goes).
 test: $(STAMP_TEST)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --durations=20
 
 lint: $(STAMP_TEST)
 	$(BIN)/ruff check .
