@@ -85,3 +85,16 @@ def test_cited_stores_get_a_spec_provenance_and_privacy_page(tmp_path: Path):
     assert "eps [0.03, 0.1, 0.3], delta [1e-06]" in text and "last changed at" in text
     assert "adaptive_tree_spider" in text and "design notes" in text
     assert "not found" in cited_store_text("no_such_store", configs=tmp_path)
+
+
+def test_the_contents_list_starts_under_a_long_subtitle():
+    """The appendix's contents page (issue 73, item 4: its first page's text overlapped): a
+    subtitle wrapping to four lines pushes the list down rather than onto it."""
+    from analysis.report.layout import overlapping_text
+    from analysis.report.outline import contents_pages
+
+    names = ", ".join(f"headline2_store{k}" for k in range(12))
+    figs = contents_pages("Appendix: contents", [(f"Section {k}", k) for k in range(60)],
+                           f"The appendix of reference.pdf ({names}): every page the main "
+                           "report leaves out, by section; the PDF's bookmarks list the same.")
+    assert len(figs) == 2 and [overlapping_text(f) for f in figs] == [[], []]

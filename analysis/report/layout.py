@@ -66,7 +66,23 @@ def _table_figure(title: str, chunk: pd.DataFrame, box: list[float], fontsize: f
         table.set_fontsize(fontsize)
         table.scale(1, row_scale)
         table.auto_set_column_width(list(range(len(chunk.columns))))
+        _fit_width(fig, table, fontsize)
     return fig
+
+
+def _fit_width(fig: plt.Figure, table: Any, fontsize: float, margin: float = 0.02) -> None:
+    """Shrink an auto-width table's font until it spans at most the page less `margin` each
+    side (the appendix's widest fit table ran off both edges: issue 73, item 4)."""
+    for _ in range(8):
+        fig.canvas.draw()
+        bb = table.get_window_extent(fig.canvas.get_renderer())
+        room = fig.bbox.width * (1 - 2 * margin)
+        if bb.width <= room:
+            return
+        fontsize *= max(0.6, room / bb.width * 0.98)
+        table.set_fontsize(fontsize)
+        table.auto_set_column_width(list(range(len(table.get_celld()) and
+                                               max(c for _, c in table.get_celld()) + 1)))
 
 
 def overflowing_text(fig: plt.Figure) -> list[str]:

@@ -44,7 +44,7 @@ class Sections:
         return [(t, p) for (t, p), end in zip(self.marks, ends, strict=True) if end > p]
 
 
-def _contents_pages(title: str, entries: list[tuple[str, int]], subtitle: str) -> list[Any]:
+def contents_pages(title: str, entries: list[tuple[str, int]], subtitle: str) -> list[Any]:
     """Figures of the contents: one line per section with its page (1-based, in the final file)."""
     lines = [f"{textwrap.shorten(t, 88, placeholder='...'):<90s} {p:>4d}" for t, p in entries]
     chunks = [lines[i:i + CONTENTS_PER_PAGE] for i in range(0, max(1, len(lines)), CONTENTS_PER_PAGE)]
@@ -53,9 +53,14 @@ def _contents_pages(title: str, entries: list[tuple[str, int]], subtitle: str) -
         fig = plt.figure(figsize=A4)
         fig.text(0.08, 0.95, title + (f" (continued, {k + 1} of {len(chunks)})" if k else ""),
                  fontsize=15, weight="bold", va="top")
+        top = 0.87
         if not k:
-            fig.text(0.08, 0.915, textwrap.fill(subtitle, 100), fontsize=CONTENTS_FONT, va="top")
-        fig.text(0.08, 0.87, "\n".join(chunk), fontsize=CONTENTS_FONT * 0.8, va="top",
+            wrapped = textwrap.wrap(subtitle, 100)
+            fig.text(0.08, 0.915, "\n".join(wrapped), fontsize=CONTENTS_FONT, va="top")
+            # the list starts under the subtitle however many lines it wraps to (at a fixed
+            # 0.87 a four-line subtitle ran onto the list: issue 73, item 4)
+            top = min(top, 0.915 - len(wrapped) * CONTENTS_FONT * 1.25 / (A4[1] * 72) - 0.01)
+        fig.text(0.08, top, "\n".join(chunk), fontsize=CONTENTS_FONT * 0.8, va="top",
                  family="monospace")
         figs.append(fig)
     return figs
@@ -102,7 +107,7 @@ def finish(path: Path, sections: list[tuple[str, int]], contents: str | None = N
         with tempfile.TemporaryDirectory() as tmp:
             front = Path(tmp) / "contents.pdf"
             with PdfPages(front) as pdf:
-                for fig in _contents_pages(contents, entries, subtitle):
+                for fig in contents_pages(contents, entries, subtitle):
                     pdf.savefig(fig)
                     plt.close(fig)
             for page in PdfReader(front).pages:
