@@ -5,6 +5,7 @@ the longest cells first. `bench.runner.run_sweep` runs the plan under the store'
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,10 +37,11 @@ class Plan:
 
 
 def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = False,
-               probe: bool = False) -> Plan:
+               probe: Callable[[Cell, float], dict] | None = None) -> Plan:
     """Cells of the spec, minus those in the store (unless failed and retry_failed). `probe`
-    (a dry run): the keys nothing stored or shipped prices are priced by running their
-    smallest cell (`bench.cost.probe_rates`; nothing is stored)."""
+    (a dry run: the runner's `compute_cell`, handed down so this module never imports the
+    runner): the keys nothing stored or shipped prices are priced by running their smallest
+    cell with it (`bench.cost.probe_rates`; nothing is stored)."""
     cells = spec.cells()
     stored: dict[str, str] = {}
     path = Path(store_path)
@@ -58,10 +60,8 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     failed = sum(1 for c in cells if stored.get(c.key) in FAILED)
     limit = spec.limits.time or math.inf
     probed = 0
-    if probe and pending:
-        from bench.runner import compute_cell
-
-        probed = probe_rates(pending, model, _horizon, compute_cell, limit)
+    if probe is not None and pending:
+        probed = probe_rates(pending, model, _horizon, probe, limit)
     estimate, mid = Estimate(), {}
     over: list[tuple[Cell, float]] = []  # cells likely to pass limits.time, their estimates
     for c in pending:

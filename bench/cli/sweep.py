@@ -80,7 +80,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.scheduler and args.backend != "dask":
         raise ValueError(f"--scheduler={args.scheduler!r} is only used with --backend dask")
     if args.dry_run:
-        plan = plan_sweep(spec, out, args.retry_failed, probe=not args.no_probe)
+        from bench.runner import compute_cell
+
+        plan = plan_sweep(spec, out, args.retry_failed,
+                          probe=None if args.no_probe else compute_cell)
         print(f"spec {spec.name} ({spec.source}): {len(plan.cells)} cells, {plan.done} already in "
               f"{out}, {len(plan.pending)} to run"
               + (f" ({plan.failed_to_retry} failed cells to retry)" if args.retry_failed else ""))
