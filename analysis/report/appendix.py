@@ -2,7 +2,8 @@
 after the main report): the headline in detail, per store its spec and provenance, the claims
 table's other half (each row's theorem and deciding fit), the fits, privacy, the atlas's text,
 per store its scaling, paired, loss-curve, moment and trajectory pages, the methods and the
-failures; and, for every store the main report cites only through its CSVs (the crossovers and
+failures, seed 002's language-model experiment (`lm_pages`, from reports/lm_experiment.*); and,
+for every store the main report cites only through its CSVs (the crossovers and
 their laws: the headline4 stores), a provenance and privacy page from its spec
 (`cited_store_pages`; issue 73, item 4).
 """
@@ -33,6 +34,7 @@ from analysis.report.claims_pages import (
 from analysis.report.eps_spent_page import eps_spent_page
 from analysis.report.headline_page import headline_detail_page
 from analysis.report.layout import A4_LANDSCAPE, _text_page, _wrap
+from analysis.report.lm_pages import lm_pages
 from analysis.report.local_slopes_page import local_slopes_pages
 from analysis.report.loss_curve_pages import loss_curve_pages
 from analysis.report.methods_text import METHODS
@@ -103,6 +105,7 @@ def appendix_sections(pdf: Any, app: Any, a: Appendix) -> None:
         app.start("Atlas: the other metrics' maps")
         atlas_maps(pdf, a.other_atlas)
     _store_sections(pdf, app, a)
+    lm_pages(pdf, app, a.figdir)  # drawn when `make reference-lm` has written its files
     app.start("Methods")
     _text_page(pdf, "Methods", _wrap(METHODS), size=8)
     for data in a.datas:
