@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.report.layout import A4_LANDSCAPE
+from analysis.report.practitioners_page import practitioners_page
 
 #: The headline setting whose crossover the paragraph leads with.
 HEADLINE = ("hard_valley", 0.1, 10.0)
@@ -209,6 +210,7 @@ def answers_page(pdf: object, crossovers: pd.DataFrame | None,
              fontsize=7, va="bottom")
     pdf.savefig(fig)
     plt.close(fig)
+    practitioners_page(pdf, practitioners)  # the practitioner's answer in detail (its atlas)
     return True
 
 
