@@ -141,28 +141,22 @@ README_END = "<!-- lm-experiment: end -->"
 
 
 def readme_block(table: pd.DataFrame, claims: pd.DataFrame) -> str:
-    """The README's lines (from the two CSVs `write_outputs` writes): test perplexity per
-    method (rows) and eps (columns) with 95% intervals over the seeds, then the claim rows."""
+    """The README's line (from the two CSVs `write_outputs` writes): each method's mean test
+    perplexity per eps (the intervals are in reports/lm_experiment.md), then each claim row's
+    verdict."""
     eps_values = sorted({e for e in table["eps"] if math.isfinite(e)})
-    head = ["method", *[f"eps {e:g}" for e in eps_values], "non-private"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    parts = []
     for m in lr.METHOD_ORDER:
-        at = table[table["method"] == m]
+        at = table[table["method"] == m].sort_values("eps")
         if at.empty:
             continue
-        cells = []
-        for e in [*eps_values, math.inf]:
-            r = at[at["eps"] == e]
-            cells.append("-" if r.empty else _fmt_ci(r["test"].iloc[0], r["test_lo"].iloc[0],
-                                                     r["test_hi"].iloc[0]))
-        lines.append(f"| {lr.LABELS[m]} | " + " | ".join(cells) + " |")
-    lines.append("")
-    for r in claims.itertuples():
-        lines.append(f"- {r.claim}: **{r.verdict}** (Pagan - DP-SGD "
-                     f"{_fmt_ci(r.pagan_minus_dp_sgd, r.pagan_minus_dp_sgd_lo, r.pagan_minus_dp_sgd_hi)}, "
-                     f"Pagan - Pasan "
-                     f"{_fmt_ci(r.pagan_minus_pasan, r.pagan_minus_pasan_lo, r.pagan_minus_pasan_hi)}).")
-    return "\n".join(lines)
+        vals = "/".join(f"{v:.1f}" for v in at["test"])
+        where = "non-private" if not np.isfinite(at["eps"]).any() else \
+            "eps " + "/".join(f"{e:g}" for e in at["eps"])
+        parts.append(f"{lr.LABELS[m].split(' (')[0]} {vals} ({where})")
+    verdicts = ", ".join(f"{r.verdict} at eps {r.eps:g}" for r in claims.itertuples())
+    return (f"Test perplexity (mean of the seeds; eps {'/'.join(f'{e:g}' for e in eps_values)}): "
+            + "; ".join(parts) + f". Pagan below DP-SGD and Pasan: {verdicts}.")
 
 
 __all__ = ["README_BEGIN", "README_END", "curves_figure", "markdown", "readme_block",

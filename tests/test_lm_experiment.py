@@ -166,9 +166,13 @@ def test_a_tiny_grid_runs_into_a_store_resumes_and_reports(corpus_dir, tmp_path,
     from analysis.lm_report import readme_block
 
     block = readme_block(pd.read_csv(paths["csv"]), pd.read_csv(paths["claims"]))
-    assert block.splitlines()[0] == "| method | eps 1 | non-private |"
-    assert sum(line.startswith("| ") for line in block.splitlines()) == 6  # header + 5 methods
-    assert "Pagan's test perplexity below DP-SGD's and Pasan's at eps 1: **" in block
+    assert "\n" not in block and block.startswith("Test perplexity (mean of the seeds; eps 1): ")
+    table = lr.perplexity_table(lr.tuned_runs(df, tuned))
+    for label, m in (("DP-SGD", "dp_sgd"), ("Pagan", "pagan"), ("AdaGrad", "adagrad")):
+        value = float(table[table["method"] == m]["test"].iloc[0])
+        assert f"{label} {value:.1f} (" in block  # each method's mean, as the table has it
+    verdict = lr.claim_rows(lr.tuned_runs(df, tuned), (1.0,))["verdict"].iloc[0]
+    assert block.endswith(f"Pagan below DP-SGD and Pasan: {verdict} at eps 1.")
 
 
 def test_a_failed_run_is_recorded_and_loses_no_other(corpus_dir, tmp_path, monkeypatch):
