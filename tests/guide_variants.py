@@ -17,3 +17,19 @@ def guide_variant(name: str, edits: list[tuple[str, str]]) -> str:
         assert old in src, old
         src = src.replace(old, new)
     return src
+
+
+def loaded_guide_problem(directory, first_line: str, filename: str, problem: str):
+    """Generator for a fixture: the guide's block starting `first_line` written to
+    directory/filename, loaded as plugins are (bench.plugins), its problem `problem` yielded,
+    and every problem the file registered unregistered after (later tests count the registry)."""
+    import problems
+    from bench import plugins as registry
+    from bench.plugins import load_plugin
+
+    (directory / filename).write_text(guide_block(first_line))
+    load_plugin(str(directory / filename))
+    yield problems.get_problem(problem)
+    for entry in [e for e in registry.loaded() if e.startswith(str(directory))]:
+        for name in registry._LOADED.pop(entry).problems:
+            problems._REGISTRY.pop(name, None)

@@ -18,25 +18,14 @@ from scipy import stats
 from algorithms.privacy.mechanisms import clip_rows
 from problems.compiled_glm import DeclaredGLMLoss, suite_clipped_sum, welsch_bounds
 from problems.counts.layouts import CountsBatch
-from tests.test_compiled_plugin_profiles import guide_block
-
-GUIDE = guide_block("# my_welsch_regression.py")
+from tests.guide_variants import loaded_guide_problem
 
 
 @pytest.fixture(scope="module")
 def welsch(tmp_path_factory):
-    """The guide's plugin, loaded as plugins are; unregistered after."""
-    import problems
-    from bench import plugins as registry
-    from bench.plugins import load_plugin
-
-    d = tmp_path_factory.mktemp("welsch")
-    (d / "my_welsch_regression.py").write_text(GUIDE)
-    load_plugin(str(d / "my_welsch_regression.py"))
-    yield problems.get_problem("welsch_regression")
-    for entry in [e for e in registry.loaded() if e.startswith(str(d))]:
-        for name in registry._LOADED.pop(entry).problems:
-            problems._REGISTRY.pop(name, None)
+    """The guide's Welsch plugin, loaded as plugins are; unregistered after."""
+    yield from loaded_guide_problem(tmp_path_factory.mktemp("welsch"), "# my_welsch_regression.py",
+                                    "my_welsch_regression.py", "welsch_regression")
 
 
 def test_population_oracles_match_finite_differences(welsch):

@@ -26,24 +26,16 @@ import pytest
 from algorithms.counts_maps import clipped_grad_sum
 from problems import get_problem
 from problems.counts.layouts import CountsBatch
-from tests.test_compiled_plugin_profiles import guide_block
+from tests.guide_variants import loaded_guide_problem
 
 GOAL_RATIO = 1.5
 
 
 @pytest.fixture(scope="module")
 def welsch(tmp_path_factory):
-    import problems
-    from bench import plugins as registry
-    from bench.plugins import load_plugin
-
-    d = tmp_path_factory.mktemp("welsch_bench")
-    (d / "my_welsch_regression.py").write_text(guide_block("# my_welsch_regression.py"))
-    load_plugin(str(d / "my_welsch_regression.py"))
-    yield problems.get_problem("welsch_regression")
-    for entry in [e for e in registry.loaded() if e.startswith(str(d))]:
-        for name in registry._LOADED.pop(entry).problems:
-            problems._REGISTRY.pop(name, None)
+    """The guide's Welsch plugin, loaded as plugins are; unregistered after."""
+    yield from loaded_guide_problem(tmp_path_factory.mktemp("welsch_bench"), "# my_welsch_regression.py",
+                                    "my_welsch_regression.py", "welsch_regression")
 
 
 def _median_us(fn, repeats: int) -> float:

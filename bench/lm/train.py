@@ -141,7 +141,7 @@ def run_cell(cell: LMCell, setup: LMSetup, corpus_dir: str | None = None) -> dic
     ledger = facts.get("ledger") or {}
     return {
         "key": cell.key, "problem": "lstm_language_model", "algorithm": cell.method,
-        "problem_params": {k: v for k, v in setup.as_dict().items()},
+        "problem_params": setup.as_dict(),
         "params": {"lr_mult": cell.lr_mult, "B": cell.B}, "knobs": [],
         "n": len(data.train), "d": problem.d, "eps": cell.eps, "delta": setup.delta,
         "rep": cell.seed, "base_seed": setup.corpus_seed, "data": "records", "calibration": "pld",
