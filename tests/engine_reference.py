@@ -13,12 +13,22 @@ import numpy as np
 
 from algorithms import DPGD, DPSGD, NoisySGD, Privacy
 from algorithms.base import Trajectory
-from algorithms.first_order.base import RealizedCounts, TrajectoryBuilder, batch_grad_sum
+from algorithms.counts_maps import clipped_grad_sum
+from algorithms.first_order.base import RealizedCounts, TrajectoryBuilder, batch_size
 from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_pld
 from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with_noise_factor
 from problems.base import Problem
 from problems.counts.dataset import poisson_subsample
+
+
+def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:
+    """The old `algorithms.first_order.base.batch_grad_sum` (the suite's clipped sum and the
+    batch's size), as the old loops called it."""
+    k = batch_size(batch)
+    if k == 0:
+        return np.zeros(problem.d), 0
+    return clipped_grad_sum(problem, x, batch, clip), k
 
 
 def _budget_mu(privacy: Privacy) -> float:

@@ -57,7 +57,6 @@ from algorithms.adaptive_noise.steps import adaptive_step
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
-from algorithms.counts_maps import mapped_grad_sum
 from algorithms.first_order.base import (
     FirstOrderAlgorithm,
     RealizedCounts,
@@ -67,8 +66,8 @@ from algorithms.first_order.base import (
 from algorithms.privacy.accounting.gdp import gdp_mu
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_parallel, ledger_pld
 from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with_noise_factor
+from algorithms.privacy.noise_engine import NoiseEngine
 from problems.base import Constants, Problem
-from problems.counts.dataset import poisson_subsample
 
 _ASI = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconstructed "
         "(algorithms/adaptive_noise/ellipsoid.py)")
@@ -114,7 +113,7 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
         return None, stream.take(n)
 
     def _estimate_scales(self, problem: Problem, held: Any, sample: Any, privacy: Privacy,
-                         rng: np.random.Generator, rng_public: np.random.Generator | None,
+                         engine: NoiseEngine, rng_public: np.random.Generator | None,
                          p: dict[str, Any]) -> tuple[Any, np.ndarray]:
         raise NotImplementedError
 
@@ -171,12 +170,14 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
-        d = problem.d
         held, sample = self._take_sample(stream, int(n), p)
+        # the engine's: the projection, the shaped noise, the Poisson subsample, the generator
+        engine = NoiseEngine(problem, rng, private=privacy.private, faults=self.planted_faults)
         # public data (PDP-SGD, public moments) from its own child generator, drawn first
-        rng_public = np.random.default_rng(rng.integers(2**63)) if self.uses_public else None
+        rng_public = engine.child_generator() if self.uses_public else None
         if self.scale_source != "true":  # C estimated at run time (PaganEstimatedScales)
-            sample, c = self._estimate_scales(problem, held, sample, privacy, rng, rng_public, p)
+            sample, c = self._estimate_scales(problem, held, sample, privacy, engine, rng_public,
+                                              p)
             n = batch_size(sample)
             self._set_shape(p, c, n)  # on the n - m records it reads
         T, b = int(p["T"]), float(p["b"])
@@ -186,10 +187,6 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                              "must be finite and > 0 in every coordinate, or the ellipsoid and its "
                              "noise degenerate")
         project = project_ellipsoid_euclidean if p["projection"] == "euclidean" else project_ellipsoid
-        if "no_clipping" in self.planted_faults:  # planted fault: the projection is skipped
-            a_proj = np.zeros(d)
-        else:
-            a_proj = a
         q = min(1.0, b / n)
         cal = poisson_gaussian_calibration(privacy.eps, privacy.delta, q, T) if privacy.private \
             else None
@@ -205,34 +202,27 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
             # release at mu(eps, delta) on records the optimization never reads (parallel)
             spent = ledger_parallel([spent, ledger_gdp(gdp_mu(privacy.eps, privacy.delta),
                                                        privacy.delta)])
-        # noise N(0, z^2 A^-1) on the sum; the planted covariance fault uses an isotropic
-        # z^2 / max(a) I instead (right in the stiffest direction, too little elsewhere)
-        if "noise_isotropic" in self.planted_faults:
-            noise_sd = np.full(d, z / math.sqrt(a.max()))
-        else:
-            noise_sd = z / np.sqrt(a)
-        if "noise_third" in self.planted_faults:
-            noise_sd = noise_sd / 3
+        engine.use_shaped(z, a, project)  # noise N(0, z^2 A^-1) on the sum
         p.update(noise_multiplier=z, sampling="poisson")
         box = float(problem.box)
         x = np.array(problem.x0, dtype=float)
         avg = x.copy()
         traj = TrajectoryBuilder(x, T, p["max_iterate_floats"])
-        stepper = adaptive_step(self.step_rule, float(p["alpha"]), d, float(p["delta0"]))
+        stepper = adaptive_step(self.step_rule, float(p["alpha"]), problem.d, float(p["delta0"]))
         stop, t, hidden = "T_reached", 0, RealizedCounts()
         while t < T:
-            batch = poisson_subsample(sample, q, rng)  # records, or counts thinned
+            batch = engine.poisson(sample, q)  # records, or counts thinned
             # each per-sample gradient projected onto E_A: per atom from counts (counts_maps)
-            total = mapped_grad_sum(problem, x, batch, lambda g: project(g, a_proj),
-                                    "ellipsoid projection")
+            r = engine.shaped_release(x, batch, b)
             hidden.add(batch_size(batch))  # |B_t| is the accountant's secret (RealizedCounts)
             read = self.public_batch(p, n)
-            released = (total + noise_sd * rng.standard_normal(d)) / b if z > 0 else total / b
+            released = r.value
             if probe is not None:
                 probe.release(t=t + 1, oracle=1, x=x.copy(), x_prev=x.copy(), batch=batch,
-                              clip=math.inf, leaf=total / b, told=2.0 / b, noise_std=z / b,
+                              clip=r.clip, leaf=r.leaf, told=r.told, noise_std=r.std,
                               nabla=released.copy(), released=released.copy(), restart=False,
-                              escape=False, denom=b, whiten=np.sqrt(a), projection=a_proj)
+                              escape=False, denom=b, whiten=np.sqrt(a),
+                              projection=engine.projection)
             released = self._post_process(released, problem, x, t, rng_public, p)
             x = np.clip(stepper.step(x, released), -box, box)
             t += 1

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from algorithms.adaptive_noise.ellipsoid import _ASI, Pagan
-from algorithms.adaptive_noise.private_moments import capped_squares, moment_noise_std, noisy_second_moments
+from algorithms.adaptive_noise.private_moments import capped_squares, moment_noise_std
 from algorithms.adaptive_noise.projections import pagan_diagonal_from_moments
 from algorithms.base import Privacy
 from algorithms.claim_logs import LOGS
@@ -57,15 +57,16 @@ class PaganPrivateScales(Pagan):
         m = math.ceil(float(p["moment_frac"]) * n)
         return stream.take(m), stream.take(n - m)
 
-    def _estimate_scales(self, problem, held, sample, privacy, rng, rng_public, p):
+    def _estimate_scales(self, problem, held, sample, privacy, engine, rng_public, p):
         tau = np.full(problem.d, float(p["moment_cap"]))
         eps = privacy.eps if privacy.private else math.inf
         # the capped squared coordinates' mean (per atom from counts), then one noisy release
         mean, m = mapped_rows_mean(problem, np.asarray(problem.x0, dtype=float), held,
                                    lambda g: capped_squares(g, tau), "second-moment cap")
         std = moment_noise_std(tau, m, eps, privacy.delta)
-        est, _ = noisy_second_moments(mean, m, tau, eps, privacy.delta, rng,
-                                      floor=max(float(p["moment_floor_mult"]) * std, 1e-300))
+        # the release (the engine's noise), floored (post-processing)
+        est = np.maximum(engine.moment_release(mean, std),
+                         max(float(p["moment_floor_mult"]) * std, 1e-300))
         p.update(moment_m=m, moment_noise_std=std)
         return sample, pagan_diagonal_from_moments(est)
 
@@ -88,7 +89,7 @@ class PaganPublicScales(Pagan):
                     "Pagan's rate up to the estimate's accuracy",
                     logs=LOGS["pagan_public_scales"]),)
 
-    def _estimate_scales(self, problem, held, sample, privacy, rng, rng_public, p):
+    def _estimate_scales(self, problem, held, sample, privacy, engine, rng_public, p):
         public = problem.sample(int(p["public_m"]), rng_public)
         second = np.mean(problem.per_sample_grads(np.asarray(problem.x0, dtype=float), public) ** 2,
                          axis=0)

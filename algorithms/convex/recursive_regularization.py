@@ -65,10 +65,10 @@ from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
-from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_grad_sum
+from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder, batch_size
 from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
-from algorithms.privacy.mechanisms import clip_rows
+from algorithms.privacy.noise_engine import NoiseEngine
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 
@@ -173,10 +173,10 @@ class RecursiveRegularization(FirstOrderAlgorithm):
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
-        d, C, m = problem.d, float(p["C"]), int(p["m"])
+        C, m = float(p["C"]), int(p["m"])
         self.stage_outputs: list[np.ndarray] = []  # wbar_1..wbar_T of the last run (tests)
-        clip = math.inf if "no_clipping" in self.planted_faults else C
-        noise_factor = 1 / 3 if "noise_third" in self.planted_faults else 1.0  # planted fault
+        # the engine's: the clipped sums, the noise z 2C/m, the generator
+        engine = NoiseEngine(problem, rng, private=privacy.private, faults=self.planted_faults)
         x0 = np.array(problem.x0, dtype=float)
         stages = p.pop("schedule")
         traj = TrajectoryBuilder(x0, sum(s["K"] for s in stages), p["max_iterate_floats"])
@@ -191,8 +191,7 @@ class RecursiveRegularization(FirstOrderAlgorithm):
             used += m
             K, eta, lam_t, R_t = s["K"], s["eta"], s["lambda_t"], s["R_t"]
             z = composed_gaussian_multiplier(privacy.eps, privacy.delta, K - 1) if privacy.private else 0.0
-            sens = 2 * C / m
-            noise_std = z * sens
+            engine.use_gaussian(z, "z*s", draw_at_zero=True)  # this stage's K_t - 1 releases
             cen, wts = np.array(centers), np.array(weights)
             w = x0.copy()
             # Selector S_t: weights gamma_k = (1 - eta lambda_t)^-k, k = 1..K, as a running
@@ -202,14 +201,14 @@ class RecursiveRegularization(FirstOrderAlgorithm):
             avg, u = w.copy(), 1.0
             releases = 0
             for _ in range(K - 1):
-                data_sum, read = batch_grad_sum(problem, w, chunk, clip)
-                grad_evals += read
-                leaf = data_sum / m
+                r = engine.gaussian_release(w, chunk, C, m)
+                grad_evals += batch_size(chunk)
                 reg = (wts[:, None] * (w[None, :] - cen)).sum(axis=0)
-                released = leaf + noise_factor * noise_std * rng.standard_normal(d) if z > 0 else leaf
+                released, noise_std = r.value, r.std
                 if probe is not None:
                     probe.release(t=t_global + 1, oracle=1, x=w.copy(), x_prev=w.copy(),
-                                  batch=chunk, clip=clip, leaf=leaf, told=sens, noise_std=noise_std,
+                                  batch=chunk, clip=r.clip, leaf=r.leaf, told=r.told,
+                                  noise_std=noise_std,
                                   nabla=released.copy(), released=released.copy(), restart=False,
                                   escape=False, denom=m, chunk=s["t"])
                 releases += 1
@@ -340,10 +339,11 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
     def _run(self, problem: Problem, stream: Any, n: int | None, privacy: Privacy,
              rng: np.random.Generator, p: dict[str, Any], deadline: float, probe: Any,
              monitor: Any) -> Trajectory:
-        d, C, m = problem.d, float(p["C"]), int(p["m"])
-        clip = math.inf if "no_clipping" in self.planted_faults else C
-        noise_factor = 1 / 3 if "noise_third" in self.planted_faults else 1.0  # planted fault
+        C, m = float(p["C"]), int(p["m"])
         mu = gdp_mu(privacy.eps, privacy.delta) if privacy.private else math.inf
+        # the engine's: each record's clip, the output noise (2 C eta_k) / mu, the generator
+        engine = NoiseEngine(problem, rng, private=privacy.private, faults=self.planted_faults)
+        engine.use_gaussian(mu, "s/mu")
         x0 = np.array(problem.x0, dtype=float)
         stages = p.pop("schedule")
         traj = TrajectoryBuilder(x0, n or 1, p["max_iterate_floats"])
@@ -356,8 +356,7 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
             # Every record into the domain where the stated M holds (identity on P's records):
             # the stability argument behind the phase sensitivity needs it for any record.
             chunk = stream.take(m)
-            if "no_domain" not in self.planted_faults:  # planted fault: trust the records
-                chunk = problem.enforce_domain(chunk)
+            chunk = engine.domain(chunk)
             used += m
             cen, wts = np.array(centers), np.array(weights)
             w = x0.copy()
@@ -368,7 +367,7 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
                 avg, u = w.copy(), 1.0
                 for j in range(size):
                     record = chunk[offset + j: offset + j + 1]
-                    g = clip_rows(problem.per_sample_grads(w, record), clip)[0]
+                    g = engine.clipped_rows(problem.per_sample_grads(w, record), C)[0]
                     w = w - eta_k * (g + (wts[:, None] * (w[None, :] - cen)).sum(axis=0))
                     shift = w - x0
                     norm = float(np.linalg.norm(shift))
@@ -378,9 +377,8 @@ class RecursiveRegularizationLinear(RecursiveRegularization):
                     avg += (w - avg) / u
                 offset += size
                 evals += size
-                sens = 2 * C * eta_k
-                noise_std = sens / mu if math.isfinite(mu) else 0.0
-                w = avg + noise_factor * noise_std * rng.standard_normal(d) if noise_std > 0 else avg
+                sens = 2 * C * eta_k  # the phase's stability sensitivity at the clip C
+                w, noise_std = engine.output_release(avg, sens)
                 self.phase_outputs.append((avg.copy(), w.copy(), sens, noise_std))
                 t_global += 1
                 traj.step(w, t_global, used, size, noise_std, math.inf)

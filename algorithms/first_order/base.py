@@ -34,7 +34,6 @@ import numpy as np
 
 from algorithms.base import Privacy, Trajectory
 from algorithms.claims import Claim, RulesBound
-from algorithms.counts_maps import clipped_grad_sum
 from algorithms.privacy.accounting.gdp import require_calibration
 from algorithms.privacy.engine import RealizedCounts  # noqa: F401 (re-export: its old home)
 from algorithms.privacy.faults import check_faults
@@ -214,16 +213,6 @@ def missing_sample_warning(name: str) -> str:
     return (f"{name} optimizes the empirical risk of its n records (setting 'empirical') but "
             "returned no sample: pass them to TrajectoryBuilder.build(..., sample=...), else "
             "emp_grad_best / _last / _selected and emp_alpha_* are empty (NaN) for this run")
-
-
-def batch_grad_sum(problem: Problem, x: np.ndarray, batch: Any, clip: float) -> tuple[np.ndarray, int]:
-    """(sum over the batch of grad f(x; z_i) clipped to norm `clip`, the number of records):
-    records, a `CountsBatch` (per atom, or behind the whole-support guard) or a record twin
-    (`algorithms.counts_maps.clipped_grad_sum`); an empty batch sums to 0."""
-    k = int(batch.k) if isinstance(batch, CountsBatch) else len(batch)
-    if k == 0:
-        return np.zeros(problem.d), 0
-    return clipped_grad_sum(problem, x, batch, clip), k
 
 
 def batch_size(batch: Any) -> int:

@@ -41,6 +41,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from algorithms.privacy.compiled_noise import add_gaussian
 from algorithms.sosp.compiled_maps import call_map
 from algorithms.sosp.compiled_o2 import (
     compiled_map_profile,
@@ -101,7 +102,6 @@ def _leaves(max_steps, k, x, W, E, fs, ist, rng, roots, cum, before, tags, st, m
     """Right-child leaves k, k + 1, ... of one round (1 <= k < 2^D), each as
     `TreePrivateSpider._run`'s loop body: its release, the path's iterates W and estimates E
     from depth j down, the early-return test and the normalized step."""
-    d = x.shape[0]
     D, b = ist[J_D], ist[J_B]
     leaves = 1 << D
     t, used = ist[J_T], ist[J_USED]
@@ -163,12 +163,9 @@ def _leaves(max_steps, k, x, W, E, fs, ist, rng, roots, cum, before, tags, st, m
         scale = (1 << j) / b
         leaf = (mean * kf) * scale
         sigma = 0.0
-        if ist[J_PRIVATE]:
+        if ist[J_PRIVATE]:  # the engine's std rule "z*s", s = 2 C2 scale
             sigma = fs[G_MULT] * (2 * c2 * scale)
-        if sigma > 0:
-            noisy = leaf + sigma * rng.standard_normal(d)
-        else:
-            noisy = leaf + 0.0
+        noisy = add_gaussian(leaf, sigma, rng)  # the engine's noise (compiled_noise)
         est = E[j - 1] + noisy
         for depth in range(j, D + 1):  # the right child and its left descendants
             W[depth] = x

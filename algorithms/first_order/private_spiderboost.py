@@ -46,7 +46,6 @@ from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
-from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import (
     FirstOrderAlgorithm,
     RealizedCounts,
@@ -55,8 +54,8 @@ from algorithms.first_order.base import (
 )
 from algorithms.privacy.accounting.ledger import ledger_none, ledger_pld
 from algorithms.privacy.accounting.pld import two_family_calibration
+from algorithms.privacy.noise_engine import NoiseEngine
 from problems.base import Constants, Problem
-from problems.counts.dataset import poisson_subsample
 
 _ARORA = "Arora et al. 2023, arXiv 2206.00846"
 
@@ -147,8 +146,11 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
             s, spent = 0.0, ledger_none(privacy.delta)
         z1, z2 = s * r1, s * r2
         p.update(noise_multiplier_anchor=z1, noise_multiplier_diff=z2, anchors=anchors)
-        faults = self.planted_faults
-        noise_factor = 1 / 3 if "noise_third" in faults else 1.0
+        # the engine's: the clipped sums, the Poisson subsample, the noise (PLD convention:
+        # std z C on a sum of add/remove sensitivity C) and the generator
+        engine = NoiseEngine(problem, rng, private=privacy.private, faults=self.planted_faults)
+        engine.use_gaussian(z1, "z*C/n", "anchor", draw_at_zero=True)
+        engine.use_gaussian(z2, "z*C/n", "diff", draw_at_zero=True)
         sample = stream.take(n)
         x = np.array(problem.x0, dtype=float)
         x_prev = x.copy()
@@ -159,25 +161,21 @@ class PrivateSpiderBoost(FirstOrderAlgorithm):
         t = 0
         while t < T:
             if t % q == 0:
-                clip = math.inf if "no_clipping" in faults else G
-                leaf = clipped_grad_sum(problem, x, sample, clip) / n
-                sens, noise_std, batch, oracle = 2 * G / n, z1 * G / n, n, 1
+                r = engine.gaussian_release(x, sample, G, n, name="anchor")
+                batch, oracle = n, 1
                 evals += n
                 hidden.add(n)
-                noisy = leaf + noise_factor * noise_std * rng.standard_normal(d) if s > 0 else leaf
-                est = noisy
+                est = r.value
             else:
-                rows = poisson_subsample(sample, b2 / n, rng)  # records, or counts thinned
+                rows = engine.poisson(sample, b2 / n)  # records, or counts thinned
                 c2 = min(M * float(np.linalg.norm(x - x_prev)), 2 * G)
-                clip = math.inf if "no_clipping" in faults else c2
-                leaf = clipped_grad_diff_sum(problem, x, x_prev, rows, clip) / b2
+                r = engine.gaussian_release(x, rows, c2, b2, y=x_prev, name="diff")
                 # |B_t| is the accountant's secret: the log and evals carry the expected q n
                 hidden.add(batch_size(rows), 2)
-                sens, noise_std, batch, oracle = 2 * c2 / b2, z2 * c2 / b2, \
-                    self.public_batch(p, n, 2), 2
+                batch, oracle = self.public_batch(p, n, 2), 2
                 evals += 2 * batch
-                noisy = leaf + noise_factor * noise_std * rng.standard_normal(d) if s > 0 else leaf
-                est = est + noisy
+                est = est + r.value
+            leaf, clip, sens, noise_std, noisy = r.leaf, r.clip, r.told, r.std, r.value
             if probe is not None:
                 probe.release(t=t + 1, oracle=oracle, x=x.copy(), x_prev=x_prev.copy(),
                               batch=sample if oracle == 1 else rows, clip=clip,

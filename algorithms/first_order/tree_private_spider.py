@@ -62,11 +62,11 @@ from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
-from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order import compiled_tree
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.privacy.accounting.gdp import calibrate
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none
+from algorithms.privacy.noise_engine import NoiseEngine
 from algorithms.rule_constants import require_rule_constants
 from problems.base import Constants, Problem
 
@@ -189,35 +189,30 @@ class TreePrivateSpider(FirstOrderAlgorithm):
         d, G, M = problem.d, problem.constants.G, problem.constants.M
         b, D, T = int(p["b"]), int(p["D"]), int(p["T"])
         step_len, stop_at = p["step_length"], 2 * p["alpha_tilde"]
-        faults = self.planted_faults
-        noise_factor = 1 / 3 if "noise_third" in faults else 1.0
+        # Every release is calibrated alone to the whole (eps, delta) (parallel composition):
+        # one multiplier, sigma = multiplier x sensitivity (2 C scale) as `calibrate` computes
+        # it; the engine clips, noises and keeps the generator
+        multiplier = calibrate(privacy.eps, privacy.delta, 1.0, method=privacy.calibration
+                               ).multiplier if privacy.private else 0.0
+        engine = NoiseEngine(problem, rng, private=privacy.private, faults=self.planted_faults)
+        engine.use_gaussian(multiplier, "z*s")
 
         def release(x_node: np.ndarray, rows: np.ndarray, clip: float, scale: float,
                     t_step: int, oracle: int, base: np.ndarray | None = None,
                     x_par: np.ndarray | None = None) -> tuple[np.ndarray, float]:
             """One Gaussian release (root: base None; right child: the parent's estimate)."""
-            clip_used = math.inf if "no_clipping" in faults else clip
-            if base is None:  # records, or counts per atom (algorithms.counts_maps)
-                total = clipped_grad_sum(problem, x_node, rows, clip_used)
-            else:
-                total = clipped_grad_diff_sum(problem, x_node, x_par, rows, clip_used)
-            leaf = total * scale
-            sens = 2 * clip * scale
-            sigma = multiplier * sens if privacy.private else 0.0  # calibrate's sigma, its float
-            noisy = leaf + (sigma * noise_factor * rng.standard_normal(d) if sigma > 0 else 0.0)
+            r = engine.gaussian_release(x_node, rows, clip, 1.0 / scale, y=x_par, scale=scale)
+            # a zero std adds 0.0 (signed zeros as the compiled kernel's `add_gaussian`)
+            noisy = r.value if r.std > 0 else r.leaf + 0.0
             est = noisy if base is None else base + noisy
             if probe is not None:
                 prev = x_par if x_par is not None else x_node
                 probe.release(t=t_step, oracle=oracle, x=x_node.copy(), x_prev=prev.copy(),
-                              batch=rows, clip=clip_used, leaf=leaf, told=sens, noise_std=sigma,
+                              batch=rows, clip=r.clip, leaf=r.leaf, told=r.told, noise_std=r.std,
                               nabla=est.copy(), released=noisy.copy(), restart=base is None,
                               escape=False, denom=1.0 / scale)
-            return est, sigma
+            return est, r.std
 
-        # Every release is calibrated alone to the whole (eps, delta) (parallel composition):
-        # one multiplier, sigma = multiplier x sensitivity as `calibrate` computes it
-        multiplier = calibrate(privacy.eps, privacy.delta, 1.0, method=privacy.calibration
-                               ).multiplier if privacy.private else 0.0
         x = np.array(problem.x0, dtype=float)
         # Steps the data budget allows (2^D per round of b (D/2 + 1) records), not an open horizon:
         # storage, and so how often the target monitor looks, follow the real run length.
@@ -229,7 +224,8 @@ class TreePrivateSpider(FirstOrderAlgorithm):
         # it hands back the round's end, a stored iterate the monitor must see (the monitor is
         # Python's) and every leaf that needs Python.
         kernel = compiled_tree.tree_kernel_for(self, problem, stream, privacy, p, probe, monitor,
-                                 traj.keep_every, multiplier, rng)
+                                               traj.keep_every, multiplier,
+                                               engine.kernel_generator())
         W = np.empty((D + 1, d))  # the iterate of the node at each depth on the current path
         E = np.empty((D + 1, d))  # its estimate
         for _ in range(T):
@@ -245,7 +241,8 @@ class TreePrivateSpider(FirstOrderAlgorithm):
             python_next = False
             while k < 2**D:
                 if kernel is not None and k > 0 and not python_next:
-                    n_done, why, k, x, res = kernel.run(k, x, W, E, t, traj.best_est, evals, rng)
+                    n_done, why, k, x, res = kernel.run(k, x, W, E, t, traj.best_est, evals,
+                                                        engine.kernel_generator())
                     python_next = why == compiled_tree.PYTHON
                     t, traj.best_est, evals, recs, stored = res  # an early-return leaf's evals too
                     if n_done:

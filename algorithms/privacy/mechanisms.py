@@ -63,18 +63,6 @@ def clip_rows(rows: np.ndarray, bound: float | np.ndarray) -> np.ndarray:
     return rows
 
 
-def clipped_mean(rows: np.ndarray, bound: float) -> np.ndarray:
-    """Mean of the rows after clipping each to norm `bound` (replace-one sensitivity 2 bound / b)."""
-    return clip_rows(rows, bound).mean(axis=0)
-
-
-def gaussian_noise(d: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """N(0, sigma^2 I_d) (zeros without consuming randomness when sigma == 0)."""
-    if sigma == 0:
-        return np.zeros(d)
-    return sigma * rng.standard_normal(d)
-
-
 class TreeMechanism:
     """Streaming binary-tree noise: `next()` returns TREE(t) for t = 1, 2, ...
 

@@ -20,8 +20,9 @@ numpy's through an object mode block, ~2.5 us a call, once a step: the previous 
 is this step's at x_prev; an outside problem's `problems.jit_profile.JitProfile` its own
 compiled function, called by address: problems/README.md); the clip guard is
 `require_identity_clip`'s test, the tree node is `TreeMechanism.next`'s and the Gaussian O2
-noise `gaussian_noise`'s, both drawn from the run's own `numpy.random.Generator` (numba shares
-its state and ports numpy's sampler), and the dot products are BLAS ddot calls. numba's ddot is
+noise `NoiseEngine.noised`'s (the noise engine's numba arithmetic,
+`algorithms.privacy.compiled_noise`), both drawn from the run's own `numpy.random.Generator`
+(numba shares its state and ports numpy's sampler), and the dot products are BLAS ddot calls. numba's ddot is
 scipy's OpenBLAS, not numpy's, and its normal sampler is a port, so neither equality holds by
 construction: `o2_kernel_for` checks both once per process and dimension (numba's dot against
 numpy's at lengths d and d - 1 on random vectors, a thousand normals from twin generators) and

@@ -10,6 +10,7 @@ import math
 import numba
 import numpy as np
 
+from algorithms.privacy.compiled_noise import add_gaussian, tree_advance
 from algorithms.sosp.compiled_maps import call_map
 from algorithms.sosp.compiled_profiles import MODE_MAP, profile_d1
 from problems.counts import kernels as _kernels
@@ -114,7 +115,6 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
               st, meta, path,
               flags, leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_drift, r_samples, s_x, s_t, s_used,
               d1_params, d1_err, maddr, mparams, mlow, mspan, zh, mbuf):
-    d = x.shape[0]
     n = 0
     n_stored = 0
     reason = DONE
@@ -216,35 +216,17 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             break
         delta = (mean * k) / k  # clipped_grad_diff_sum's sum, o2_leaf's division
         noise_std = 0.0
-        if not ist[I_HAS_TREE] and ist[I_PRIVATE]:
+        if not ist[I_HAS_TREE] and ist[I_PRIVATE]:  # the engine's std rule "z*2*C/n"
             bnd = clip if math.isfinite(clip) else g
             noise_std = fs[F_MULT] * 2 * bnd / bt
-            sig = noise_std * 1.0
-            if sig == 0:
-                delta = delta + np.zeros(d)
-            else:
-                delta = delta + sig * rng.standard_normal(d)
+            delta = add_gaussian(delta, noise_std, rng)  # the engine's noise (compiled_noise)
         nabla = nabla + delta
         frozen = frozen_prev - 1
-        if ist[I_HAS_TREE]:
+        if ist[I_HAS_TREE]:  # the engine's tree (compiled_noise.tree_advance)
             ist[I_TREE_T] += 1
-            tt = ist[I_TREE_T]
-            level = 0
-            while tt & 1 == 0:
-                tt >>= 1
-                level += 1
-            for kk in range(level):
-                prefix -= nodes[kk]
-            if fs[F_TREE_SIGMA] > 0:
-                node = rng.standard_normal(d)
-                node *= fs[F_TREE_SIGMA]
-            else:
-                node = np.zeros(d)
+            ist[I_TREE_LEVELS] = tree_advance(ist[I_TREE_T], ist[I_TREE_LEVELS], nodes, prefix,
+                                              fs[F_TREE_SIGMA], rng)
             ist[I_NODES_TREE] += 1
-            nodes[level] = node
-            if level == ist[I_TREE_LEVELS]:
-                ist[I_TREE_LEVELS] += 1
-            prefix += node
             released = nabla + prefix
             noise_std = fs[F_TREE_SIGMA]
         else:

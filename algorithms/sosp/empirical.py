@@ -105,15 +105,12 @@ from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
-from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.privacy.accounting import gdp_mu, ledger_gdp, ledger_none
+from algorithms.privacy.noise_engine import NoiseEngine
 from algorithms.rule_constants import require_rule_constants
 from algorithms.sosp.noise_rules import escape_params
 from problems.base import Constants, Problem
-from problems.counts.layouts import CountsBatch
-from problems.counts.stream import CountsClipError, require_identity_clip
-from problems.separable import SeparableSaddle
 
 _SEED000 = "Adaptive Batch Size for Privately Finding SOSPs, arXiv 2410.07502"
 _GANESH = "Ganesh et al. 2023, arXiv 2302.09699 (reconstruction)"
@@ -154,30 +151,6 @@ def privacy_split(mu: float, A_max: int, T: int, beta: float) -> tuple[float, fl
     if T <= 1:
         return mu / math.sqrt(A_max), math.inf
     return mu * math.sqrt(beta / A_max), mu * math.sqrt((1 - beta) / (T - 1))
-
-
-def full_batch_sum(problem: Problem, x: np.ndarray, y: np.ndarray | None, sample: Any,
-                   clip: float, oracle: str) -> np.ndarray:
-    """sum over S of grad f(x; z) (y None) or grad f(x; z) - grad f(y; z), clipped to `clip`.
-
-    Records, atoms and every other layout go through `algorithms.counts_maps`. On the
-    separable problems' product layout the mean and the whole-support bound at the public
-    iterate come from one call (`guarded_counts_grad` / `guarded_counts_grad_diff`, as in
-    `algorithms.counts_maps`: their bound is `record_grad_bound` / `record_grad_diff_bound`
-    whenever a subclass overrides those, never a statistic of the data; `counts_grad`, which a
-    subclass may override freely, is not trusted for it) and the same guard refuses a clip that
-    is not the identity."""
-    if isinstance(sample, CountsBatch) and isinstance(problem, SeparableSaddle):
-        mean, bound = (problem.guarded_counts_grad(x, sample) if y is None
-                       else problem.guarded_counts_grad_diff(x, y, sample))
-        try:
-            require_identity_clip(oracle, clip, bound)
-        except CountsClipError as exc:
-            raise CountsClipError(f"problem {problem.name!r} (product layout): {exc}") from None
-        return mean * sample.k
-    if y is None:
-        return clipped_grad_sum(problem, x, sample, clip, oracle)
-    return clipped_grad_diff_sum(problem, x, y, sample, clip, oracle)
 
 
 def project_ball(x: np.ndarray, center: np.ndarray, R: float) -> np.ndarray:
@@ -285,9 +258,10 @@ class EmpiricalSospSpider(FirstOrderAlgorithm):
         T, A_max, kappa, eta, R = int(p["T"]), int(p["A_max"]), p["kappa"], p["eta"], p["R"]
         mu1, mu2 = p["mu1"], p["mu2"]
         threshold, zeta, Gamma = p["escape_threshold"], p["zeta"], int(p["Gamma"])
-        faults = self.planted_faults
-        noise_factor = 1 / 3 if "noise_third" in faults else 1.0  # planted fault
-        private = privacy.private
+        # the engine's: the clipped full-batch sums, the noise std (2 C / n) / mu_i, the generator
+        engine = NoiseEngine(problem, rng, private=privacy.private, faults=self.planted_faults)
+        engine.use_gaussian(mu1, "s/mu", "o1", draw_at_zero=True)
+        engine.use_gaussian(mu2, "s/mu", "o2", draw_at_zero=True)
         sample = stream.take(n)
         x = np.array(problem.x0, dtype=float)
         center = x.copy()
@@ -305,36 +279,30 @@ class EmpiricalSospSpider(FirstOrderAlgorithm):
                 if anchors >= A_max:  # the filter: one more anchor would exceed the budget
                     stop = "anchors_exhausted"
                     break
-                clip = math.inf if "no_clipping" in faults else G
-                leaf = full_batch_sum(problem, x, None, sample, clip, "O1") / n
-                told = 2 * G / n
-                std = told / mu1 if private else 0.0
-                nu = leaf + noise_factor * std * rng.standard_normal(d) if private else leaf
-                released_part = nu
+                r = engine.gaussian_release(x, sample, G, n, oracle="O1", name="o1")
+                nu = released_part = r.value
                 drift, oracle, anchors = 0.0, 1, anchors + 1
                 evals += n
             else:  # O2: the whole data set, noise scaled to the step taken (public)
                 c_true = M * math.sqrt(float((x - x_prev) @ (x - x_prev)))
-                if "o2_wrong_step" in faults:  # planted: the previous step's length, no clip
+                if engine.wrong_step:  # planted: the previous step's length, no clip
                     c_told = M * math.sqrt(float((x_prev - x_prev2) @ (x_prev - x_prev2)))
-                    clip = math.inf
+                    r = engine.gaussian_release(x, sample, math.inf, n, y=x_prev, oracle="O2",
+                                                name="o2", told_clip=c_told)
                 else:
-                    c_told = clip = c_true
-                if "no_clipping" in faults:
-                    clip = math.inf
-                leaf = full_batch_sum(problem, x, x_prev, sample, clip, "O2") / n
-                told = 2 * c_told / n
-                std = told / mu2 if private else 0.0
-                released_part = leaf + noise_factor * std * rng.standard_normal(d) if private else leaf
+                    r = engine.gaussian_release(x, sample, c_true, n, y=x_prev, oracle="O2",
+                                                name="o2")
+                released_part = r.value
                 nu = nu + released_part
                 oracle = 2
                 evals += 2 * n
+            leaf, clip, told, std = r.leaf, r.clip, r.told, r.std
             frozen = frozen_prev - 1
             step_dir = nu
             escape = False
             if prev_norm <= threshold and frozen_prev <= 0:  # seed 000 Alg. 2 line 9
                 frozen = Gamma
-                step_dir = nu + rng.normal(0.0, zeta / sqrt_d, d)
+                step_dir = nu + engine.perturbation(zeta / sqrt_d, loc_form=True)
                 escape = True
             est_norm = math.sqrt(float(step_dir @ step_dir))
             if probe is not None:
@@ -360,7 +328,7 @@ class EmpiricalSospSpider(FirstOrderAlgorithm):
             if time.perf_counter() > deadline:
                 stop = "timeout"
                 break
-        spent = ledger_gdp(p["mu"], privacy.delta) if private else ledger_none(privacy.delta)
+        spent = ledger_gdp(p["mu"], privacy.delta) if privacy.private else ledger_none(privacy.delta)
         p.update(privacy_mu=p["mu"], anchors_used=anchors)
         out = traj.build(x, t, n, evals, stop, spent, p, sample, [])
         out.records["oracle"] = np.array(oracle_rec, dtype=np.int8)

@@ -69,7 +69,7 @@ from algorithms.claims import Claim, RulesBound
 from algorithms.privacy.accounting.gdp import gdp_mu
 from algorithms.privacy.faults import check_faults
 from algorithms.rule_constants import require_rule_constants
-from algorithms.sosp.engine import _ReusingStream, _run_engine
+from algorithms.sosp.engine import run_engine
 from problems.base import Constants, Problem
 from problems.counts.stream import CountsStream
 
@@ -233,7 +233,7 @@ class Spider:
         it, with stop_reason "timeout"; the trajectory so far is returned (a sweep's cell limit).
         `probe` (optional, for the privacy verification): an object whose `release(**info)` is
         called at every step with the state, the batch, the clip bound, the pre-noise leaf,
-        the sensitivity told to the accountant and the released estimate (see _run_engine).
+        the sensitivity told to the accountant and the released estimate (see `engine.run_engine`).
         `monitor` (optional, a measurement device of the benchmark, not part of the algorithm):
         called with each stored iterate; True ends the run with stop_reason "target_reached".
         Everything up to that iterate is what the full run would have produced.
@@ -249,9 +249,7 @@ class Spider:
         n = None if math.isinf(stream.remaining) else int(stream.remaining)
         p = self.resolve_params(problem, n, privacy)
         deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
-        if "reuse_sample" in self.planted_faults:
-            stream = _ReusingStream(stream)
-        return _run_engine(self, problem, stream, privacy, rng, p, deadline, probe, monitor)
+        return run_engine(self, problem, stream, privacy, rng, p, deadline, probe, monitor)
 
 
 __all__ = ["KNOB_DEFAULTS", "OVERRIDABLE", "Spider", "gdp_mu", "validate_overrides"]
