@@ -2,8 +2,9 @@
 own loops before they moved onto the one engine (issue 71, item 1), and the code that takes them.
 
 `python -m tests.engine_digests` rewrites tests/engine_digests.json from the code in the tree;
-it was run once at 50c1a79 (each family still clipping and noising in its own loop), so the
-file is the old loops' output: tests/test_noise_engine.py compares the moved code against it.
+it was run at 50c1a79 (each family still clipping and noising in its own loop; the last five
+configurations, the reference's own counts-mode paths, in a worktree of that code after the
+move), so the file is the old loops' output: tests/test_noise_engine.py compares the moved code against it.
 A fingerprint is the SHA-256 of everything a run returns that a store or a privacy check reads
 (iterates, step log with dtypes, params, ledger, stop reason, counters, warnings) and of every
 release the privacy probe sees (point, clip, told sensitivity, noise, leaf, released value).
@@ -80,6 +81,12 @@ CONFIGS = [
     ("private_sgd_iso", "scaled_linear", 10, 2000, 1.0, "records", {}, (), 48),
     ("private_adagrad_iso", "scaled_linear", 10, 2000, 1.0, "records", {}, (), 49),
     ("pdp_sgd", "scaled_linear", 10, 300, 1.0, "records", {}, (), 50),
+    # the reference's own paths (counts mode on the product layouts the specs sweep)
+    ("empirical_sosp_spider", "hard_valley", 10, 20000, 1.0, "counts", {}, (), 51),
+    ("gaussian_spider", "hard_ramp", 10, 200000, 0.3, "counts", {}, (), 52),
+    ("tree_private_spider", "hard_valley", 10, 5000000, 0.01, "counts", {"target_alpha": 0.07}, (), 53),
+    ("private_spiderboost", "logistic", 4, 20000, 1.0, "counts", {}, (), 54),
+    ("pagan", "scaled_linear", 10, 2000, 1.0, "records", {"projection": "euclidean"}, (), 55),
 ]
 
 
