@@ -28,9 +28,11 @@ import numpy as np
 from algorithms.privacy.mechanisms import clip_rows
 from problems import is_builtin
 from problems.compiled_glm import suite_clipped_sum
+from problems.compiled_loss import CompiledTwoPointLoss
 from problems.counts.dataset import CountsModeError, layout_kind
 from problems.counts.layouts import CountsBatch
 from problems.counts.stream import CountsClipError, require_identity_clip
+from problems.separable import SeparableSaddle
 
 
 def _present(problem: Any, batch: CountsBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,9 +80,16 @@ def _clipped_sum(problem: Any, x: np.ndarray, y: np.ndarray | None, batch: Any, 
                 problem.per_sample_grad_diffs(x, y, atoms)
             return c @ clip_rows(rows, clip)
         # One pass: the mean and the whole-support bound at the public iterate (never the
-        # batch's); the guard raises before anything is released.
+        # batch's); the guard raises before anything is released. A plugin's declared loss
+        # (or separable saddle) gets the suite's bound from its structure, whatever its
+        # methods say.
         mean, bound = problem.guarded_counts_grad(x, batch) if y is None else \
             problem.guarded_counts_grad_diff(x, y, batch)
+        base = next((c for c in (CompiledTwoPointLoss, SeparableSaddle) if isinstance(problem, c)),
+                    None)
+        if base is not None and not is_builtin(problem):  # the suite's, not an override's
+            bound = base.record_grad_bound(problem, x) if y is None else \
+                base.record_grad_diff_bound(problem, x, y)
         _guard(problem, oracle, clip, bound)
         return mean * batch.k
     rows = np.asarray(batch)

@@ -11,9 +11,12 @@ params):
 * `grad_diff_fn(x, y, zh, p, out)`: grad f(x; z) - grad f(y; z) into out, reading only the
   record's first `diff_coordinates` coordinates zh = z[:m] (the terms of f that are linear in x
   drop out of a difference; the counts stream then walks m coordinates a step, not all);
-* `grad_bound_fn(x, p)` and `grad_diff_bound_fn(x, y, p)`: the largest per-record gradient norm
-  (gradient difference norm) over the whole support at the public iterate: the clip guard's
-  bound (`algorithms.counts_maps`), never a statistic of the batch;
+* no support bound: the clip guard's bound (`algorithms.counts_maps`: the largest per-record
+  gradient (difference) norm over the whole support at the public iterate) is the suite's,
+  computed from the affine structure at every call (`record_grad_bound`, `_BOUND_GRAD`: an
+  upper bound, exact where each gradient coordinate reads one record coordinate); a class may
+  still set `grad_bound_fn` / `grad_diff_bound_fn` (older guides did), and they are not read
+  (issue 71: a problem's bound is computed, not taken from its declaration);
 * `loss_fn(x, z, p)`: f(x; z) (records mode, audits);
 * `pop_grad_fn(x, p, out)` (optional): grad F(x), exact; where given, `population_grad` is it
   and the compiled steps skip the target monitor wherever ||grad F(x)|| is clearly above the
@@ -96,6 +99,67 @@ def rows(x, rows, p):
 """
 
 
+# The suite's support bounds (issue 71: a problem's clip-guard bound is computed, never taken
+# from its declaration). The gradient is affine in the record: grad f(x; z) = a + sum_j
+# (z_j - c_j) e_j, with a the gradient at the support's center c and (hi_j - c_j) e_j the
+# gradient at c with z_j = hi_j, minus a. Over the support (every z_j = lo_j or hi_j), the i-th
+# coordinate is at most |a_i| + sum_j |(hi_j - c_j) e_ji| in absolute value; the bound is that
+# vector's norm: an upper bound everywhere, exact where each gradient coordinate reads one
+# record coordinate (the guide's quadratic valley). `fn` is the user's grad_fn (or
+# grad_diff_fn on the record's first m coordinates); w + 1 calls of it.
+_BOUND_GRAD = """
+import math
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=CACHE)
+def bound(x, p, low, high, d):
+    w = low.shape[0]
+    z = np.empty(w)
+    for j in range(w):
+        z[j] = 0.5 * (low[j] + high[j])
+    a = np.empty(d)
+    fn(x, z, p, a)
+    u = np.abs(a)
+    e = np.empty(d)
+    for j in range(w):
+        z[j] = high[j]
+        fn(x, z, p, e)
+        for i in range(d):
+            u[i] += abs(e[i] - a[i])
+        z[j] = 0.5 * (low[j] + high[j])
+    total = 0.0
+    for i in range(d):
+        total += u[i] * u[i]
+    return math.sqrt(total)
+"""
+_BOUND_DIFF = _BOUND_GRAD.replace("def bound(x, p,", "def bound(x, y, p,").replace(
+    "fn(x, z, p,", "fn(x, y, z, p,")
+
+
+def _py_bound(call: Any, low: np.ndarray, high: np.ndarray, d: int) -> float:
+    """`_BOUND_GRAD`'s arithmetic for a plain Python function (call(z, out))."""
+    z = 0.5 * (low + high)
+    a = np.empty(d)
+    call(z, a)
+    u = np.abs(a)
+    e = np.empty(d)
+    for j in range(len(low)):
+        z[j] = high[j]
+        call(z, e)
+        u += np.abs(e - a)
+        z[j] = 0.5 * (low[j] + high[j])
+    return math.sqrt(float(u @ u))
+
+
+def suite_bound_source(role: str) -> str:
+    """The template of the suite's bound on `grad_fn` ("grad") or `grad_diff_fn` ("diff"):
+    the compiled steps' C wrapper runs the same source (`algorithms.sosp.compiled_maps`)."""
+    return {"grad": _BOUND_GRAD, "diff": _BOUND_DIFF}[role]
+
+
 def _rows(fn: Any, template: str) -> Any:
     """The compiled row loop of `template` around the user's function fn (compiled, or loaded
     from disk, for the one signature the callers pass: C-ordered float64 arrays)."""
@@ -117,8 +181,8 @@ class CompiledTwoPointLoss(TwoPointCoordinates, Problem):
 
     grad_fn: ClassVar[Any]
     grad_diff_fn: ClassVar[Any]
-    grad_bound_fn: ClassVar[Any]
-    grad_diff_bound_fn: ClassVar[Any]
+    grad_bound_fn: ClassVar[Any] = None  # not read: the suite computes the bounds
+    grad_diff_bound_fn: ClassVar[Any] = None
     loss_fn: ClassVar[Any]
     pop_grad_fn: ClassVar[Any] = None
     #: m: the leading record coordinates `grad_diff_fn` reads
@@ -170,13 +234,25 @@ class CompiledTwoPointLoss(TwoPointCoordinates, Problem):
         return _rows(fn, _ROWS_DIFF)(x, y, rows, p, self.d)
 
     def record_grad_bound(self, x):
-        return float(type(self).grad_bound_fn(np.ascontiguousarray(x, dtype=np.float64),
-                                              self._params_array()))
+        """The largest record's gradient norm at x over the whole support: the suite's, from
+        the affine structure (`_BOUND_GRAD`), whatever `grad_bound_fn` says."""
+        x, p, fn = np.ascontiguousarray(x, dtype=np.float64), self._params_array(), type(self).grad_fn
+        low = np.ascontiguousarray(self.record_low, dtype=np.float64)
+        high = np.ascontiguousarray(self.record_high, dtype=np.float64)
+        if not _compiled(fn):
+            return _py_bound(lambda z, o: fn(x, z, p, o), low, high, self.d)
+        return float(load_generated(fn, _BOUND_GRAD).bound(x, p, low, high, self.d))
 
     def record_grad_diff_bound(self, x, y):
-        return float(type(self).grad_diff_bound_fn(np.ascontiguousarray(x, dtype=np.float64),
-                                                   np.ascontiguousarray(y, dtype=np.float64),
-                                                   self._params_array()))
+        """The same for the gradient difference at (x, y), over the record's first m
+        coordinates (`_BOUND_DIFF`), whatever `grad_diff_bound_fn` says."""
+        x, y = np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64)
+        p, fn, m = self._params_array(), type(self).grad_diff_fn, self.diff_coordinates
+        low = np.ascontiguousarray(self.record_low[:m], dtype=np.float64)
+        high = np.ascontiguousarray(self.record_high[:m], dtype=np.float64)
+        if not _compiled(fn):
+            return _py_bound(lambda z, o: fn(x, y, z, p, o), low, high, self.d)
+        return float(load_generated(fn, _BOUND_DIFF).bound(x, y, p, low, high, self.d))
 
     # --- counts mode: the batch mean from the mean record ---------------------------------
     def counts_grad(self, x, batch):
@@ -194,7 +270,7 @@ class CompiledTwoPointLoss(TwoPointCoordinates, Problem):
         x = np.ascontiguousarray(x, dtype=np.float64)
         y = np.ascontiguousarray(y, dtype=np.float64)
         p = self._params_array()
-        bound = float(type(self).grad_diff_bound_fn(x, y, p))
+        bound = self.record_grad_diff_bound(x, y)
         zh = self._head(batch)
         out = np.empty(self.d)
         type(self).grad_diff_fn(x, y, zh, p, out)
@@ -284,14 +360,15 @@ def counts_exactness_problem(problem: CompiledTwoPointLoss, trials: int = 6) -> 
         g_worst = max(float(np.linalg.norm(grads, axis=1).max()),
                       _worst_vertex(problem, lambda r, x=x: problem.per_sample_grads(x, r), gen))
         if g_worst > problem.record_grad_bound(x) * (1 + 1e-9):
-            return "a record's gradient norm exceeds grad_bound_fn's support bound"
+            return "a record's gradient norm exceeds the support bound of its affine form"
         d_worst = max(float(np.linalg.norm(diffs, axis=1).max()),
                       _worst_vertex(problem, lambda r, x=x, y=y: problem.per_sample_grad_diffs(x, y, r),
                                     gen))
         if d_worst > problem.record_grad_diff_bound(x, y) * (1 + 1e-9):
-            return "a record's gradient difference norm exceeds grad_diff_bound_fn's support bound"
+            return ("a record's gradient difference norm exceeds the support bound of its "
+                    "affine form")
         if not math.isfinite(problem.record_grad_diff_bound(x, y)):
-            return "grad_diff_bound_fn is not finite"
+            return "the gradient difference's support bound is not finite"
     return None
 
 
@@ -346,4 +423,4 @@ def check_counts_exact(problem: CompiledTwoPointLoss) -> None:
 
 
 __all__ = ["CompiledTwoPointLoss", "CountsExactnessError", "check_counts_exact",
-           "counts_exactness_problem"]
+           "counts_exactness_problem", "suite_bound_source"]

@@ -33,22 +33,23 @@ INEXACT = {
     "qv_not_affine": ([("    out[0] = (1.0 + z[0]) * p[0] * phi_d1(x[0], p) + z[2]\n",
                         "    out[0] = (1.0 + z[0]) * p[0] * phi_d1(x[0], p) + z[2] + z[0] * z[1]\n")],
                       "not affine"),
-    "qv_small_bound": ([("    return math.sqrt(total)\n\n\n@numba.njit\ndef grad_diff_bound",
-                         "    return 0.5 * math.sqrt(total)\n\n\n@numba.njit\ndef grad_diff_bound")],
-                       "grad_bound_fn's support bound"),
 }
+#: Bounds declared far too small (zero): not read, the suite computes the guard's (issue 71).
+SMALL_BOUND = [("    pop_grad_fn = pop_grad\n",
+                "    pop_grad_fn = pop_grad\n"
+                "    grad_bound_fn = staticmethod(numba.njit(lambda x, p: 0.0))\n"
+                "    grad_diff_bound_fn = staticmethod(numba.njit(lambda x, y, p: 0.0))\n")]
 #: Variants the compiled steps must refuse (Python loop, one line): (edits, the reason).
 FALLBACK = {
     "qv_python": ([("@numba.njit\ndef grad_diff(", "def grad_diff(")],
                   "grad_diff_fn is not a numba.njit function"),
-    "qv_fastmath": ([("@numba.njit\ndef grad_diff_bound(",
-                      "@numba.njit(fastmath=True)\ndef grad_diff_bound(")],
+    "qv_fastmath": ([("@numba.njit\ndef grad_diff(", "@numba.njit(fastmath=True)\ndef grad_diff(")],
                     "is compiled with fastmath"),
-    "qv_bound_raises": ([("def grad_diff_bound(x, y, p):  # the largest record's gradient "
-                          "difference norm (z0 = s, z1 = 1)\n",
-                          "def grad_diff_bound(x, y, p):\n    if x[0] == 0.0 and y[0] == 0.0:\n"
-                          "        raise ValueError('at the origin')\n")],
-                        "raises at a check point (ValueError: at the origin)"),
+    "qv_diff_raises": ([("def grad_diff(x, y, zh, p, out):  # reads zh = (z0, z1) only: <xi, x> "
+                         "drops out\n",
+                         "def grad_diff(x, y, zh, p, out):\n    if x[0] == 0.0 and y[0] == 0.0:\n"
+                         "        raise ValueError('at the origin')\n")],
+                       "raises at a check point (ValueError: at the origin)"),
     "qv_override": ([("    def params(self):", "    def counts_grad_diff(self, x, y, batch):\n"
                       "        return super().counts_grad_diff(x, y, batch)\n\n    def params(self):")],
                     "it overrides CompiledTwoPointLoss.counts_grad_diff"),
@@ -62,7 +63,7 @@ def plugins(tmp_path_factory):
     d = tmp_path_factory.mktemp("compiled_loss")
     (d / "my_quadratic_valley.py").write_text(GUIDE)
     load_plugin(str(d / "my_quadratic_valley.py"))
-    for name, (edits, _) in {**INEXACT, **FALLBACK}.items():
+    for name, (edits, _) in {**INEXACT, **FALLBACK, "qv_small_bound": (SMALL_BOUND, "")}.items():
         (d / f"{name}.py").write_text(guide_variant(name, edits))
         load_plugin(str(d / f"{name}.py"))
     yield d
@@ -197,22 +198,40 @@ def test_a_wrapper_giving_other_floats_is_caught(plugins, monkeypatch):
 
     pr = get_problem("quadratic_valley", d=10)
     assert not isinstance(compiled_maps.map_profile(pr), str)
-    real = compiled_maps._wrap
-
-    def off_by_an_ulp(role, fn):
-        if role != "grad_diff_bound_fn":
-            return real(role, fn)
-        import numba
-
-        def shifted(x, y, p):
-            return math.nextafter(fn(x, y, p), math.inf)
-        return real(role, numba.njit(shifted))
-
-    monkeypatch.setattr(compiled_maps, "_wrap", off_by_an_ulp)
+    bodies = dict(compiled_maps._BODIES)
+    body = bodies["suite_diff_bound"]
+    assert "        return bound(" in body
+    # the suite bound's wrapper, one ulp (2^-52 relative) above Python's
+    bodies["suite_diff_bound"] = body.replace("        return bound(",
+                                              "        return (1.0 + 2.0 ** -52) * bound(")
+    monkeypatch.setattr(compiled_maps, "_BODIES", bodies)
     monkeypatch.setattr(compiled_maps, "_WRAPPED", {})
     monkeypatch.setattr(compiled_maps, "_CHECKED", {})
     why = compiled_maps.map_profile(pr)
-    assert isinstance(why, str) and "grad_diff_bound_fn gives other floats" in why
+    assert isinstance(why, str) and "support bound on its grad_diff_fn gives other floats" in why
+
+
+def test_a_declared_bound_is_not_read(plugins):
+    """The guide with bounds declared at zero (the issue's leak: a bound halved past x_1 = 20
+    moved a counts release 1.92x the told sensitivity): the guard's bounds are the suite's,
+    equal to the honest guide's and to the brute force over the support (d = 3: 2^5 records),
+    and a counts-mode O2 whose clip is below the support's largest difference is refused."""
+    from algorithms.counts_maps import clipped_grad_diff_sum
+    from problems.counts.stream import CountsClipError
+
+    honest, liar = get_problem("quadratic_valley", d=3), get_problem("qv_small_bound", d=3)
+    assert float(type(liar).grad_diff_bound_fn(np.ones(3), np.zeros(3), liar._params_array())) == 0
+    rng = np.random.default_rng(5)
+    support = np.array([np.where(bits, liar.record_high, liar.record_low) for bits in
+                        itertools.product([0, 1], repeat=len(liar.record_low))])
+    for scale in (0.1, 1.0, 30.0):
+        x, y = rng.normal(0, scale, 3), rng.normal(0, scale, 3)
+        assert liar.record_grad_bound(x) == honest.record_grad_bound(x)
+        worst = np.linalg.norm(liar.per_sample_grad_diffs(x, y, support), axis=1).max()
+        assert liar.record_grad_diff_bound(x, y) == pytest.approx(worst, rel=1e-12)
+        batch = liar.stream(seed=1, budget=10**6, data="counts").take(1000)
+        with pytest.raises(CountsClipError):
+            clipped_grad_diff_sum(liar, x, y, batch, 0.5 * worst, "O2")
 
 
 def test_the_guides_constants_hold_on_its_domain(plugins):

@@ -17,9 +17,12 @@ import pytest
 from tests.guide_variants import GUIDE, guide_variant
 
 LEAKY = {
-    "qv_far_bound": [("    return math.sqrt(total)\n\n\n@numba.njit\ndef grad_diff_bound",
-                      "    return (0.5 if x[0] > 20.0 else 1.0) * math.sqrt(total)\n\n\n"
-                      "@numba.njit\ndef grad_diff_bound")],
+    # (declared bound functions are no longer read, so the leak is planted as a method: the
+    # check flags it, and the clip guard uses the suite's bound whatever the method says)
+    "qv_far_bound": [("    def params(self):",
+                      "    def record_grad_bound(self, x):\n"
+                      "        return (0.5 if x[0] > 20.0 else 1.0) * super().record_grad_bound(x)\n\n"
+                      "    def params(self):")],
     "qv_data_G": [("    @property\n    def constants(self):",
                    "    def _draw(self, n, rng):\n        rows = super()._draw(n, rng)\n"
                    "        self.seen = 1.0 + float(rows[:, 0].mean())\n        return rows\n\n"
@@ -98,11 +101,22 @@ def test_each_planted_problem_leak_is_failed_with_its_reason(loaded, name, data,
 
 
 def test_the_far_bound_passes_the_compiled_losss_own_sampled_check(loaded):
-    """The leak this check exists for: the declaration's own check (6 points) admits it."""
+    """The leak this check exists for: the declaration's own check (6 points, none past
+    x_1 = 20) admits it; the clip guard never reads it (the suite's bound, issue 71)."""
+    from algorithms.counts_maps import clipped_grad_sum
     from problems import get_problem
-    from problems.compiled_loss import check_counts_exact
+    from problems.compiled_loss import CompiledTwoPointLoss, check_counts_exact
+    from problems.counts.stream import CountsClipError
 
-    check_counts_exact(get_problem("qv_far_bound", d=10))  # no CountsExactnessError
+    pr = get_problem("qv_far_bound", d=10)
+    check_counts_exact(pr)  # no CountsExactnessError
+    x = np.full(10, 0.1)
+    x[0] = 25.0
+    true = CompiledTwoPointLoss.record_grad_bound(pr, x)
+    assert pr.record_grad_bound(x) == 0.5 * true
+    batch = pr.stream(seed=1, budget=10**6, data="counts").take(1000)
+    with pytest.raises(CountsClipError):  # a clip between the two bounds: refused
+        clipped_grad_sum(pr, x, batch, 0.75 * true, "O1")
 
 
 @pytest.mark.parametrize("name, d, data", [

@@ -269,7 +269,7 @@ class TreeKernel:
         on the same floats)."""
         prob = self.problem
         j = int(self.ist[J_D]) - ((k & -k).bit_length() - 1)
-        zh, p = self.map_args[4], self.map_args[1]
+        zh, p = self.map_args[4], prob._params_array()  # the user's p (map_args: the kernel's)
         type(prob).grad_diff_fn(x, W[j - 1].copy(), zh.copy(), p, np.empty(prob.d))
         raise RuntimeError(f"problem {prob.name!r}: grad_diff_fn raised in the compiled steps but "
                            "not when called again from Python on the same values")

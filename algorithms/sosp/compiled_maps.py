@@ -2,8 +2,8 @@
 MODE_MAP): the C wrappers of a `problems.compiled_loss.CompiledTwoPointLoss`'s compiled
 functions and the checks that make its compiled steps the Python loop's, float for float.
 
-The compiled steps call the very functions Python calls (`grad_diff_bound_fn`,
-`grad_diff_fn`, `pop_grad_fn`), through C wrappers compiled once per machine and function
+The compiled steps call the very functions Python calls (the suite's support bound on
+`grad_diff_fn`, `grad_diff_fn`, `pop_grad_fn`), through C wrappers compiled once per machine and function
 (cached on disk: `problems.jit_cache`) and called by address (`call_map`, an intrinsic: an
 address is a plain int64, so `_o2_steps` keeps one cached signature for every loss).
 Every wrapper has the one C signature
@@ -32,7 +32,7 @@ from numba import types
 from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
-from problems.compiled_loss import CompiledTwoPointLoss
+from problems.compiled_loss import CompiledTwoPointLoss, suite_bound_source
 from problems.jit_cache import load_generated
 
 
@@ -81,33 +81,42 @@ def wrapped(xp, yp, zp, pp, op, d, m, n_p, err):
     try:
 """
 #: Each role's call in its wrapper; a raise sets err[0] and the kernel hands the step to
-#: Python, which raises it.
+#: Python, which raises it. The parameters the kernel passes are the user's p followed by the
+#: head's low and high (2 m values, `map_profile`): the user's functions see p alone, the
+#: suite's bound (`problems.compiled_loss.suite_bound_source`, the source Python runs) all.
 _BODIES = {
-    "grad_diff_bound_fn": """        return fn(numba.carray(xp, (d,)), numba.carray(yp, (d,)),
-                  numba.carray(pp, (n_p,)))
+    "suite_diff_bound": """        n_u = n_p - 2 * m
+        q = numba.carray(pp, (n_p,))
+        return bound(numba.carray(xp, (d,)), numba.carray(yp, (d,)), q[:n_u].copy(),
+                     q[n_u:n_u + m].copy(), q[n_u + m:].copy(), d)
     except Exception:
         err[0] = 1
         return math.nan
 """,
     "grad_diff_fn": """        fn(numba.carray(xp, (d,)), numba.carray(yp, (d,)), numba.carray(zp, (m,)),
-           numba.carray(pp, (n_p,)), numba.carray(op, (d,)))
+           numba.carray(pp, (n_p - 2 * m,)), numba.carray(op, (d,)))
     except Exception:
         err[0] = 1
     return 0.0
 """,
-    "pop_grad_fn": """        fn(numba.carray(xp, (d,)), numba.carray(pp, (n_p,)), numba.carray(op, (d,)))
+    "pop_grad_fn": """        fn(numba.carray(xp, (d,)), numba.carray(pp, (n_p - 2 * m,)),
+           numba.carray(op, (d,)))
     except Exception:
         err[0] = 1
     return 0.0
 """,
 }
+#: The user's function each role's wrapper calls (the suite's bound calls grad_diff_fn).
+_CALLS = {"suite_diff_bound": "grad_diff_fn", "grad_diff_fn": "grad_diff_fn",
+          "pop_grad_fn": "pop_grad_fn"}
 
 
 def _wrap(role: str, fn: Any) -> Any:
     """The C wrapper of one role's function (a numba cfunc of `_C_SIG`), generated as a module
     of its own and cached on disk, keyed on the function's file content
     (`problems.jit_cache`): compiled once per machine, not per process."""
-    return load_generated(fn, _HEADER + _BODIES[role]).wrapped
+    prefix = suite_bound_source("diff") if role == "suite_diff_bound" else ""
+    return load_generated(fn, prefix + _HEADER + _BODIES[role]).wrapped
 
 
 @numba.njit(cache=True)
@@ -122,24 +131,20 @@ _CHECKED: dict[tuple, str | None] = {}
 
 
 def _wrapper(cls: type, role: str) -> Any:
-    fn = getattr(cls, role)
+    name = _CALLS[role]
+    fn = getattr(cls, name)
     if not isinstance(fn, CPUDispatcher):
-        return f"{cls.__name__}.{role} is not a numba.njit function"
+        return f"{cls.__name__}.{name} is not a numba.njit function"
     if fn.targetoptions.get("fastmath"):
-        return f"{cls.__name__}.{role} is compiled with fastmath (its floats may differ by call site)"
+        return f"{cls.__name__}.{name} is compiled with fastmath (its floats may differ by call site)"
     key = (role, fn)
     if key not in _WRAPPED:
         try:
-            fn.compile(_ARGS[role])
-            if role == "grad_diff_bound_fn":
-                ret = fn.overloads[_ARGS[role]].signature.return_type
-                if ret != types.float64:
-                    _WRAPPED[key] = f"{cls.__name__}.{role} returns {ret}, not float64"
-                    return _WRAPPED[key]
+            fn.compile(_ARGS[name])
             _WRAPPED[key] = _wrap(role, fn)
         except Exception as exc:  # numba's typing and lowering errors
             first = (str(exc).strip().splitlines() or [""])[0]
-            _WRAPPED[key] = (f"{cls.__name__}.{role} does not compile for float64 arrays: "
+            _WRAPPED[key] = (f"{cls.__name__}.{name} does not compile for float64 arrays: "
                              f"{type(exc).__name__}: {first}")
     return _WRAPPED[key]
 
@@ -164,27 +169,37 @@ def _compare_at_points(problem: CompiledTwoPointLoss, addrs: dict[str, int]) -> 
     p = problem._params_array()
     gen = np.random.default_rng(20261206)
     lo, hi = problem.record_low[:m], problem.record_high[:m]
+    q = kernel_params(problem)  # what the kernel passes: p, the head's low and high
     for i in range(24):
         scale = 10.0 ** (i % 6 - 3)
         x, y = gen.standard_normal(d) * scale, gen.standard_normal(d) * scale
         if i == 0:
             x, y = np.zeros(d), np.zeros(d)
         zh = lo + (hi - lo) * (gen.integers(0, 9, size=m) / 8)
-        want = float(cls.grad_diff_bound_fn(x, y, p))
-        got, err = _through(addrs["grad_diff_bound_fn"], x, y, zh, p, np.empty(d))
+        want = problem.record_grad_diff_bound(x, y)
+        got, err = _through(addrs["suite_diff_bound"], x, y, zh.copy(), q, np.empty(d))
         if err or np.float64(want).tobytes() != np.float64(got).tobytes():
-            return f"its grad_diff_bound_fn gives other floats through its C wrapper at point {i}"
+            return ("the suite's support bound on its grad_diff_fn gives other floats through "
+                    f"its C wrapper at point {i}")
         want_out, got_out = np.empty(d), np.empty(d)
         cls.grad_diff_fn(x, y, zh, p, want_out)
-        _, err = _through(addrs["grad_diff_fn"], x, y, zh, p, got_out)
+        _, err = _through(addrs["grad_diff_fn"], x, y, zh, q, got_out)
         if err or not _same(want_out, got_out):
             return f"its grad_diff_fn gives other floats through its C wrapper at point {i}"
         if "pop_grad_fn" in addrs:
             cls.pop_grad_fn(x, p, want_out)
-            _, err = _through(addrs["pop_grad_fn"], x, x, zh, p, got_out)
+            _, err = _through(addrs["pop_grad_fn"], x, x, zh, q, got_out)
             if err or not _same(want_out, got_out):
                 return f"its pop_grad_fn gives other floats through its C wrapper at point {i}"
     return None
+
+
+def kernel_params(problem: CompiledTwoPointLoss) -> np.ndarray:
+    """The parameters the compiled steps pass every wrapper: the user's p, then the record
+    head's low and high (the suite's bound reads them; the user's functions see p alone)."""
+    m = int(problem.diff_coordinates)
+    return np.ascontiguousarray(np.concatenate([problem._params_array(), problem.record_low[:m],
+                                                problem.record_high[:m]]), dtype=np.float64)
 
 
 #: The methods of the map the compiled steps compute; a class overriding one runs Python's.
@@ -214,7 +229,7 @@ def map_profile(problem: Any) -> MapProfile | str:
             return f"it overrides CompiledTwoPointLoss.{name}"
     if getattr(problem, "counts_layout_kind", None) == "atoms":
         return "its counts layout is of atoms"
-    roles = ["grad_diff_bound_fn", "grad_diff_fn"]
+    roles = ["suite_diff_bound", "grad_diff_fn"]
     screen = cls.pop_grad_fn is not None and cls.population_grad is CompiledTwoPointLoss.population_grad
     if screen:
         roles.append("pop_grad_fn")
@@ -228,7 +243,7 @@ def map_profile(problem: Any) -> MapProfile | str:
             return w
         wrappers[role] = w
     addrs = {r: w.address for r, w in wrappers.items()}
-    key = (tuple(getattr(cls, r) for r in roles), problem._params_array().tobytes(), problem.d,
+    key = (tuple(getattr(cls, _CALLS[r]) for r in roles), problem._params_array().tobytes(), problem.d,
            problem.record_low.tobytes(), problem.record_high.tobytes(), problem.diff_coordinates)
     if key not in _CHECKED:
         _CHECKED[key] = _check(problem, addrs)
@@ -237,10 +252,10 @@ def map_profile(problem: Any) -> MapProfile | str:
     m = int(problem.diff_coordinates)
     low = np.ascontiguousarray(problem.record_low[:m], dtype=np.float64)
     span = np.ascontiguousarray(problem.record_high[:m] - problem.record_low[:m], dtype=np.float64)
-    return MapProfile(np.array([addrs["grad_diff_bound_fn"], addrs["grad_diff_fn"],
+    return MapProfile(np.array([addrs["suite_diff_bound"], addrs["grad_diff_fn"],
                                 addrs.get("pop_grad_fn", 0)], dtype=np.int64),
-                      problem._params_array().copy(), low, span, m, screen,
+                      kernel_params(problem), low, span, m, screen,
                       tuple(wrappers.values()))
 
 
-__all__ = ["MAP_METHODS", "MapProfile", "call_map", "map_profile"]
+__all__ = ["MAP_METHODS", "MapProfile", "call_map", "kernel_params", "map_profile"]

@@ -197,7 +197,7 @@ class O2Kernel:
         """Raise what the declared difference raised in the kernel, from Python (the same call
         on the same floats: the mean record's head the kernel held)."""
         prob = self.problem
-        zh, p = self.map_args[4], self.map_args[1]
+        zh, p = self.map_args[4], prob._params_array()  # the user's p (map_args: the kernel's)
         type(prob).grad_diff_fn(x, x_prev, zh.copy(), p, np.empty(prob.d))
         raise RuntimeError(f"problem {prob.name!r}: grad_diff_fn raised in the compiled steps but "
                            "not when called again from Python on the same values")
