@@ -36,8 +36,8 @@ from analysis.verdict_engine import envelope, paired, rates, two_term, verdicts
 from analysis.verdict_engine.decide import decide
 from analysis.verdict_engine.design import design_from_points
 from analysis.verdict_engine.flags import (
-    _excess_at_x0,
-    _floor_check,
+    excess_at_x0,
+    floor_check,
     measured_private_share,
     start_point,
 )
@@ -74,7 +74,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         flags = []
         first_order = metric not in ("alpha_sosp", "emp_alpha_sosp")  # SOSP metrics: alpha_x0
         excess = metric == "excess_risk"
-        start = (_excess_at_x0(data, sub) if excess else sub["grad_x0"] if first_order
+        start = (excess_at_x0(data, sub) if excess else sub["grad_x0"] if first_order
                  else sub["alpha_x0"]).to_numpy(float)
         start_name = "F(x0) - min F" if excess else "||grad F(x0)||"
         x0 = float(start.min())
@@ -95,7 +95,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
                          f"({top:.3g} against {x0:.3g})" if first_order else
                          f"ceiling: the window reaches within 10x of {point}'s alpha_SOSP "
                          f"({top:.3g} against {x0:.3g})")
-        floor_hit, unchecked, points = _floor_check(data, sub, fit)
+        floor_hit, unchecked, points = floor_check(data, sub, fit)
         if floor_hit:
             flags.append("floor: a design point within 3x of its eps = inf median")
         # Not a regime flag (the forecast gates these fits): its own column, so that "floor" in

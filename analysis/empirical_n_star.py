@@ -43,7 +43,7 @@ class EmpiricalNStar:
     n_design: int
 
 
-def _crossing(ns: np.ndarray, med: np.ndarray, target: float) -> tuple[float, str]:
+def first_crossing(ns: np.ndarray, med: np.ndarray, target: float) -> tuple[float, str]:
     """The first crossing of `target` by the median curve med(ns) (ns increasing)."""
     hit = np.flatnonzero(med <= target)
     if not len(hit):
@@ -71,12 +71,12 @@ def empirical_n_star(n: np.ndarray, rep: np.ndarray, y: np.ndarray, target: floa
         raise ValueError(f"n has {len(ns)} design size(s): n* from the error needs at least two")
     groups = [y[n == v] for v in ns]
     med = np.array([np.median(g) for g in groups])
-    est, status = _crossing(ns, med, target)
+    est, status = first_crossing(ns, med, target)
     rng = rng if rng is not None else np.random.default_rng(0)
     draws = np.empty(n_boot)
     for b in range(n_boot):
         bmed = np.array([np.median(g[rng.integers(0, len(g), len(g))]) for g in groups])
-        draws[b] = _crossing(ns, bmed, target)[0]
+        draws[b] = first_crossing(ns, bmed, target)[0]
     alpha = (1 - level) / 2
     lo, hi = np.quantile(draws, [alpha, 1 - alpha], method="inverted_cdf")
     return EmpiricalNStar(float(target), est, float(lo), float(hi), status, len(ns))

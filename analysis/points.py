@@ -56,7 +56,7 @@ def theory_mask(df: pd.DataFrame) -> np.ndarray:
                      zip(df["params"], df["knobs"], df["algorithm"], strict=True)], dtype=bool)
 
 
-def _combo_label(params: dict, knobs: list) -> str:
+def combo_label(params: dict, knobs: list) -> str:
     """The knob setting of a cell; an entry without a grid is named by its fixed params."""
     keys = sorted(knobs or []) or sorted(params or {})
     return ", ".join(f"{k}={params.get(k)}" for k in keys) or "defaults"
@@ -93,7 +93,7 @@ def fit_points_table(data: StoreData, fit: FitSpec, mode: str | None = None) -> 
         df = df[theory_mask(df)]
     if not (fit.where.get("eps") is not None and math.isinf(float(fit.where["eps"]))):
         df = df[np.isfinite(df["eps"])]  # non-private cells only where a fit asks for them
-    df = df.assign(combo=[_combo_label(p or {}, kn) for p, kn in zip(df["params"], df["knobs"],
+    df = df.assign(combo=[combo_label(p or {}, kn) for p, kn in zip(df["params"], df["knobs"],
                                                                        strict=True)],
                    problem_params=[json.dumps(_shared_params(pr, p), sort_keys=True)
                                    for pr, p in zip(df["problem"], df["problem_params"], strict=True)],

@@ -69,7 +69,7 @@ def claim_bound(claim: Claim, n: float, d: float, eps: float, rank: float | None
     return sum(term_value(t, n, d, eps, rank) for t in claim.terms)
 
 
-def _decreasing_root(f, lo: float = 1.0, hi: float = 1e40) -> float:
+def decreasing_root(f, lo: float = 1.0, hi: float = 1e40) -> float:
     """The smallest n in [lo, hi] with f(n) <= 0 for f decreasing in n (bisection in log n to a
     relative 1e-10); inf when f(hi) > 0, lo when f(lo) <= 0."""
     if f(lo) <= 0:
@@ -94,7 +94,7 @@ def binding_n(claim: Claim, d: float, eps: float, start: float, rank: float | No
     if not (start > 0 and math.isfinite(start)):
         raise ValueError(f"start={start!r} is invalid: must be a finite metric > 0 at x0")
     level = fraction * start
-    return _decreasing_root(lambda n: claim_bound(claim, n, d, eps, rank) - level)
+    return decreasing_root(lambda n: claim_bound(claim, n, d, eps, rank) - level)
 
 
 def crossover_n(claim: Claim, d: float, eps: float, rank: float | None = None) -> float | None:
@@ -154,7 +154,7 @@ def forecast_points(claim: Claim, view: str, points: Iterable[tuple[float, float
     p_t, s_t = claim.privacy_term, claim.statistical_term
     for x, n, d, eps in points:
         if view == "sample_complexity":
-            n = _decreasing_root(lambda m, a=x, dd=d, ee=eps: claim_bound(claim, m, dd, ee, rank) - a)
+            n = decreasing_root(lambda m, a=x, dd=d, ee=eps: claim_bound(claim, m, dd, ee, rank) - a)
             metric_level = x  # the target itself is the level the runs must reach
         else:
             metric_level = None
@@ -192,8 +192,8 @@ def describe_n(n: float) -> str:
     return "no n" if not math.isfinite(n) else f"{n:.2g}"
 
 
-def _spider_split(cls: Any, problem: Any, d: int, eps: float, delta: float, calibration: str,
-                  alpha: float) -> tuple[float, float]:
+def spider_split(cls: Any, problem: Any, d: int, eps: float, delta: float, calibration: str,
+                 alpha: float) -> tuple[float, float]:
     """The Spiders' own rules at a target alpha: (privacy part, statistical part) of the sample
     budget, i.e. theory_budget(eps) - theory_budget(inf) and theory_budget(inf), knobs at 1."""
     from algorithms import Privacy
@@ -208,8 +208,8 @@ def _spider_split(cls: Any, problem: Any, d: int, eps: float, delta: float, cali
     return max(budget(eps) - stat, 0.0), stat
 
 
-def _spider_accuracy_split(cls: Any, problem: Any, n: int, d: int, eps: float, delta: float,
-                           calibration: str) -> tuple[float, float]:
+def spider_accuracy_split(cls: Any, problem: Any, n: int, d: int, eps: float, delta: float,
+                          calibration: str) -> tuple[float, float]:
     """The Spiders' own rules at a budget n: (privacy part, statistical part) of the accuracy
     they configure, i.e. alpha(n, eps) - alpha(n, inf) and alpha(n, inf), knobs at 1."""
     from algorithms import Privacy
@@ -339,7 +339,7 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any,
                 here = forecast_points(claim, "sample_complexity",
                                        [(a, math.nan, d, eps) for a in alphas], start, rank)
                 if getattr(cls, "family", "") == "sosp_spider" and math.isfinite(eps):
-                    split = [_spider_split(cls, problem, int(d), eps, delta, calibration, a)
+                    split = [spider_split(cls, problem, int(d), eps, delta, calibration, a)
                              for a in alphas]
                     here = [PointForecast(p.x, p.n, p.d, p.eps, pv, sv, p.bound, p.ceiling, sv > pv)
                             for p, (pv, sv) in zip(here, split, strict=True)]
@@ -351,8 +351,8 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any,
                 xs = [(x, n) for x, n in xs if lo * (1 - 1e-9) <= x <= hi * (1 + 1e-9)]
                 here = forecast_points(claim, "error", [(x, n, d, eps) for x, n in xs], start, rank)
                 if getattr(cls, "family", "") == "sosp_spider" and math.isfinite(eps):
-                    split = [_spider_accuracy_split(cls, problem, int(n), int(d), eps, delta,
-                                                    calibration) for _x, n in xs]
+                    split = [spider_accuracy_split(cls, problem, int(n), int(d), eps, delta,
+                                                   calibration) for _x, n in xs]
                     here = [PointForecast(q.x, q.n, q.d, q.eps, pv, sv, q.bound, q.ceiling, sv > pv)
                             for q, (pv, sv) in zip(here, split, strict=True)]
                     source = "the rules' accuracy at n (private part against non-private), knobs at 1"

@@ -84,9 +84,9 @@ from typing import Any
 from analysis.declarations import FitSpec
 from bench.cells import Cell
 from bench.config_grid_checks import (
-    _check_targets_below_start,
     check_reach,
     check_search_cap,
+    check_targets_below_start,
 )
 from bench.config_parameters import default_data_mode
 from bench.config_tables import (
@@ -101,10 +101,10 @@ from bench.config_tables import (
 )
 from bench.config_values import (
     SpecError,
-    _check_keys,
-    _int_like,
-    _where,
+    check_keys,
     delta_for,
+    int_like,
+    invalid_value,
 )
 from bench.n_search import runs_on_n_records
 from problems import instance_params
@@ -193,15 +193,15 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{source} is not valid TOML: {exc}") from None
-    _check_keys(raw, TOP_KEYS, "")
+    check_keys(raw, TOP_KEYS, "")
     for req in ("name", "seed", "grid", "problem", "algorithm"):
         if req not in raw:
             raise SpecError(f"{req} is missing: a spec needs name, seed, grid, problem and algorithm")
     # Plugins first: they register the names the rest of the spec may use.
     plugins_raw = raw.get("plugins", [])
     if not isinstance(plugins_raw, list) or not all(isinstance(e, str) for e in plugins_raw):
-        raise _where("plugins", plugins_raw, "must be a list of .py paths (relative to the spec) "
-                     "or module names")
+        raise invalid_value("plugins", plugins_raw, "must be a list of .py paths (relative to the spec) "
+                            "or module names")
     from bench.plugins import load_plugins, resolve
 
     src = Path(source)
@@ -210,14 +210,14 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
     load_plugins(list(plugins))
     name = raw["name"]
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
-        raise _where("name", name, "must be a non-empty string of letters, digits, '-', '_', '.'")
+        raise invalid_value("name", name, "must be a non-empty string of letters, digits, '-', '_', '.'")
     if not isinstance(raw.get("description", ""), str):
-        raise _where("description", raw["description"], "must be a string")
-    seed = _int_like("seed", raw["seed"], 0)
-    reps = _int_like("repetitions", raw.get("repetitions", 1), 1)
+        raise invalid_value("description", raw["description"], "must be a string")
+    seed = int_like("seed", raw["seed"], 0)
+    reps = int_like("repetitions", raw.get("repetitions", 1), 1)
     calibration = raw.get("calibration", "tight")
     if calibration not in CALIBRATIONS:
-        raise _where("calibration", calibration, f"must be one of {', '.join(CALIBRATIONS)}")
+        raise invalid_value("calibration", calibration, f"must be one of {', '.join(CALIBRATIONS)}")
 
     # the tables one at a time (bench.config_tables), each validated whole
     grid = parse_grid(raw["grid"])
@@ -228,20 +228,20 @@ def parse_spec(text: str, source: str = "<spec>") -> SweepSpec:
     search_cap = check_search_cap(raw.get("search_cap"), target_metric, grid)
     reach = check_reach(raw.get("reach", "best"), target_metric, alg_list, runs_on_n_records)
     if "target_alpha" in grid:
-        _check_targets_below_start(grid, problem_list, alg_list, target_metric)
+        check_targets_below_start(grid, problem_list, alg_list, target_metric)
 
     fits = parse_fits(raw.get("fit", []), grid, problem_list, alg_list)
     stop, data = parse_data(raw, grid, problem_list, alg_list)
     counts_version = raw.get("counts_stream", STREAM_VERSION)
     if isinstance(counts_version, bool) or counts_version not in SUPPORTED_STREAM_VERSIONS:
-        raise _where("counts_stream", counts_version,
-                     f"must be one of {', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
+        raise invalid_value("counts_stream", counts_version,
+                            f"must be one of {', '.join(map(str, SUPPORTED_STREAM_VERSIONS))}")
     controls_from = raw.get("controls_from", [])
     if not isinstance(controls_from, list) or not all(
             isinstance(c, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", c) and c != name
             for c in controls_from):
-        raise _where("controls_from", controls_from,
-                     "must be a list of other specs' names (letters, digits, _ . -)")
+        raise invalid_value("controls_from", controls_from,
+                            "must be a list of other specs' names (letters, digits, _ . -)")
     for alg in alg_list:  # a calibration the algorithm does not implement is refused here
         try:
             algorithms.check_calibration(alg["name"], calibration)

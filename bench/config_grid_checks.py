@@ -47,8 +47,8 @@ def target_at_start(problem: str, d: int, params: dict, target: float, metric: s
             f"< {start:.3g}")
 
 
-def _check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
-                               alg_list: list[dict], metric: str | None = None) -> None:
+def check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
+                              alg_list: list[dict], metric: str | None = None) -> None:
     """Refuse a target at or above the start's value of the metric it targets: such a cell
     is "reached" at step 0 (samples_to_target 0) and measures nothing (issue 28, point 1)."""
     import problems
@@ -77,8 +77,8 @@ def _same(a: Any, b: Any) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-9) or float(a) == float(b)
 
 
-def _check_fit_against_grid(i: int, fit: FitSpec, grid: dict[str, Any], problem_list: list[dict],
-                            alg_list: list[dict]) -> None:
+def check_fit_against_grid(i: int, fit: FitSpec, grid: dict[str, Any], problem_list: list[dict],
+                           alg_list: list[dict]) -> None:
     """Before any run: a fit's `where` names values the grid has, and its window holds at least
     two of the design values of its x (in x's units), so it cannot silently fit nothing."""
     names = {"problem": [p["name"] for p in problem_list],
@@ -124,17 +124,17 @@ def _check_fit_against_grid(i: int, fit: FitSpec, grid: dict[str, Any], problem_
 def check_search_cap(search_cap: Any, target_metric: str | None, grid: dict[str, Any]) -> int | None:
     """The spec's `search_cap`: an integer >= 1, with target_metric (the search's opt-in), at
     most grid.budget; None where the spec sets none."""
-    from bench.config_values import _where
+    from bench.config_values import invalid_value
 
     if search_cap is None:
         return None
     if isinstance(search_cap, bool) or not isinstance(search_cap, (int, float)) \
             or search_cap != int(search_cap) or search_cap < 1:
-        raise _where("search_cap", search_cap, "must be an integer >= 1")
+        raise invalid_value("search_cap", search_cap, "must be an integer >= 1")
     if target_metric is None:
         raise SpecError("search_cap is only allowed with target_metric (the search's opt-in)")
     if search_cap > grid["budget"]:
-        raise _where("search_cap", search_cap, f"must be at most grid.budget = {grid['budget']}")
+        raise invalid_value("search_cap", search_cap, f"must be at most grid.budget = {grid['budget']}")
     return int(search_cap)
 
 
@@ -151,10 +151,10 @@ def check_reach(reach: Any, target_metric: str | None, alg_list: list[dict[str, 
     rule: the Spiders' papers' output rules are not implemented, so they are refused.
     `searches(name)`: whether the algorithm searches over n (`bench.n_search.runs_on_n_records`)."""
     import algorithms
-    from bench.config_values import _where
+    from bench.config_values import invalid_value
 
     if reach not in REACH:
-        raise _where("reach", reach, f"must be one of {', '.join(REACH)}")
+        raise invalid_value("reach", reach, f"must be one of {', '.join(REACH)}")
     if reach == "output":
         if target_metric is None:
             raise SpecError("reach is only allowed with target_metric (a search over n reads it)")

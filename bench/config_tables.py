@@ -11,19 +11,19 @@ from typing import Any
 
 from analysis.declarations import FitSpec
 from bench.cells import canonical_number
-from bench.config_grid_checks import _check_fit_against_grid
+from bench.config_grid_checks import check_fit_against_grid
 from bench.config_parameters import check_problem_params, default_data_mode
 from bench.config_values import (
     SpecError,
-    _check_keys,
-    _delta_entry,
-    _grid_list,
-    _int_like,
-    _is_number,
-    _number_list,
-    _param_table,
-    _where,
+    check_keys,
+    delta_entry,
     delta_for,
+    grid_list,
+    int_like,
+    invalid_value,
+    is_number,
+    number_list,
+    param_table,
 )
 from bench.n_search import runs_on_n_records
 from problems import data_modes
@@ -43,28 +43,28 @@ FIT_MODES = ("tuned", "theory")
 
 def parse_grid(g: Any) -> dict[str, Any]:
     """[grid]: d, eps, delta and either n or target_alpha with budget."""
-    _check_keys(g, GRID_KEYS, "grid")
+    check_keys(g, GRID_KEYS, "grid")
     for req in ("d", "eps"):
         if req not in g:
             raise SpecError(f"grid.{req} is missing: the grid needs d, eps and either n or target_alpha")
     grid: dict[str, list] = {}
-    grid["d"] = [_int_like("grid.d", x, 1) for x in _grid_list("grid.d", g["d"])]
-    grid["eps"] = [float(x) for x in _number_list("grid.eps", g["eps"], lambda x: x > 0,
-                                                  "every eps must be a number > 0 (inf: non-private)")]
-    grid["delta"] = [_delta_entry(x) for x in _grid_list("grid.delta", g.get("delta", [1e-6]))]
+    grid["d"] = [int_like("grid.d", x, 1) for x in grid_list("grid.d", g["d"])]
+    grid["eps"] = [float(x) for x in number_list("grid.eps", g["eps"], lambda x: x > 0,
+                                                 "every eps must be a number > 0 (inf: non-private)")]
+    grid["delta"] = [delta_entry(x) for x in grid_list("grid.delta", g.get("delta", [1e-6]))]
     if ("n" in g) == ("target_alpha" in g):
         raise SpecError("grid needs exactly one of n (fixed budgets) or target_alpha (with budget)")
     if "n" in g:
         if "budget" in g:
             raise SpecError("grid.budget is only allowed with grid.target_alpha (use grid.n for budgets)")
-        grid["n"] = [_int_like("grid.n", x, 1) for x in _grid_list("grid.n", g["n"])]
+        grid["n"] = [int_like("grid.n", x, 1) for x in grid_list("grid.n", g["n"])]
     else:
-        grid["target_alpha"] = [float(x) for x in _number_list(
+        grid["target_alpha"] = [float(x) for x in number_list(
             "grid.target_alpha", g["target_alpha"], lambda x: 0 < x < math.inf,
             "every target alpha must be a finite number > 0")]
         if "budget" not in g:
             raise SpecError("grid.budget is missing: target_alpha sweeps need a sample cap")
-        grid["budget"] = _int_like("grid.budget", g["budget"], 1)
+        grid["budget"] = int_like("grid.budget", g["budget"], 1)
 
     for entry in grid["delta"]:
         for b in grid.get("n") or [grid["budget"]]:
@@ -76,10 +76,10 @@ def parse_grid(g: Any) -> dict[str, Any]:
 
 def parse_limits(lim: Any) -> tuple[float | None, float | None]:
     """[limits]: (time, memory_mb), each a finite number > 0 or None."""
-    _check_keys(lim, LIMIT_KEYS, "limits")
+    check_keys(lim, LIMIT_KEYS, "limits")
     for k, v in lim.items():
-        if not _is_number(v) or not 0 < v < math.inf:
-            raise _where(f"limits.{k}", v, "must be a finite number > 0")
+        if not is_number(v) or not 0 < v < math.inf:
+            raise invalid_value(f"limits.{k}", v, "must be a finite number > 0")
     return lim.get("time"), lim.get("memory_mb")
 
 
@@ -89,15 +89,15 @@ def parse_problems(probs: Any, grid: dict[str, Any]) -> list[dict[str, Any]]:
     import problems
 
     if not isinstance(probs, list) or not probs:
-        raise _where("problem", probs, "must be one or more [[problem]] tables")
+        raise invalid_value("problem", probs, "must be one or more [[problem]] tables")
     problem_list = []
     for i, p in enumerate(probs):
-        _check_keys(p, PROBLEM_KEYS, f"problem[{i}]")
+        check_keys(p, PROBLEM_KEYS, f"problem[{i}]")
         pname = p.get("name")
         if pname not in problems.available():
-            raise _where(f"problem[{i}].name", pname,
-                         f"must be one of {', '.join(problems.available())}")
-        params = _param_table(f"problem[{i}].params", p.get("params"))
+            raise invalid_value(f"problem[{i}].name", pname,
+                                f"must be one of {', '.join(problems.available())}")
+        params = param_table(f"problem[{i}].params", p.get("params"))
         if "d" in params:
             raise SpecError(f"problem[{i}].params.d is not allowed: set dimensions in grid.d")
         check_problem_params(pname, params, f"problem[{i}].params")
@@ -116,19 +116,19 @@ def parse_algorithms(algs: Any) -> list[dict[str, Any]]:
     import algorithms
 
     if not isinstance(algs, list) or not algs:
-        raise _where("algorithm", algs, "must be one or more [[algorithm]] tables")
+        raise invalid_value("algorithm", algs, "must be one or more [[algorithm]] tables")
     alg_list = []
     for i, a in enumerate(algs):
-        _check_keys(a, ALGORITHM_KEYS, f"algorithm[{i}]")
+        check_keys(a, ALGORITHM_KEYS, f"algorithm[{i}]")
         aname = a.get("name")
         if aname not in algorithms.available():
-            raise _where(f"algorithm[{i}].name", aname,
-                         f"must be one of {', '.join(algorithms.available())}")
-        params = _param_table(f"algorithm[{i}].params", a.get("params"))
+            raise invalid_value(f"algorithm[{i}].name", aname,
+                                f"must be one of {', '.join(algorithms.available())}")
+        params = param_table(f"algorithm[{i}].params", a.get("params"))
         kgrid_raw = a.get("grid", {})
         if not isinstance(kgrid_raw, dict):
-            raise _where(f"algorithm[{i}].grid", kgrid_raw, "must be a table of name = [values]")
-        kgrid = {k: _grid_list(f"algorithm[{i}].grid.{k}", v) for k, v in kgrid_raw.items()}
+            raise invalid_value(f"algorithm[{i}].grid", kgrid_raw, "must be a table of name = [values]")
+        kgrid = {k: grid_list(f"algorithm[{i}].grid.{k}", v) for k, v in kgrid_raw.items()}
         both = set(kgrid) & set(params)
         if both:
             raise SpecError(f"algorithm[{i}] sets {sorted(both)} in both params and grid: choose one")
@@ -153,8 +153,8 @@ def parse_target_metric(raw: dict[str, Any], grid: dict[str, Any],
         from bench.n_search import SEARCH_METRICS
 
         if target_metric not in SEARCH_METRICS:
-            raise _where("target_metric", target_metric,
-                         f"must be one of {', '.join(SEARCH_METRICS)} (population metrics)")
+            raise invalid_value("target_metric", target_metric,
+                                f"must be one of {', '.join(SEARCH_METRICS)} (population metrics)")
         if "target_alpha" not in grid:
             raise SpecError("target_metric is only allowed with grid.target_alpha")
         if raw.get("stop_at_target") is True and target_metric not in ("alpha_sosp", "grad_norm"):
@@ -176,39 +176,39 @@ def parse_fits(raw_fits: Any, grid: dict[str, Any], problem_list: list[dict[str,
     grid can satisfy."""
     fits = []
     if not isinstance(raw_fits, list):
-        raise _where("fit", raw_fits, "must be [[fit]] tables")
+        raise invalid_value("fit", raw_fits, "must be [[fit]] tables")
     seen = set()
     for i, f in enumerate(raw_fits):
-        _check_keys(f, FIT_KEYS, f"fit[{i}]")
+        check_keys(f, FIT_KEYS, f"fit[{i}]")
         for req in ("name", "view", "x", "window"):
             if req not in f:
                 raise SpecError(f"fit[{i}].{req} is missing: a fit needs name, view, x and window")
         if not isinstance(f["name"], str) or f["name"] in seen:
-            raise _where(f"fit[{i}].name", f["name"], "must be a string not used by another fit")
+            raise invalid_value(f"fit[{i}].name", f["name"], "must be a string not used by another fit")
         seen.add(f["name"])
         if f["view"] not in FIT_VIEWS:
-            raise _where(f"fit[{i}].view", f["view"], f"must be one of {', '.join(FIT_VIEWS)}")
+            raise invalid_value(f"fit[{i}].view", f["view"], f"must be one of {', '.join(FIT_VIEWS)}")
         if f["x"] not in FIT_X:
-            raise _where(f"fit[{i}].x", f["x"], f"must be one of {', '.join(FIT_X)}")
+            raise invalid_value(f"fit[{i}].x", f["x"], f"must be one of {', '.join(FIT_X)}")
         y = f.get("y", "n_star" if f["view"] == "sample_complexity" else "alpha_best")
         if not isinstance(y, str):
-            raise _where(f"fit[{i}].y", y, "must be a column name")
+            raise invalid_value(f"fit[{i}].y", y, "must be a column name")
         if f["view"] == "sample_complexity" and y != "n_star":
-            raise _where(f"fit[{i}].y", y, "must be n_star in the sample_complexity view")
+            raise invalid_value(f"fit[{i}].y", y, "must be n_star in the sample_complexity view")
         w = f["window"]
-        if (not isinstance(w, list) or len(w) != 2 or not all(_is_number(v) for v in w)
+        if (not isinstance(w, list) or len(w) != 2 or not all(is_number(v) for v in w)
                 or not 0 < w[0] < w[1] < math.inf):
-            raise _where(f"fit[{i}].window", w, "must be [low, high] with 0 < low < high < inf")
+            raise invalid_value(f"fit[{i}].window", w, "must be [low, high] with 0 < low < high < inf")
         mode = f.get("mode", "tuned")
         if mode not in FIT_MODES:
-            raise _where(f"fit[{i}].mode", mode, f"must be one of {', '.join(FIT_MODES)}")
-        where = _param_table(f"fit[{i}].where", f.get("where"))
-        _check_keys(where, {"problem", "algorithm", "d", "eps", "delta", "n", "target_alpha"},
-                    f"fit[{i}].where")
+            raise invalid_value(f"fit[{i}].mode", mode, f"must be one of {', '.join(FIT_MODES)}")
+        where = param_table(f"fit[{i}].where", f.get("where"))
+        check_keys(where, {"problem", "algorithm", "d", "eps", "delta", "n", "target_alpha"},
+                   f"fit[{i}].where")
         fit = FitSpec(name=f["name"], view=f["view"], x=f["x"], y=y,
                       window=(float(w[0]), float(w[1])), mode=mode,
                       where={k: canonical_number(v) for k, v in where.items()})
-        _check_fit_against_grid(i, fit, grid, problem_list, alg_list)
+        check_fit_against_grid(i, fit, grid, problem_list, alg_list)
         fits.append(fit)
     return fits
 
@@ -221,13 +221,13 @@ def parse_data(raw: dict[str, Any], grid: dict[str, Any], problem_list: list[dic
 
     stop = raw.get("stop_at_target", False)
     if not isinstance(stop, bool):
-        raise _where("stop_at_target", stop, "must be true or false")
+        raise invalid_value("stop_at_target", stop, "must be true or false")
     if stop and "target_alpha" not in grid:
         raise SpecError("stop_at_target = true is only allowed with grid.target_alpha")
     data = raw.get("data")
     if data is not None:
         if data not in DATA_MODES:
-            raise _where("data", data, f"must be one of {', '.join(DATA_MODES)}")
+            raise invalid_value("data", data, f"must be one of {', '.join(DATA_MODES)}")
         for prob in problem_list:
             if data not in data_modes(prob["name"]):
                 raise SpecError(f"data={data!r} is invalid for problem {prob['name']!r}: it supports "

@@ -15,7 +15,7 @@ class SpecError(ValueError):
     """An invalid sweep spec (the message names the key, the value and what is allowed)."""
 
 
-def _where(key: str, value: Any, allowed: str) -> SpecError:
+def invalid_value(key: str, value: Any, allowed: str) -> SpecError:
     return SpecError(f"{key}={value!r} is invalid: {allowed}")
 
 
@@ -25,9 +25,9 @@ def did_you_mean(key: str, allowed: Iterable[str]) -> str:
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
-def _check_keys(table: Any, allowed: set[str], where: str) -> None:
+def check_keys(table: Any, allowed: set[str], where: str) -> None:
     if not isinstance(table, dict):
-        raise _where(where, table, "must be a table")
+        raise invalid_value(where, table, "must be a table")
     for key in table:
         if key not in allowed:
             at = f"{where}.{key}" if where else str(key)
@@ -35,32 +35,32 @@ def _check_keys(table: Any, allowed: set[str], where: str) -> None:
                             f"{', '.join(sorted(allowed))}")
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _int_like(key: str, v: Any, lo: int) -> int:
-    if _is_number(v) and math.isfinite(v) and float(v).is_integer() and v >= lo:
+def int_like(key: str, v: Any, lo: int) -> int:
+    if is_number(v) and math.isfinite(v) and float(v).is_integer() and v >= lo:
         return int(v)
-    raise _where(key, v, f"must be an integer >= {lo}")
+    raise invalid_value(key, v, f"must be an integer >= {lo}")
 
 
-def _grid_list(key: str, v: Any) -> list:
+def grid_list(key: str, v: Any) -> list:
     if not isinstance(v, list):
-        raise _where(key, v, "must be a list of values")
+        raise invalid_value(key, v, "must be a list of values")
     if not v:
-        raise _where(key, v, "must not be empty")
+        raise invalid_value(key, v, "must not be empty")
     if len({repr(x) for x in v}) != len(v):
-        raise _where(key, v, "must not repeat a value")
+        raise invalid_value(key, v, "must not repeat a value")
     return v
 
 
 DELTA_RULE = re.compile(r"^1/n(?:\^(\d+(?:\.\d+)?))?$")
 
 
-def _delta_entry(x: Any) -> float | str:
+def delta_entry(x: Any) -> float | str:
     """A number in (0, 1), or a rule "1/n^p" (p > 0) kept as its canonical string."""
-    if _is_number(x) and 0 < float(x) < 1:
+    if is_number(x) and 0 < float(x) < 1:
         return float(x)
     if isinstance(x, str):
         m = DELTA_RULE.match(x.replace(" ", ""))
@@ -77,19 +77,19 @@ def delta_for(entry: float | str, budget: int | None) -> float:
     return float(entry)
 
 
-def _number_list(key: str, v: Any, check, allowed: str) -> list:
-    vals = _grid_list(key, v)
+def number_list(key: str, v: Any, check, allowed: str) -> list:
+    vals = grid_list(key, v)
     for x in vals:
-        if not _is_number(x) or not check(float(x)):
+        if not is_number(x) or not check(float(x)):
             raise SpecError(f"{key} contains {x!r}: {allowed}")
     return vals
 
 
-def _param_table(key: str, v: Any) -> dict[str, Any]:
+def param_table(key: str, v: Any) -> dict[str, Any]:
     if v is None:
         return {}
     if not isinstance(v, dict):
-        raise _where(key, v, "must be a table of name = value")
+        raise invalid_value(key, v, "must be a table of name = value")
     for k, x in v.items():
         if not isinstance(x, (int, float, str, bool)):
             raise SpecError(f"{key}.{k}={x!r} is invalid: must be a number, string or boolean")

@@ -146,7 +146,7 @@ class Estimate:
         self.bounded += not learned
 
 
-def _horizon(cell: Cell) -> float:
+def cell_horizon(cell: Cell) -> float:
     """The cell's horizon T from its algorithm's rules (the most steps it can run)."""
     from algorithms import Privacy, get_algorithm
     from problems import get_problem
@@ -300,7 +300,7 @@ class CostModel:
     def from_store(cls, path: str | Path, horizon: Callable[[Cell], float] | None = None,
                    shipped: str | Path | None = SHIPPED_RATES) -> CostModel:
         model = cls()
-        for key, r in stored_timings(path, horizon or _horizon).items():
+        for key, r in stored_timings(path, horizon or cell_horizon).items():
             model.rates[key] = fit_rate(r)
             model.stored += len(r)
         if shipped is not None and Path(shipped).is_file():
@@ -408,7 +408,7 @@ def shipped_rates_table(stores: list[str | Path]) -> dict:
     pooled: dict[tuple[str, str, str, bool, bool], list[tuple[float, float]]] = {}
     specs = []
     for path in stores:  # every store's cells of one key pooled: one entry per key
-        for (alg, prob, data, tgt, priv), r in stored_timings(path, _horizon).items():
+        for (alg, prob, data, tgt, priv), r in stored_timings(path, cell_horizon).items():
             pooled.setdefault((alg, prob, data, tgt, priv), []).extend(r)
             pooled.setdefault((alg, ANY_PROBLEM, data, tgt, priv), []).extend(r)
         with Store(path, create=False) as st:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bench.cells import Cell
 from bench.config import SweepSpec
-from bench.cost import CostModel, Estimate, _horizon, probe_rates
+from bench.cost import CostModel, Estimate, cell_horizon, probe_rates
 from bench.store import FAILED, Store
 
 
@@ -61,11 +61,11 @@ def plan_sweep(spec: SweepSpec, store_path: str | Path, retry_failed: bool = Fal
     limit = spec.limits.time or math.inf
     probed = 0
     if probe is not None and pending:
-        probed = probe_rates(pending, model, _horizon, probe, limit)
+        probed = probe_rates(pending, model, cell_horizon, probe, limit)
     estimate, mid = Estimate(), {}
     over: list[tuple[Cell, float]] = []  # cells likely to pass limits.time, their estimates
     for c in pending:
-        raw = model.unclipped(c, _horizon)
+        raw = model.unclipped(c, cell_horizon)
         vals = tuple(min(limit, v) for v in raw)
         estimate.add(vals, model._rate(c)[0] is not None)  # type: ignore[arg-type]
         mid[c.key] = vals[1]

@@ -21,13 +21,13 @@ from collections.abc import Callable
 import numpy as np
 
 from problems.jit_cache import enable_disk_cache
-from problems.profiles import _Profile
+from problems.profiles import Profile
 
 #: The three functions a subclass sets (class attributes, each f(u, p) -> float).
 FUNCTIONS = ("value_fn", "d1_fn", "d2_fn")
 
 
-class JitProfile(_Profile):
+class JitProfile(Profile):
     """A separable profile from three numba-compiled functions of (u, p).
 
     Subclasses set the class attributes `value_fn`, `d1_fn` and `d2_fn` (phi, phi', phi'' as

@@ -11,7 +11,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 
-class _Profile:
+class Profile:
     """A 1-d profile phi with derivatives and the sup-norm constants of phi', phi'', phi'''."""
 
     G: float
@@ -30,7 +30,7 @@ class _Profile:
 
 
 
-class CosineProfile(_Profile):
+class CosineProfile(Profile):
     """phi(u) = cos(omega u): maximum at 0 (phi'' = -omega^2), minima at u = +-pi/omega."""
 
     def __init__(self, omega: float) -> None:
@@ -48,7 +48,7 @@ class CosineProfile(_Profile):
 
 
 
-class ValleyProfile(_Profile):
+class ValleyProfile(Profile):
     """phi(u) = p(u / w), p(v) = -1/2 log(1 + v^2) + beta (sqrt(1 + v^2) - 1).
 
     p'(v) = -v/(1+v^2) + beta v/sqrt(1+v^2) ~ -1/v for 1 << v << 1/beta, so the gradient
@@ -95,7 +95,7 @@ def _sech2(z: np.ndarray) -> np.ndarray:
 
 
 
-class RampProfile(_Profile):
+class RampProfile(Profile):
     """phi(u) = a (exp(-u^2 / (2 w^2)) - 1) + r(u): a saddle bump, then a long ramp of slope s.
 
     The ramp's derivative is the odd function

@@ -47,7 +47,7 @@ import numpy as np
 
 from problems.base import Constants, Problem, check_nonneg, check_positive
 from problems.finite_support import TwoPointCoordinates
-from problems.profiles import CosineProfile, RampProfile, ValleyProfile, _Profile
+from problems.profiles import CosineProfile, Profile, RampProfile, ValleyProfile
 
 #: The coordinates of a record O2's map reads: the two noise factors (a1, a2).
 _NOISE_FACTORS = slice(0, 2)
@@ -56,7 +56,7 @@ _NOISE_FACTORS = slice(0, 2)
 class SeparableSaddle(TwoPointCoordinates, Problem):
     """Shared machinery; see the module docstring for the loss, its constants and derivation."""
 
-    profile: _Profile
+    profile: Profile
 
     def __init__(self, d: int, c: float, mu: float, noise: float, tau: float) -> None:
         super().__init__(d)

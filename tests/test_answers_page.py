@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.report.answers_page import answers_page, practitioner_answer, spider_answer
-from bench.cli.practitioners import _table
+from bench.cli.practitioners import practitioners_rows
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
 
@@ -29,7 +29,7 @@ def test_the_spider_answer_reads_the_crossovers():
 
 
 def test_the_practitioner_answer_reads_the_atlas_and_states_its_scope():
-    t = _table([str(REPORTS / "practitioners.csv")], 2000, None)
+    t = practitioners_rows([str(REPORTS / "practitioners.csv")], 2000, None)
     text = practitioner_answer(t)
     n = t[(t["metric"] == "alpha_sosp") & (t["algorithm"] == "dp_sgd")]
     assert f"dp_sgd needs fewer samples than the best Spider at {len(n)} of {len(n)} points" in text
@@ -41,7 +41,7 @@ def test_the_page_is_drawn_only_with_its_data(tmp_path):
     with PdfPages(tmp_path / "a.pdf") as pdf:
         assert answers_page(pdf, None, None) is False
         assert answers_page(pdf, pd.read_csv(REPORTS / "crossovers.csv"),
-                            _table([str(REPORTS / "practitioners.csv")], 2000, None)) is True
+                            practitioners_rows([str(REPORTS / "practitioners.csv")], 2000, None)) is True
 
 
 def test_the_spider_answer_reads_its_direction_and_says_nothing_without_a_crossover():

@@ -499,14 +499,14 @@ def test_phased_sgd_refuses_non_convex_problems():
 def test_a_fixed_override_in_a_spec_is_not_theory_mode():
     """A first-order entry with params = {T = 51} (no grid) replaces a rule: theory mode leaves
     it out and the tuned envelope names it by its params; knobs at their defaults stay in."""
-    from analysis.points import _combo_label, at_defaults
+    from analysis.points import at_defaults, combo_label
 
     assert not at_defaults({"T": 51}, [], "dp_gd")
     assert at_defaults({"c_T": 1.0}, ["c_T"], "dp_gd")
     assert not at_defaults({"c_T": 2.0}, ["c_T"], "dp_gd")
     assert at_defaults({"K_max": 20_000}, [], "recursive_regularization")  # a knob at its default
     assert not at_defaults({"K_max": 40}, [], "recursive_regularization")
-    assert _combo_label({"T": 51}, []) == "T=51" and _combo_label({}, []) == "defaults"
+    assert combo_label({"T": 51}, []) == "T=51" and combo_label({}, []) == "defaults"
 
 
 def _expanding_neighbours(prob, n=4000):

@@ -1,5 +1,7 @@
 """The house (issue 31): no circle of imports among the package's modules, data one way
-(bench -> analysis -> algorithms -> problems), and no room far over ~400 lines."""
+(bench -> analysis -> algorithms -> problems), no room far over ~400 lines; functions a reader
+holds in mind (issue 75, item 3): none over 100 lines, and no module reaching for another's
+private names."""
 
 from __future__ import annotations
 
@@ -67,12 +69,9 @@ def test_no_module_far_over_400_lines():
 FUNCTION_MAX = 100
 LONG_FUNCTIONS = {
     ("algorithms/sosp/engine.py", "_run_engine"): 237,
-    ("bench/cli/__init__.py", "build_parser"): 234,
     ("algorithms/sosp/compiled_o2_steps.py", "_o2_steps"): 196,
-    ("analysis/report/build.py", "write_report"): 101,
     ("algorithms/first_order/compiled_tree.py", "_leaves"): 118,
     ("algorithms/first_order/tree_private_spider.py", "_run"): 116,
-    ("analysis/privacy_checks/layers.py", "check_releases"): 101,
 }
 
 
@@ -89,3 +88,81 @@ def test_no_function_over_100_lines_but_the_listed_ones_and_none_grows():
     assert set(long) <= set(LONG_FUNCTIONS), sorted(set(long) - set(LONG_FUNCTIONS))
     grown = {k: (v, LONG_FUNCTIONS[k]) for k, v in long.items() if v > LONG_FUNCTIONS[k]}
     assert grown == {}
+
+
+#: The product modules' imports of another product module's private name (`from X import _name`,
+#: or `X._name` on an imported module X), each with its reason; a new one fails (issue 75, item
+#: 3). Keys: (importing file, "module._name").
+ALGORITHMS_MOVE = "defined in algorithms/, renamed when issue 71's engine move lands"
+PRIVATE_IMPORTS = {
+    ("algorithms/adaptive_noise/baselines.py", "algorithms.adaptive_noise.ellipsoid._ASI"):
+        ALGORITHMS_MOVE,
+    ("algorithms/adaptive_noise/baselines.py",
+     "algorithms.adaptive_noise.ellipsoid._EllipsoidMethod"): ALGORITHMS_MOVE,
+    ("algorithms/adaptive_noise/estimated_scales.py", "algorithms.adaptive_noise.ellipsoid._ASI"):
+        ALGORITHMS_MOVE,
+    ("algorithms/first_order/compiled_tree.py", "algorithms.sosp.compiled_o2_steps._hold_roots"):
+        ALGORITHMS_MOVE,
+    ("algorithms/privacy/accounting/ledger.py", "algorithms.privacy.accounting.pld._full_batch_mu"):
+        ALGORITHMS_MOVE,
+    ("algorithms/privacy/accounting/pld.py", "algorithms.privacy.accounting.gdp._check_eps_delta"):
+        ALGORITHMS_MOVE,
+    ("algorithms/sosp/compiled_o2.py", "algorithms.sosp.compiled_o2_steps._o2_steps"):
+        ALGORITHMS_MOVE,
+    ("analysis/privacy_checks/plugin_checks.py",
+     "algorithms.adaptive_noise.ellipsoid._EllipsoidMethod"): ALGORITHMS_MOVE,
+}
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(path: Path, me: str, mods: dict[str, Path]) -> set[str]:
+    """"module._name" for each private name of another module of ours that `path` (module `me`)
+    imports (`from module import _name`, relative or absolute, at top level or in a function)
+    or reads off a module it imported (`module._name`, `alias._name`)."""
+    tree = ast.parse(path.read_text())
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found, alias = set(), {}  # alias: a name bound to a module of ours -> that module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for a in node.names:
+                if f"{base}.{a.name}" in mods:
+                    alias[a.asname or a.name] = f"{base}.{a.name}"
+                elif base in mods and base != me and _is_private(a.name):
+                    found.add(f"{base}.{a.name}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname and a.name in mods:
+                    alias[a.asname] = a.name
+                elif not a.asname:  # `import a.b.c` binds a; a.b.c._name is read off it
+                    alias.setdefault(a.name.split(".")[0], a.name.split(".")[0])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            chain, v = [], node.value
+            while isinstance(v, ast.Attribute):
+                chain.append(v.attr)
+                v = v.value
+            if isinstance(v, ast.Name) and v.id in alias:
+                module = ".".join([alias[v.id], *reversed(chain)])
+                if module in mods and module != me:
+                    found.add(f"{module}.{node.attr}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names_but_the_listed_ones():
+    """Zero imports of another module's private names, or a named exception with its reason
+    (PRIVATE_IMPORTS). The pytest benchmarks under bench/benchmarks are tests, which may reach
+    into a module (as tests/ does), and are not scanned."""
+    mods = _modules()
+    found = {(str(p.relative_to(ROOT)), name) for m, p in mods.items()
+             if "benchmarks" not in p.relative_to(ROOT).parts
+             for name in _private_imports(p, m, mods)}
+    assert all(reason.strip() for reason in PRIVATE_IMPORTS.values())
+    assert sorted(found - set(PRIVATE_IMPORTS)) == [], "new imports of a private name"
+    assert sorted(set(PRIVATE_IMPORTS) - found) == [], "listed but gone: remove from PRIVATE_IMPORTS"

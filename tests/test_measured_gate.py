@@ -18,7 +18,7 @@ import pytest
 
 from analysis.declarations import FitSpec, StoreData
 from analysis.points import fit_points_table
-from analysis.verdict_engine.flags import _floor_check, measured_private_share
+from analysis.verdict_engine.flags import floor_check, measured_private_share
 
 REPS = 5
 #: Multipliers of a design point's median over its 5 seeds (median 1: the planted value).
@@ -229,12 +229,12 @@ def test_error_view_share_and_floor_check_match_controls_at_the_same_n_and_knobs
     # increasing x = sqrt(d)/(n eps): n = 1e8, 1e7, 1e6
     assert share == pytest.approx([0.5, 0.8, 0.95])
     # n = 1e8: 0.01 is within 3x of its control 0.005 (the floor), the others are not
-    assert _floor_check(data, sub, fit) == (True, 0, 3)
+    assert floor_check(data, sub, fit) == (True, 0, 3)
     without_1e8 = _data([r for r in rows if not (math.isinf(r["eps"]) and r["n"] == 10**8
                                                  and r["params"] == {"alpha_mult": 1})])
     share = measured_private_share(without_1e8, _sub(without_1e8, fit), fit)
     assert np.isnan(share[0]) and share[1:] == pytest.approx([0.8, 0.95])
-    assert _floor_check(without_1e8, _sub(without_1e8, fit), fit) == (False, 1, 3)
+    assert floor_check(without_1e8, _sub(without_1e8, fit), fit) == (False, 1, 3)
 
 
 def test_a_non_private_fit_has_no_share_and_the_floor_check_is_error_view_only():
@@ -244,7 +244,7 @@ def test_a_non_private_fit_has_no_share_and_the_floor_check_is_error_view_only()
     data = _data(rows)
     assert measured_private_share(data, _sub(data, fit), fit) is None
     both = _data(_target_rows(0.1, PRIVATE) + _target_rows(math.inf, PRIVATE))  # share 0
-    assert _floor_check(both, _sub(both, SAMPLES_ALPHA), SAMPLES_ALPHA) == (False, 0, 0)
+    assert floor_check(both, _sub(both, SAMPLES_ALPHA), SAMPLES_ALPHA) == (False, 0, 0)
     assert measured_private_share(both, _sub(both, SAMPLES_ALPHA), SAMPLES_ALPHA) == \
         pytest.approx([0.0, 0.0, 0.0])
 

@@ -198,14 +198,14 @@ def _fit_rows() -> pd.DataFrame:
 
 
 def test_fit_says_no_claim_and_which_row_decides_page_one(capsys):
-    from bench.cli.fit import NO_CLAIM, _print_claims, deciding_rows, mark_no_claim
+    from bench.cli.fit import NO_CLAIM, deciding_rows, mark_no_claim, print_claims
 
     table = mark_no_claim(_fit_rows())
     assert list(table["verdict"][4:]) == [NO_CLAIM, NO_CLAIM]
     assert list(table["verdict"][:4]) == list(_fit_rows()["verdict"][:4])
     # page 1's ranking: measured, then in regime, then the declared mode
     assert deciding_rows(table) == [True, False, False, True, False, False]
-    _print_claims(_fit_rows())
+    print_claims(_fit_rows())
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert "page 1" in lines[0] and "inconclusive" not in out

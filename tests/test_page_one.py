@@ -14,10 +14,10 @@ from analysis.privacy_checks.ledger import FAILED_MARK
 from analysis.report.tables import (
     NO_CLAIM,
     VERDICT_COLOURS,
-    _rank,
     claims_display,
     claims_summary,
     shown_claims,
+    summary_rank,
     verdict_colour,
     verdict_counts,
     verdict_key,
@@ -121,7 +121,7 @@ def test_a_claimless_algorithm_reads_no_claim_and_ranks_last():
     ])
     assert list(claims_display(rows)["verdict"]) == [NO_CLAIM, "inconclusive", "inconclusive",
                                                     "inconclusive"]
-    ranks = [_rank(pd.Series({**r, "_order": 0})) for r in rows.to_dict("records")]
+    ranks = [summary_rank(pd.Series({**r, "_order": 0})) for r in rows.to_dict("records")]
     assert ranks[0] > ranks[1]  # a claimless row never decides before a claim's row
 
 

@@ -122,14 +122,14 @@ def test_the_command_csv_round_trip_and_the_readme_block(tmp_path, capsys):
         in printed
     assert "alpha_sosp: dp_sgd needs fewer samples than the best Spider at 1 of 1 points" \
         in printed.replace("Recommendation (alpha_sosp): ", "alpha_sosp: ")
-    from bench.cli.practitioners import BEGIN, END, _table, readme_block
+    from bench.cli.practitioners import BEGIN, END, practitioners_rows, readme_block
 
     readme = tmp_path / "README.md"
     readme.write_text(f"top\n{BEGIN}\nold\n{END}\nbottom\n")
     assert main(["practitioners", str(csv), "--update-readme", str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith("top\n") and text.endswith("bottom\n") and "old" not in text
-    block = readme_block(_table([str(csv)], 2000, None))
+    block = readme_block(practitioners_rows([str(csv)], 2000, None))
     assert block.strip() in text
     assert "| alpha_sosp | `hard_valley` | 10 | 0.5 | 0.05 | dp_sgd, 2x [2, 2] fewer than dp_gd" in text
 
@@ -151,12 +151,12 @@ def test_the_readme_block_is_the_committed_csv():
     makes (`make readme-claims` rewrites it; this fails when the two disagree)."""
     from pathlib import Path
 
-    from bench.cli.practitioners import BEGIN, END, _maps_written, _table, readme_block
+    from bench.cli.practitioners import BEGIN, END, _maps_written, practitioners_rows, readme_block
 
     root = Path(__file__).resolve().parents[1]
     text = (root / "README.md").read_text(encoding="utf-8")
     block = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-    table = _table([str(root / "reports" / "practitioners.csv")], 2000, None)
+    table = practitioners_rows([str(root / "reports" / "practitioners.csv")], 2000, None)
     assert block == readme_block(table, _maps_written(None, str(root / "README.md"))).strip()
     assert set(table["metric"]) == {"alpha_sosp", "grad_norm"}
     assert {10.0, 100.0} <= set(table["d"]) and set(table["eps"]) == {0.1, 1.0}
@@ -188,10 +188,10 @@ def test_the_exports_a_design_doc_takes(capsys):
     algorithm, one number per cell, the table first and its notes after."""
     from pathlib import Path
 
-    from bench.cli.practitioners import _table
+    from bench.cli.practitioners import practitioners_rows
 
     csv_path = str(Path(__file__).resolve().parents[1] / "reports" / "practitioners.csv")
-    table = _table([csv_path], 2000, None)
+    table = practitioners_rows([csv_path], 2000, None)
     assert main(["practitioners", csv_path]) == 0
     md = capsys.readouterr().out
     assert md.startswith("| metric | instance | d | eps | target | algorithm | samples n* [95% CI] |")

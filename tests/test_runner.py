@@ -585,7 +585,7 @@ def test_shipped_rates_price_every_reference_spec_within_2x():
     import json
 
     from bench.config import load_spec
-    from bench.cost import SHIPPED_RATES, CostModel, _horizon
+    from bench.cost import SHIPPED_RATES, CostModel, cell_horizon
 
     table = json.loads(SHIPPED_RATES.read_text())
     # the 23 reference specs and the practitioners' four (their n searches priced at the n they
@@ -597,7 +597,7 @@ def test_shipped_rates_price_every_reference_spec_within_2x():
         spec = load_spec(ROOT / "bench" / "configs" / f"{s['spec']}.toml")
         cells = spec.cells()
         assert len(cells) >= s["cells"] > 0
-        ratios[s["spec"]] = sum(model.unclipped(c, _horizon)[1] for c in cells) \
+        ratios[s["spec"]] = sum(model.unclipped(c, cell_horizon)[1] for c in cells) \
             / s["measured_wall_s"]
     # all within 2x (0.56-1.26x: the 23 on the clean-clone reference of 4568f5e, the
     # practitioners' four on their own stores)
@@ -606,7 +606,7 @@ def test_shipped_rates_price_every_reference_spec_within_2x():
     bare = CostModel()
     spec = load_spec(ROOT / "bench" / "configs" / "seed002_scaling3_pdp.toml")
     measured = next(s for s in table["specs"] if s["spec"] == "seed002_scaling3_pdp")
-    assert sum(bare.unclipped(c, _horizon)[1] for c in spec.cells()) \
+    assert sum(bare.unclipped(c, cell_horizon)[1] for c in spec.cells()) \
         < measured["measured_wall_s"] / 10
 
 

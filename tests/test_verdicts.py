@@ -289,7 +289,7 @@ def test_a_private_error_fit_without_eps_inf_controls_says_its_floor_is_unchecke
     """A design point with no eps = inf run of its own (algorithm, instance, n, d) cannot be
     checked against the floor: counted (no silent pass), and advisory (not a gate flag)."""
     from analysis.declarations import FitSpec, StoreData
-    from analysis.verdict_engine.flags import _floor_check
+    from analysis.verdict_engine.flags import floor_check
     from analysis.verdict_engine.verdicts import regime_reason
 
     def cells(n: int, eps: float, y: float) -> list[dict]:
@@ -302,12 +302,12 @@ def test_a_private_error_fit_without_eps_inf_controls_says_its_floor_is_unchecke
                         "y": [1e-2] * 4, "eps": [1.0] * 4})
     control_at_1000 = StoreData(spec=None, cells=pd.DataFrame(cells(1000, math.inf, 1e-4)), path="",
                                 load_curves=lambda kind, keys: {})
-    assert _floor_check(control_at_1000, sub, fit) == (False, 1, 2)  # n = 4000 has none
+    assert floor_check(control_at_1000, sub, fit) == (False, 1, 2)  # n = 4000 has none
     private_only = StoreData(spec=None, cells=pd.DataFrame(cells(1000, 1.0, 1e-2)), path="",
                              load_curves=lambda kind, keys: {})
-    assert _floor_check(private_only, sub, fit) == (False, 2, 2)
+    assert floor_check(private_only, sub, fit) == (False, 2, 2)
     both = StoreData(spec=None, cells=pd.DataFrame(cells(1000, math.inf, 5e-3) + cells(4000, math.inf, 1e-4)),
                      path="", load_curves=lambda kind, keys: {})
-    assert _floor_check(both, sub, fit) == (True, 0, 2)  # n = 1000 within 3x of its floor
+    assert floor_check(both, sub, fit) == (True, 0, 2)  # n = 1000 within 3x of its floor
     assert regime_reason("floor unchecked: 2 of 2 design points have no eps = inf run") == ""
     assert regime_reason("floor: a design point within 3x of its eps = inf median") != ""

@@ -41,7 +41,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.comparisons.compare import COUNTED, METRIC_COLUMN, Row, _label, build_rows, interval, ratio
+from analysis.comparisons.compare import (
+    COUNTED,
+    METRIC_COLUMN,
+    Row,
+    build_rows,
+    interval,
+    ratio,
+    setting_label,
+)
 from analysis.verdict_engine.rates import N_BOOT
 
 SAMPLES, ERROR = "samples to target", "error at n"
@@ -107,7 +115,7 @@ def _error_rows(g: pd.DataFrame, col: str, metric: str) -> dict[float, list[Row]
         split = [c for c in ("data", "calibration", "base_seed") if ga[c].nunique() > 1]
         for (combo, data, cal, seed), gc in ga.groupby(["combo", "data", "calibration", "base_seed"],
                                                        sort=True):
-            label = _label(alg, json.loads(combo), gc["knobs"].iloc[0], several)
+            label = setting_label(alg, json.loads(combo), gc["knobs"].iloc[0], several)
             if split:
                 parts = {"data": data, "calibration": cal, "base_seed": f"seed {seed}"}
                 label += " [" + ", ".join(str(parts[c]) for c in split) + "]"
@@ -144,7 +152,7 @@ def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) ->
     return out
 
 
-def _shared_instance(problem: str, instance: str) -> str:
+def shared_instance(problem: str, instance: str) -> str:
     """The instance without a per-target parameter (hard_ramp is built per alpha: its instances
     at the targets of one map are one family, as in `analysis.points`)."""
     try:
@@ -214,7 +222,7 @@ def atlas_table(cells: pd.DataFrame, n_boot: int = N_BOOT, knobs: str = "theory"
 
     def emit(view: str, metric: str, gkey: tuple, x: float, rows: list[Row]) -> None:
         problem, instance, d, eps = gkey
-        instance = _shared_instance(problem, instance)
+        instance = shared_instance(problem, instance)
         key = {"view": view, "metric": metric, "problem": problem,
                "instance": "" if instance == "{}" else instance, "d": float(d), "eps": float(eps),
                "x": float(x)}
@@ -247,7 +255,7 @@ def atlas_table(cells: pd.DataFrame, n_boot: int = N_BOOT, knobs: str = "theory"
             for n, rows in _error_rows(g, col, metric).items():
                 emit(ERROR, metric, gkey, n, rows)
     table = pd.DataFrame(recs, columns=[c for c in COLUMNS if c not in ("winner", "reading")])
-    return _with_readings(table)
+    return with_readings(table)
 
 
 def _reading(rows: pd.DataFrame) -> tuple[str, str, str, float, float, float, str]:
@@ -289,7 +297,7 @@ def _reps(row: pd.Series) -> int:
     return int(v) if pd.notna(v) else MIN_SEEDS_FOR_WINNER
 
 
-def _with_readings(table: pd.DataFrame) -> pd.DataFrame:
+def with_readings(table: pd.DataFrame) -> pd.DataFrame:
     """`table` with its point-level `winner` and `reading` columns (re)computed."""
     table = table.sort_values([*KEY, "value", "algorithm"], kind="stable").reset_index(drop=True)
     table["winner"], table["reading"] = "", ""
@@ -329,7 +337,7 @@ def points_table(table: pd.DataFrame) -> pd.DataFrame:
 
 # ----- display --------------------------------------------------------------------------------
 
-def _num(v: float) -> str:
+def num3(v: float) -> str:
     if not isinstance(v, (int, float)) or math.isnan(v):
         return "-"
     return "inf" if math.isinf(v) else f"{v:.3g}"
@@ -345,11 +353,11 @@ def margin_text(p: pd.Series | dict) -> str:
     what = "fewer samples" if p["view"] == SAMPLES else "lower error"
     if p["pairing"] == CENSORED_RIVAL:
         if p["reading"] == WINNER:
-            return (f"more than {_num(p['margin_low'])}x {what} than {p['runner_up']} (censored: "
+            return (f"more than {num3(p['margin_low'])}x {what} than {p['runner_up']} (censored: "
                     "it never reached the target, only a lower bound on its median is known)")
         return (f"{p['runner_up']} censored below the best median (it stopped short of the "
                 "target before the best median's size): no margin")
-    return (f"{_num(p['margin'])}x [{_num(p['margin_low'])}, {_num(p['margin_high'])}] {what} than "
+    return (f"{num3(p['margin'])}x [{num3(p['margin_low'])}, {num3(p['margin_high'])}] {what} than "
             f"{p['runner_up']} ({pairing_text(p['pairing'])})")
 
 

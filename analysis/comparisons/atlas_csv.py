@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.comparisons.atlas import COLUMNS, OPTIONAL, _with_readings
+from analysis.comparisons.atlas import COLUMNS, OPTIONAL, with_readings
 
 
 def write_csv(table: pd.DataFrame, path: str | Path) -> Path:
@@ -45,7 +45,7 @@ def read_csv(path: str | Path) -> pd.DataFrame:
               "ratio_high"):
         table[c] = table[c].astype(float)
     table["reps"] = table["reps"].astype(int)
-    return _with_readings(table)
+    return with_readings(table)
 
 
 def filter_table(table: pd.DataFrame, metric: str | None = None, problem: str | None = None,

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from analysis.comparisons.atlas import BEST, KEY, SAMPLES, WINNER, _num, points_table
+from analysis.comparisons.atlas import BEST, KEY, SAMPLES, WINNER, num3, points_table
 
 LIGHT = 0.3
 A4_LANDSCAPE = (11.69, 8.27)
@@ -117,8 +117,8 @@ def crossover_lines(cx: pd.DataFrame) -> list[str]:
             lines.append(head + f"crossing somewhere in {x} [{c['x_low']:g}, {c['x_high']:g}] "
                          "(a censored median at one end: not interpolated)")
             continue
-        lines.append(head + f"crossing near {x}={_num(c['x_cross'])} [{_num(c['x_low'])}, "
-                     f"{_num(c['x_high'])}]"
+        lines.append(head + f"crossing near {x}={num3(c['x_cross'])} [{num3(c['x_low'])}, "
+                     f"{num3(c['x_high'])}]"
                      + ("" if c["significant"] else " (not significant at both ends)"))
     return lines
 

@@ -30,7 +30,7 @@ from analysis.comparisons.atlas import (
     NOT_MEASURED,
     SAMPLES,
     WINNER,
-    _num,
+    num3,
     pairing_text,
     points_table,
 )
@@ -102,12 +102,12 @@ class Recommendation:
             verdict = f"run {self.winner}" if self.reading == WINNER else \
                 f"{self.reading} (best median: {self.winner})"
             if self.pairing == CENSORED_RIVAL:  # the margin is a lower bound, or nothing
-                margin = (f"more than {_num(self.margin_low)}x {what} than {self.runner_up} "
+                margin = (f"more than {num3(self.margin_low)}x {what} than {self.runner_up} "
                           "(censored: it never reached the target)" if self.reading == WINNER
                           else f"{self.runner_up} censored below the best median: no margin")
             else:
-                margin = (f"{_num(self.margin)}x [{_num(self.margin_low)}, "
-                          f"{_num(self.margin_high)}] {what} than {self.runner_up} "
+                margin = (f"{num3(self.margin)}x [{num3(self.margin_low)}, "
+                          f"{num3(self.margin_high)}] {what} than {self.runner_up} "
                           f"({pairing_text(self.pairing)})")
             out = [head + f"{verdict}, {margin}; "
                    + self.status + (f": {self.how}" if self.how else "")]
@@ -125,7 +125,7 @@ def _cell_text(r: pd.Series) -> str:
     x = "target" if r["view"] == SAMPLES else "n"
     src = f"; {r['source']}" if r.get("source", "") else ""
     return (f"{r['algorithm']} at d={r['d']:g} eps={r['eps']:g} {x}={r['x']:g}: median "
-            f"{_num(r['value'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}] over {int(r['reps'])} "
+            f"{num3(r['value'])} [{num3(r['ci_low'])}, {num3(r['ci_high'])}] over {int(r['reps'])} "
             f"seeds{src}")
 
 
@@ -133,7 +133,7 @@ def _curve_text(alg: str, rows: pd.DataFrame) -> str:
     """One algorithm's measured curve a fit rests on, one line."""
     x = "target" if rows["view"].iloc[0] == SAMPLES else "n"
     r0 = rows.iloc[0]
-    pts = ", ".join(f"{x}={r['x']:g}: {_num(r['value'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
+    pts = ", ".join(f"{x}={r['x']:g}: {num3(r['value'])} [{num3(r['ci_low'])}, {num3(r['ci_high'])}]"
                     f" ({int(r['reps'])} seeds)" for _, r in rows.iterrows())
     src = f"; {r0['source']}" if r0.get("source", "") else ""
     return f"{alg} at d={r0['d']:g} eps={r0['eps']:g}: {pts}{src}"
@@ -232,8 +232,8 @@ def _extrapolate(rec: Recommendation, g: pd.DataFrame, at: dict[str, float], x0:
     xs = sorted(set(s["x"]))
     inside = xs[0] <= x0 <= xs[-1]
     moved = [f"{k}={at[k]:g}" for k, v in (("d", d), ("eps", eps)) if k in at and not _close(at[k], v)]
-    laws = "; ".join(f"{a} {yn} ~ {xn}^{fits[a][2]:.3g} [{_num(fits[a][3][0])}, {_num(fits[a][3][1])}]"
-                     f" -> {_num(fits[a][0])} [{_num(_pct(fits[a][1])[0])}, {_num(_pct(fits[a][1])[1])}]"
+    laws = "; ".join(f"{a} {yn} ~ {xn}^{fits[a][2]:.3g} [{num3(fits[a][3][0])}, {num3(fits[a][3][1])}]"
+                     f" -> {num3(fits[a][0])} [{num3(_pct(fits[a][1])[0])}, {num3(_pct(fits[a][1])[1])}]"
                      for a in order)
     rec.how = (f"per-algorithm log-log fits of {yn} against {xn} over the measured {xn} "
                f"{xs[0]:g}..{xs[-1]:g} ({'inside' if inside else 'beyond'} that range) at d={d:g}, "
@@ -287,6 +287,6 @@ def recommend(table: pd.DataFrame, at: dict[str, float], target: float | None = 
         if view == SAMPLES and "n" in at and math.isfinite(rec.winner_value):
             ok = rec.winner_value <= at["n"] * (1 + 1e-9)
             rec.budget = (f"n={at['n']:g} {'covers' if ok else 'is below'} {rec.winner}'s "
-                          f"samples to the target ({_num(rec.winner_value)})")
+                          f"samples to the target ({num3(rec.winner_value)})")
         out.append(rec)
     return out

@@ -12,7 +12,7 @@ different ways:
   it. Two readings: from its target cells, each a search over n per repetition
   (`bench.n_search`, view "n search": the median of the searched n*, passes = gradient
   evaluations / n* at n*); else from an n grid, the first crossing of the median error curve
-  against n, log-log interpolated (`analysis.empirical_n_star._crossing`, as `dprates fit
+  against n, log-log interpolated (`analysis.empirical_n_star.first_crossing`, as `dprates fit
   --n-star`), view "records".
 
 Both estimators are functions of the repetitions (seeds) of a curve. One bootstrap over
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.empirical_n_star import _crossing
+from analysis.empirical_n_star import first_crossing
 from analysis.verdict_engine.rates import LEVEL, N_BOOT
 
 #: The error column each claim metric is read from in the records view (best stored iterate).
@@ -124,7 +124,7 @@ class Row:
             return float(np.median(v[0]))
         with np.errstate(all="ignore"):
             med = np.array([np.nanmedian(r) if np.isfinite(r).any() else math.inf for r in v])
-        return _crossing(self.ns, med, self.target)[0]
+        return first_crossing(self.ns, med, self.target)[0]
 
     def estimates(self, cols: np.ndarray) -> np.ndarray:
         """`estimate(c)` for each row c of the (draws, k) index array `cols`, the same floats:
@@ -140,7 +140,7 @@ class Row:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN draws: inf below
             med = np.where(np.isfinite(v).any(axis=2), np.nanmedian(v, axis=2), math.inf)
-        return np.array([_crossing(self.ns, med[:, i], self.target)[0]
+        return np.array([first_crossing(self.ns, med[:, i], self.target)[0]
                          for i in range(med.shape[1])])
 
 
@@ -218,7 +218,7 @@ def _is_one_pass(algorithm: str, cells: pd.DataFrame) -> bool:
         return bool(cells["target_alpha"].notna().all())
 
 
-def _label(algorithm: str, params: dict, knobs: tuple, several: bool) -> str:
+def setting_label(algorithm: str, params: dict, knobs: tuple, several: bool) -> str:
     if not several:
         return algorithm
     keys = sorted(knobs) or sorted(params)
@@ -256,7 +256,7 @@ def build_rows(cells: pd.DataFrame, target: float, column: str | None = None,
             several = ga["combo"].nunique() > 1
             split = [c for c in ("data", "calibration", "base_seed") if ga[c].nunique() > 1]
             for (combo, data, cal, seed), gc in combos:
-                label = _label(alg, json.loads(combo), gc["knobs"].iloc[0], several)
+                label = setting_label(alg, json.loads(combo), gc["knobs"].iloc[0], several)
                 if split:  # the same algorithm in two data modes, calibrations or seeds
                     parts = {"data": data, "calibration": cal, "base_seed": f"seed {seed}"}
                     label += " [" + ", ".join(str(parts[c]) for c in split) + "]"
@@ -324,7 +324,7 @@ def _records_row(label: str, alg: str, col: str, seed: object, cells: pd.DataFra
               table.to_numpy(float), ns=ns, target=target)
     with np.errstate(all="ignore"):
         med = np.array([np.nanmedian(r) for r in row.values])
-    _est, status = _crossing(ns, med, target)
+    _est, status = first_crossing(ns, med, target)
     hit = np.flatnonzero(med <= target)
     if len(ns) < MIN_DESIGN:
         row.flags.append(f"few n ({len(ns)} design sizes)")

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-from analysis.verdict_engine.rates import LEVEL, N_BOOT, _percentile_ci, _resample_indices, _slopes
+from analysis.verdict_engine.rates import LEVEL, N_BOOT, percentile_ci, resample_indices, row_slopes
 from analysis.verdict_engine.rules_curve import PRIVATE_SHARE_MIN
 
 ADAPTIVE, GAUSSIAN = "adaptive_tree_spider", "gaussian_spider"
@@ -159,7 +159,7 @@ def law_fit(conds: list[Condition], n_boot: int = N_BOOT, level: float = LEVEL,
     boot = np.empty((n_boot, len(conds)))
     slopes = []
     for j, c in enumerate(conds):
-        idx = _resample_indices([len(g) for g in c.diffs], n_boot, rng)
+        idx = resample_indices([len(g) for g in c.diffs], n_boot, rng)
         means = np.stack([g[i].mean(axis=1) for g, i in zip(c.diffs, idx, strict=True)], axis=1)
         boot[:, j] = [c.crossover(m) for m in means]
         slopes.append(_condition_slopes(c, means, idx, level))
@@ -246,15 +246,15 @@ def _condition_slopes(c: Condition, boot_means: np.ndarray, idx: list[np.ndarray
     same pair indices as the differences (`boot_means`), NaN without `logs_a` / `logs_b`."""
     lx = np.log(c.x)
     out = dict.fromkeys(SLOPE_COLUMNS, math.nan)
-    out["paired_slope"] = float(_slopes(lx, c.means()[None, :])[0])
-    out["paired_ci_low"], out["paired_ci_high"] = _percentile_ci(_slopes(lx, boot_means), level)
+    out["paired_slope"] = float(row_slopes(lx, c.means()[None, :])[0])
+    out["paired_ci_low"], out["paired_ci_high"] = percentile_ci(row_slopes(lx, boot_means), level)
     for name, logs in (("slope_adaptive", c.logs_a), ("slope_gaussian", c.logs_b)):
         if logs is None:
             continue
         mean = np.array([g.mean() for g in logs])
         boot = np.stack([g[i].mean(axis=1) for g, i in zip(logs, idx, strict=True)], axis=1)
-        out[name] = float(_slopes(lx, mean[None, :])[0])
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _percentile_ci(_slopes(lx, boot), level)
+        out[name] = float(row_slopes(lx, mean[None, :])[0])
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = percentile_ci(row_slopes(lx, boot), level)
     return out
 
 
@@ -266,7 +266,7 @@ def rules_paired_slope(c: Condition) -> float:
     gap = np.log([c.budget_a(a) for a in c.x]) - np.log([c.budget_b(a) for a in c.x])
     if not np.isfinite(gap).all():
         return math.nan
-    return float(_slopes(np.log(c.x), gap[None, :])[0])
+    return float(row_slopes(np.log(c.x), gap[None, :])[0])
 
 
 def paired_gate(c: Condition) -> str:
@@ -350,7 +350,7 @@ def conditions_from_stores(stores: list) -> list[Condition]:
     `theory_params` (knobs at 1) under the store's calibration on the store's instance."""
     from algorithms import get_algorithm
     from analysis.points import fit_points_table
-    from analysis.regime_forecast import _spider_split
+    from analysis.regime_forecast import spider_split
     from analysis.verdict_engine.flags import measured_private_share
     from problems import get_problem
 
@@ -392,14 +392,14 @@ def conditions_from_stores(stores: list) -> list[Condition]:
         # one instance per target (hard_ramp) where the cells' instances differ
         per_target = getattr(problem, "per_target_param", None) if varies else None
         if per_target is None:
-            return lambda alpha: sum(_spider_split(cls, problem, d, eps, delta, cal, alpha))
+            return lambda alpha: sum(spider_split(cls, problem, d, eps, delta, cal, alpha))
 
         def budget(alpha: float) -> float:  # hard_ramp: the rules' budget on alpha's own instance
             try:
                 inst = get_problem(families[0], d=d, **{**params, per_target: alpha})
             except ValueError:  # no instance at this alpha (the ramp too short): no budget
                 return math.nan
-            return sum(_spider_split(cls, inst, d, eps, delta, cal, alpha))
+            return sum(spider_split(cls, inst, d, eps, delta, cal, alpha))
 
         return budget
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.comparisons.atlas import KEY, SAMPLES, WINNER, _shared_instance
+from analysis.comparisons.atlas import KEY, SAMPLES, WINNER, shared_instance
 
 #: The algorithms that search n and run many passes over n records (the practitioner's default).
 MULTI_PASS = ("dp_sgd", "dp_gd")
@@ -41,7 +41,7 @@ def compute_medians(cells: pd.DataFrame) -> pd.DataFrame:
     if t.empty:
         return pd.DataFrame(columns=["problem", "instance", "d", "eps", "x", "algorithm",
                                      "grad_evals", "passes", "upper_bound"])
-    t["instance"] = [_shared_instance(p, json.dumps(q or {}, sort_keys=True))
+    t["instance"] = [shared_instance(p, json.dumps(q or {}, sort_keys=True))
                      for p, q in zip(t["problem"], t["problem_params"], strict=True)]
     t["instance"] = t["instance"].replace("{}", "")
     t["passes"] = t["grad_evals"].astype(float) / t["samples_to_target"].astype(float)
@@ -69,7 +69,7 @@ def spider_ratios(cells: pd.DataFrame, n_boot: int = 2000) -> pd.DataFrame:
     t = cells[(cells["status"] == "ok") & cells["target_alpha"].notna()].copy()
     if t.empty:
         return pd.DataFrame(columns=cols)
-    t["instance"] = [_shared_instance(p, json.dumps(q or {}, sort_keys=True))
+    t["instance"] = [shared_instance(p, json.dumps(q or {}, sort_keys=True))
                      for p, q in zip(t["problem"], t["problem_params"], strict=True)]
     t["instance"] = t["instance"].replace("{}", "")
     out = []

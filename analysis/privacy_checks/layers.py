@@ -135,12 +135,51 @@ def sensitivity_check(algorithm: str, *, records: list[np.ndarray] | None = None
 def check_releases(run: RecordedRun, advs: list[np.ndarray], positions: int = 2,
                    max_releases: int = 400, seed: int = 0) -> SensitivityReport:
     """Replace one record of each (sampled) release's batch by each adversarial record."""
-    prob, traj, events, tree, scope, d = (run.problem, run.traj, run.events, run.tree, run.scope,
-                                          run.d)
+    events, traj = run.events, run.traj
     report = SensitivityReport(releases=len(events), max_ratio=0.0)
-    # Single pass: the batches, in release order, are the data's records in order. A multi-pass
-    # algorithm (it keeps its sample) reads records again by design; what it may not do is
-    # release more often than its accountant composed.
+    _check_one_pass(run, report)
+    pick = np.random.default_rng([seed, 2])
+    chosen = events if len(events) <= max_releases else [
+        events[i] for i in np.sort(pick.choice(len(events), max_releases, replace=False))]
+    told_nodes = traj.params.get("tree_nodes", 0)
+    for e in chosen:
+        batch = e["batch"]
+        if not len(batch):  # an empty Poisson batch: nothing to replace
+            continue
+        for pos in {0, int(pick.integers(len(batch)))} if positions > 1 else {0}:
+            for adv in advs:
+                other = batch.copy()
+                other[pos] = adv
+                new = _leaf_on(run.problem, e, other)
+                change = new - e["leaf"]
+                moved = float(np.linalg.norm(change))
+                told = e["told"]
+                ratio = moved / told if told > 0 else (math.inf if moved > 0 else 0.0)
+                report.max_ratio = max(report.max_ratio, ratio)
+                if not run.tree or moved == 0:
+                    continue
+                norms = _tree_node_changes(run, e["t"], new, moved)
+                s = traj.params["leaf_sensitivity"]
+                report.tree_nodes_touched = max(report.tree_nodes_touched, len(norms))
+                report.tree_nodes_told = told_nodes
+                sq = sum(v * v for v in norms) / (told_nodes * s * s)
+                report.tree_sq_ratio = max(report.tree_sq_ratio, sq)
+    if report.max_ratio > 1 + 1e-9:
+        report.violations.append(f"a leaf moved {report.max_ratio:.3g} x the told sensitivity")
+    if run.tree and report.tree_nodes_touched > told_nodes:
+        report.violations.append(f"{report.tree_nodes_touched} tree nodes changed, accountant "
+                                 f"told {told_nodes}")
+    if run.tree and report.tree_sq_ratio > 1 + 1e-9:
+        report.violations.append(f"sum of squared node changes {report.tree_sq_ratio:.3g} x "
+                                 "nodes x s^2")
+    return report
+
+
+def _check_one_pass(run: RecordedRun, report: SensitivityReport) -> None:
+    """Single pass: the batches, in release order, are the data's records in order (rows that
+    are not go to `report.reused`). A multi-pass algorithm (it keeps its sample) reads records
+    again by design; what it may not do is release more often than its accountant composed."""
+    events, traj = run.events, run.traj
     multi_pass = getattr(traj, "sample", None) is not None
     chunked = bool(events) and "chunk" in events[0]
     if chunked:
@@ -175,64 +214,40 @@ def check_releases(run: RecordedRun, advs: list[np.ndarray], positions: int = 2,
     if report.reused:
         report.violations.append(f"{report.reused} batch rows are not the data's next record "
                                  "(a record fed more than one release)")
-    pick = np.random.default_rng([seed, 2])
-    chosen = events if len(events) <= max_releases else [
-        events[i] for i in np.sort(pick.choice(len(events), max_releases, replace=False))]
-    depth = traj.params.get("tree_depth", 0)
-    told_nodes = traj.params.get("tree_nodes", 0)
-    for e in chosen:
-        batch = e["batch"]
-        if not len(batch):  # an empty Poisson batch: nothing to replace
-            continue
-        for pos in {0, int(pick.integers(len(batch)))} if positions > 1 else {0}:
-            for adv in advs:
-                other = batch.copy()
-                other[pos] = adv
-                if "denom" in e:  # first-order family: a clipped sum over its own divisor
-                    per = (prob.per_sample_grads(e["x"], other) if e["oracle"] == 1
-                           else prob.per_sample_grad_diffs(e["x"], e["x_prev"], other))
-                    new = clip_rows(per, e["clip"]).sum(axis=0) / e["denom"]
-                elif e["oracle"] == 1:
-                    new = o1_leaf(prob, e["x"], other, e["clip"])
-                else:
-                    new = o2_leaf(prob, e["x"], e["x_prev"], other, e["clip"])
-                change = new - e["leaf"]
-                moved = float(np.linalg.norm(change))
-                told = e["told"]
-                ratio = moved / told if told > 0 else (math.inf if moved > 0 else 0.0)
-                report.max_ratio = max(report.max_ratio, ratio)
-                if not tree or moved == 0:
-                    continue
-                # Leaf changes of the prefix-sum mechanism: Delta at this step and, through the
-                # running estimate, minus Delta at the next restart (global scope).
-                nab_new = _replay_nabla(events, e["t"], new)
-                # per tree (one tree, or one per epoch): local leaf index -> leaf change
-                trees: dict[int, dict[int, np.ndarray]] = {}
-                prev_old = prev_new = np.zeros(d)
-                base = 0  # steps before the current tree (epoch scope restarts it at O1)
-                for ev, nn in zip(events, nab_new, strict=True):
-                    if scope == "epoch" and ev["oracle"] == 1:
-                        base = ev["t"] - 1
-                        prev_old = prev_new = np.zeros(d)
-                    dl = (nn - prev_new) - (ev["nabla"] - prev_old)
-                    if np.linalg.norm(dl) > 1e-12 * max(1.0, moved):
-                        trees.setdefault(base, {})[ev["t"] - base] = dl
-                    prev_old, prev_new = ev["nabla"], nn
-                norms = [v for leaves in trees.values() for v in _dyadic_node_changes(leaves, depth)]
-                s = traj.params["leaf_sensitivity"]
-                report.tree_nodes_touched = max(report.tree_nodes_touched, len(norms))
-                report.tree_nodes_told = told_nodes
-                sq = sum(v * v for v in norms) / (told_nodes * s * s)
-                report.tree_sq_ratio = max(report.tree_sq_ratio, sq)
-    if report.max_ratio > 1 + 1e-9:
-        report.violations.append(f"a leaf moved {report.max_ratio:.3g} x the told sensitivity")
-    if tree and report.tree_nodes_touched > told_nodes:
-        report.violations.append(f"{report.tree_nodes_touched} tree nodes changed, accountant "
-                                 f"told {told_nodes}")
-    if tree and report.tree_sq_ratio > 1 + 1e-9:
-        report.violations.append(f"sum of squared node changes {report.tree_sq_ratio:.3g} x "
-                                 "nodes x s^2")
-    return report
+
+
+def _leaf_on(prob: Any, e: dict[str, Any], other: np.ndarray) -> np.ndarray:
+    """Release `e`'s pre-noise leaf recomputed on the batch `other` from the same state, with
+    the engine's own oracle functions."""
+    if "denom" in e:  # first-order family: a clipped sum over its own divisor
+        per = (prob.per_sample_grads(e["x"], other) if e["oracle"] == 1
+               else prob.per_sample_grad_diffs(e["x"], e["x_prev"], other))
+        return clip_rows(per, e["clip"]).sum(axis=0) / e["denom"]
+    if e["oracle"] == 1:
+        return o1_leaf(prob, e["x"], other, e["clip"])
+    return o2_leaf(prob, e["x"], e["x_prev"], other, e["clip"])
+
+
+def _tree_node_changes(run: RecordedRun, step: int, new: np.ndarray, moved: float) -> list[float]:
+    """Norms of the tree nodes that change when step `step`'s leaf becomes `new` (it moved by
+    `moved`): the leaf changes of the prefix-sum mechanism are Delta at this step and, through
+    the running estimate, minus Delta at the next restart (global scope)."""
+    events, d = run.events, run.d
+    depth = run.traj.params.get("tree_depth", 0)
+    nab_new = _replay_nabla(events, step, new)
+    # per tree (one tree, or one per epoch): local leaf index -> leaf change
+    trees: dict[int, dict[int, np.ndarray]] = {}
+    prev_old = prev_new = np.zeros(d)
+    base = 0  # steps before the current tree (epoch scope restarts it at O1)
+    for ev, nn in zip(events, nab_new, strict=True):
+        if run.scope == "epoch" and ev["oracle"] == 1:
+            base = ev["t"] - 1
+            prev_old = prev_new = np.zeros(d)
+        dl = (nn - prev_new) - (ev["nabla"] - prev_old)
+        if np.linalg.norm(dl) > 1e-12 * max(1.0, moved):
+            trees.setdefault(base, {})[ev["t"] - base] = dl
+        prev_old, prev_new = ev["nabla"], nn
+    return [v for leaves in trees.values() for v in _dyadic_node_changes(leaves, depth)]
 
 
 @dataclass

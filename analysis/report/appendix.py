@@ -33,7 +33,7 @@ from analysis.report.claims_pages import (
 )
 from analysis.report.eps_spent_page import eps_spent_page
 from analysis.report.headline_page import headline_detail_page
-from analysis.report.layout import A4_LANDSCAPE, _text_page, _wrap
+from analysis.report.layout import A4_LANDSCAPE, text_page, wrap_paragraphs
 from analysis.report.lm_pages import lm_pages
 from analysis.report.local_slopes_page import local_slopes_pages
 from analysis.report.loss_curve_pages import loss_curve_pages
@@ -107,7 +107,7 @@ def appendix_sections(pdf: Any, app: Any, a: Appendix) -> None:
     _store_sections(pdf, app, a)
     lm_pages(pdf, app, a.figdir)  # drawn when `make reference-lm` has written its files
     app.start("Methods")
-    _text_page(pdf, "Methods", _wrap(METHODS), size=8)
+    text_page(pdf, "Methods", wrap_paragraphs(METHODS), size=8)
     for data in a.datas:
         app.start(f"{data.spec.name}: failures")
         failures_page(pdf, data)
@@ -149,8 +149,8 @@ def cited_store_pages(pdf: Any, names: list[str], configs: Path = CONFIGS) -> No
     at, and its privacy as declared (eps, delta, calibration, algorithms); said plainly when
     neither the spec nor the store is here."""
     for name in names:
-        _text_page(pdf, f"Cited store {name}: spec, provenance, privacy",
-                   cited_store_text(name, configs), size=7.5, page=A4_LANDSCAPE)
+        text_page(pdf, f"Cited store {name}: spec, provenance, privacy",
+                  cited_store_text(name, configs), size=7.5, page=A4_LANDSCAPE)
 
 
 def cited_store_text(name: str, configs: Path = CONFIGS) -> str:
@@ -186,7 +186,7 @@ def cited_store_text(name: str, configs: Path = CONFIGS) -> str:
              "  spent / declared eps per cell is not recomputed here (the store is not loaded): "
              "load it with `dprates report` for its privacy page.",
              "", "design notes (the spec's opening comment)", "",
-             _wrap(spec_design_notes(text), 150)]
+             wrap_paragraphs(spec_design_notes(text), 150)]
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from analysis.comparisons.atlas import READING_NOTE, atlas_table, points_table, text_lines
 from analysis.comparisons.atlas_map import atlas_page_figures, crossover_lines, crossovers
 from analysis.declarations import StoreData
-from analysis.report.layout import _text_page, _wrap
+from analysis.report.layout import text_page, wrap_paragraphs
 from analysis.verdict_engine.rates import N_BOOT
 
 TITLE = "Atlas: which algorithm wins where"
@@ -43,9 +43,9 @@ def atlas_maps(pdf: PdfPages, table: pd.DataFrame, ranges: pd.DataFrame | None =
     sensitivity study's hook, None: off); one short page instead when nothing is compared.
     `caption`: a line under each page's title (the main report's: calibration and n*)."""
     if _compared(table) is None:
-        _text_page(pdf, TITLE, _wrap("No metric of these stores is measured by two or more "
-                                     "algorithms on one instance and design point, so there is "
-                                     "no comparison to map. " + READING_NOTE))
+        text_page(pdf, TITLE, wrap_paragraphs("No metric of these stores is measured by two or more "
+                                              "algorithms on one instance and design point, so there is "
+                                              "no comparison to map. " + READING_NOTE))
         return
     for fig in atlas_page_figures(table, ranges):  # one-row maps four to a page
         if caption:  # between the title's two lines and the maps' own titles
@@ -60,9 +60,9 @@ def atlas_text(pdf: PdfPages, table: pd.DataFrame) -> None:
     points = _compared(table)
     if points is None:
         return
-    body = _wrap(READING_NOTE) + "\n\n" + "\n".join(
+    body = wrap_paragraphs(READING_NOTE) + "\n\n" + "\n".join(
         text_lines(points) + crossover_lines(crossovers(table)))
-    _text_page(pdf, "Atlas: readings and margins", body, size=7)
+    text_page(pdf, "Atlas: readings and margins", body, size=7)
 
 
 def atlas_page(pdf: PdfPages, datas: list[StoreData], n_boot: int = N_BOOT,

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
-from analysis.report.layout import _table_figure
+from analysis.report.layout import table_figure
 
 PER_PAGE = 22
 
@@ -61,8 +61,8 @@ def budget_use_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
     table = budget_use_table(claims)
     for start in range(0, len(table), PER_PAGE):
         chunk = table.iloc[start:start + PER_PAGE]
-        fig = _table_figure("Budget use: measured against the rules' own bound", chunk,
-                            [0.02, 0.14, 0.96, 0.76], fontsize=6.8, row_scale=1.25)
+        fig = table_figure("Budget use: measured against the rules' own bound", chunk,
+                           [0.02, 0.14, 0.96, 0.76], fontsize=6.8, row_scale=1.25)
         fig.text(0.04, 0.10, "measured / rules: the median n* (samples to target) or error over "
                  "the bound the algorithm's own parameter rules configure at that point (knobs at "
                  "1, logs and constants included), at the window's two ends; trend: slope of its "

@@ -121,10 +121,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     `output_gap`: reports/output_gap.csv (samples to the algorithm's own output against the
     oracle's n*), said beside the practitioner's answer."""
     out = Path(out)
-    if out.suffix.lower() != ".pdf":
-        raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
-    if html is not None and Path(html).suffix.lower() not in (".html", ".htm"):
-        raise ValueError(f"--html {str(html)!r} is invalid: the HTML report is a .html file")
+    _check_paths(out, html)
     datas = [stores] if isinstance(stores, StoreData) else list(stores)
     claims_parts = [claims_table(d, n_boot=n_boot) for d in datas]
     claims = pd.concat([c for c in claims_parts if len(c)], ignore_index=True) if any(
@@ -142,6 +139,7 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
     summary = claims_summary(_as_stored(claims), privacy=privacy)
     appendix_path = appendix_path_for(out)
     atlas = atlas_of(datas, n_boot=n_boot)
+    main_atlas, other_atlas = split_atlas(atlas)
     names = ", ".join(d.spec.name for d in datas)
     captured: list[CapturedPdf] = []
 
@@ -153,25 +151,8 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
         return pdf
 
     with PdfPages(out) as raw_pdf:  # the main report (issue 59): at most ~15 pages
-        pdf = wrap(raw_pdf, MAIN_DPI)
-        main = Sections(pdf)
-        if spider_answer(crossovers) or practitioner_answer(practitioners):
-            main.start(ANSWERS_SECTION)
-            answers_page(pdf, crossovers, practitioners, claims, output_gap)
-        main.start(MAIN_SECTIONS[0])
-        summary_table_pages(pdf, summary, "Claims: measured against claimed rates, " + (
-            names if len(names) <= 70 else f"{len(datas)} stores (listed in the appendix)"))
-        main.start(MAIN_SECTIONS[1])
-        headline_page(pdf, datas, claims, paired, crossovers, laws)
-        claim_link_pages(pdf, claims, alpha_only=True,
-                         calibrations={d.spec.name: d.spec.calibration for d in datas})
-        main.start(MAIN_SECTIONS[2])
-        main_atlas, other_atlas = split_atlas(atlas)
-        atlas_maps(pdf, main_atlas, caption=atlas_caption(datas, main_atlas))
-        main.start(MAIN_SECTIONS[3])
-        privacy_summary_page(pdf, datas, cited_stores(crossovers, laws))
-        _info(pdf, "dprates report: " + names)
-        main_marks = main.drawn()
+        main_marks = _main_report(wrap(raw_pdf, MAIN_DPI), datas, claims, paired, summary,
+                                  main_atlas, names, crossovers, laws, practitioners, output_gap)
     with PdfPages(appendix_path) as raw_pdf:  # everything else, with contents and bookmarks
         pdf = wrap(raw_pdf, APPENDIX_DPI)
         app = Sections(pdf)
@@ -195,6 +176,40 @@ def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: i
             "path": out, "summary": summary, "appendix": appendix_path,
             "appendix_pages": appendix_pages, "html": Path(html) if html is not None else None,
             "html_pages": html_pages}
+
+
+def _check_paths(out: Path, html: str | Path | None) -> None:
+    """The report is a .pdf file and its HTML twin a .html one (else a ValueError naming the flag)."""
+    if out.suffix.lower() != ".pdf":
+        raise ValueError(f"-o {str(out)!r} is invalid: the report is a .pdf file")
+    if html is not None and Path(html).suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--html {str(html)!r} is invalid: the HTML report is a .html file")
+
+
+def _main_report(pdf: Any, datas: list[StoreData], claims: pd.DataFrame, paired: list,
+                 summary: pd.DataFrame, main_atlas: pd.DataFrame, names: str,
+                 crossovers: pd.DataFrame | None, laws: pd.DataFrame | None,
+                 practitioners: pd.DataFrame | None, output_gap: pd.DataFrame | None
+                 ) -> list[tuple[str, int]]:
+    """Draw the main report's sections (MAIN_SECTIONS, after ANSWERS_SECTION when the crossovers
+    or the practitioners' atlas answer it) into `pdf`; returns their bookmarks."""
+    main = Sections(pdf)
+    if spider_answer(crossovers) or practitioner_answer(practitioners):
+        main.start(ANSWERS_SECTION)
+        answers_page(pdf, crossovers, practitioners, claims, output_gap)
+    main.start(MAIN_SECTIONS[0])
+    summary_table_pages(pdf, summary, "Claims: measured against claimed rates, " + (
+        names if len(names) <= 70 else f"{len(datas)} stores (listed in the appendix)"))
+    main.start(MAIN_SECTIONS[1])
+    headline_page(pdf, datas, claims, paired, crossovers, laws)
+    claim_link_pages(pdf, claims, alpha_only=True,
+                     calibrations={d.spec.name: d.spec.calibration for d in datas})
+    main.start(MAIN_SECTIONS[2])
+    atlas_maps(pdf, main_atlas, caption=atlas_caption(datas, main_atlas))
+    main.start(MAIN_SECTIONS[3])
+    privacy_summary_page(pdf, datas, cited_stores(crossovers, laws))
+    _info(pdf, "dprates report: " + names)
+    return main.drawn()
 
 
 def split_atlas(atlas: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

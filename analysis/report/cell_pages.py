@@ -17,7 +17,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from analysis.declarations import StoreData
 from analysis.points import fit_points_table
 from analysis.report import plots
-from analysis.report.layout import _text_page
+from analysis.report.layout import text_page
 
 
 def median_cells(data: StoreData) -> pd.DataFrame:
@@ -71,4 +71,4 @@ def failures_page(pdf: PdfPages, data: StoreData) -> None:
                      f"{textwrap.shorten(msg[0] if msg else '', 80)}")
     if len(bad) > 60:
         lines.append(f"... and {len(bad) - 60} more (dprates status STORE)")
-    _text_page(pdf, f"Failures ({len(bad)} cells)", "\n".join(lines), size=7)
+    text_page(pdf, f"Failures ({len(bad)} cells)", "\n".join(lines), size=7)

@@ -19,7 +19,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.claims import declared_claims
 from analysis.report import plots
-from analysis.report.layout import _table_figure, _text_page
+from analysis.report.layout import table_figure, text_page
 from analysis.report.tables import claims_display, direction_lines
 
 
@@ -28,8 +28,8 @@ def claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
     per_page = 18
     for start in range(0, max(1, len(disp)), per_page):
         chunk = disp.iloc[start:start + per_page]
-        fig = _table_figure("Declared fits: predicted vs measured exponents (95% CI)", chunk,
-                            [0.03, 0.3, 0.94, 0.6], fontsize=7.5, row_scale=1.35)
+        fig = table_figure("Declared fits: predicted vs measured exponents (95% CI)", chunk,
+                           [0.03, 0.3, 0.94, 0.6], fontsize=7.5, row_scale=1.35)
         counts: dict[str, int] = {}
         for fl in claims.iloc[start:start + per_page]["flags"]:
             for part in filter(None, (fl or "").split("; ")):
@@ -61,7 +61,7 @@ def declared_claims_page(pdf: PdfPages, claims: pd.DataFrame) -> None:
         lines.append(textwrap.fill(source, 100, initial_indent="    ", subsequent_indent="    "))
         for m in g["measured"]:
             lines.append(textwrap.fill(m, 100, initial_indent="    - ", subsequent_indent="      "))
-    _text_page(pdf, "Every declared claim", "\n".join(lines), size=7)
+    text_page(pdf, "Every declared claim", "\n".join(lines), size=7)
 
 
 def path_page(pdf: PdfPages, tables: list[pd.DataFrame]) -> None:
@@ -88,8 +88,8 @@ def path_page(pdf: PdfPages, tables: list[pd.DataFrame]) -> None:
     per_page = 30
     for start in range(0, len(disp), per_page):
         chunk = disp.iloc[start:start + per_page]
-        fig = _table_figure("Path length and budget: do the rules or the optimization set n*?",
-                            chunk, [0.02, 0.12, 0.96, 0.78], fontsize=6.8, row_scale=1.25)
+        fig = table_figure("Path length and budget: do the rules or the optimization set n*?",
+                           chunk, [0.02, 0.12, 0.96, 0.78], fontsize=6.8, row_scale=1.25)
         fig.text(0.04, 0.09, "Medians over repetitions (theory mode; censored runs count as n* = inf). "
                  "n*/b: samples to the target over the first O1 batch (a few: the batch rules set n*; "
                  "hundreds: the path does).\nsteps slope: log(steps) against log(target) per "

@@ -16,7 +16,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.declarations import StoreData
 from analysis.eps_spent import spent_fraction_table
-from analysis.report.layout import _table_figure
+from analysis.report.layout import table_figure
 
 PER_PAGE = 22
 
@@ -61,8 +61,8 @@ def eps_spent_page(pdf: PdfPages, datas: list[StoreData]) -> None:
     table = pd.concat(parts, ignore_index=True)
     for start in range(0, len(table), PER_PAGE):
         chunk = table.iloc[start:start + PER_PAGE]
-        fig = _table_figure("Privacy: the share of eps each run's noise really spends", chunk,
-                            [0.02, 0.16, 0.96, 0.74], fontsize=6.8, row_scale=1.25)
+        fig = table_figure("Privacy: the share of eps each run's noise really spends", chunk,
+                           [0.02, 0.16, 0.96, 0.74], fontsize=6.8, row_scale=1.25)
         fig.text(0.04, 0.12, NOTE, fontsize=7, va="top", wrap=True)
         pdf.savefig(fig)
         plt.close(fig)

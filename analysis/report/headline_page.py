@@ -32,8 +32,8 @@ from analysis.report.equal_privacy_panel import (
     draw_equal_privacy,
     equal_privacy_rows,
 )
-from analysis.report.layout import A4_LANDSCAPE, _text_page
-from analysis.report.scaling_pages import _chosen_rows
+from analysis.report.layout import A4_LANDSCAPE, text_page
+from analysis.report.scaling_pages import chosen_rows
 from analysis.report.tables import direction_lines
 
 SUMMARY_QUESTION = (
@@ -263,7 +263,7 @@ def _draw_panels(fig: Any, panels: list[tuple[Any, Any, str]], claims: pd.DataFr
                       & (claims["spec"] == data.spec.name) & (claims["problem"] == problem)]
         sub = pts[pts["problem"] == problem]
         if mode == "tuned":  # the envelope's chosen knob setting, as on the scaling pages
-            sub = _chosen_rows(sub, rows)
+            sub = chosen_rows(sub, rows)
         cal = THEORY if data.spec.calibration == "theory" else TIGHT
         plots.scaling_plot(ax, sub, rows, x=fit.x, y=fit.y, window=fit.window,
                            title=f"{problem}: the papers' formulas\n({data.spec.name}, "
@@ -425,4 +425,4 @@ def headline_detail_page(pdf: PdfPages, datas: list[StoreData], claims: pd.DataF
         return
     body = "\n".join(textwrap.fill(v, 110, subsequent_indent="    ") if v else ""
                      for v in headline_detail_lines(claims, panels, paired, crossovers, laws))
-    _text_page(pdf, "The headline in detail", body, size=7.5)
+    text_page(pdf, "The headline in detail", body, size=7.5)

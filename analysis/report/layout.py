@@ -1,6 +1,6 @@
 """Page primitives of the PDF report: A4 sizes, monospaced text pages that continue as long as
-they need (`_text_page`), paragraph refilling (`_wrap`), a landscape page holding a table
-(`_table_figure`); and the layout check, text that runs off a page or out of its table cell
+they need (`text_page`), paragraph refilling (`wrap_paragraphs`), a landscape page holding a table
+(`table_figure`); and the layout check, text that runs off a page or out of its table cell
 (`overflowing_text`) and text on text: tick labels, titles, captions, legends
 (`overlapping_text`); both applied to every page by `LayoutCheckedPdf`.
 """
@@ -21,8 +21,8 @@ A4 = (8.27, 11.69)
 A4_LANDSCAPE = (11.69, 8.27)
 
 
-def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5,
-               page: tuple[float, float] = A4) -> None:
+def text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5,
+              page: tuple[float, float] = A4) -> None:
     """Monospaced text on as many pages (`page`: A4 portrait, or `A4_LANDSCAPE` in a landscape
     report) as it needs: lines wider than the page are wrapped, and a page holds what fits
     between the title and the bottom margin."""
@@ -47,13 +47,13 @@ def _text_page(pdf: PdfPages, title: str, body: str, size: float = 8.5,
         plt.close(fig)
 
 
-def _wrap(text: str, width: int = 95) -> str:
+def wrap_paragraphs(text: str, width: int = 95) -> str:
     """Refill each paragraph (blank-line separated) to `width` columns."""
     return "\n\n".join(textwrap.fill(p, width) for p in text.split("\n\n") if p.strip())
 
 
-def _table_figure(title: str, chunk: pd.DataFrame, box: list[float], fontsize: float,
-                  row_scale: float) -> plt.Figure:
+def table_figure(title: str, chunk: pd.DataFrame, box: list[float], fontsize: float,
+                 row_scale: float) -> plt.Figure:
     """A landscape page with a title and `chunk` as a table in `box` (figure coordinates)."""
     fig = plt.figure(figsize=A4_LANDSCAPE)
     fig.text(0.04, 0.95, title, fontsize=13, weight="bold", va="top")

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 
-from analysis.report.layout import A4_LANDSCAPE, _text_page
+from analysis.report.layout import A4_LANDSCAPE, text_page
 
 FIGURE, TEXT = "lm_experiment.png", "lm_experiment.md"
 
@@ -45,8 +45,8 @@ def lm_pages(pdf: Any, app: Any, figdir: Path | None) -> bool:
     pdf.savefig(fig)
     plt.close(fig)
     body = text.read_text(encoding="utf-8").replace("**", "")
-    _text_page(pdf, "Seed 002's language-model experiment: corpus, model, grid, results", body,
-               size=6.5, page=A4_LANDSCAPE)
+    text_page(pdf, "Seed 002's language-model experiment: corpus, model, grid, results", body,
+              size=6.5, page=A4_LANDSCAPE)
     return True
 
 

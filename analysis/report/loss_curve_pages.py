@@ -20,7 +20,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from analysis.declarations import StoreData
 from analysis.report import loss_curves as lc
 from analysis.report import plots
-from analysis.report.layout import _table_figure, _wrap
+from analysis.report.layout import table_figure, wrap_paragraphs
 
 #: A store gets loss-curve pages when its methods are repeated at least this often and its
 #: cells know the excess risk (seed 002's experiment: 30 runs per method).
@@ -69,9 +69,9 @@ def loss_curve_pages(pdf: PdfPages, data: StoreData, figures: Path | None = None
             "split check: alpha, median": [f"{a:g}, {m:.4g}" for a, m in zip(
                 rows.get("alpha_split", np.nan * rows["median"]),
                 rows.get("median_split", np.nan * rows["median"]), strict=True)]})
-        fig = _table_figure(f"{data.spec.name}: final excess risk of the output ({where})", show,
-                            [0.04, 0.12, 0.92, 0.76], 8, 1.25)
-        fig.text(0.04, 0.07, _wrap(
+        fig = table_figure(f"{data.spec.name}: final excess risk of the output ({where})", show,
+                           [0.04, 0.12, 0.92, 0.76], 8, 1.25)
+        fig.text(0.04, 0.07, wrap_paragraphs(
             "alpha: chosen by the median final excess over all runs (the CI is conditional on that "
             "choice). Split check: alpha chosen on the first half of the seeds, median final excess "
             "of that choice on the other half (fresh seeds: no selection bias).", 150), fontsize=8,

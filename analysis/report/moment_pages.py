@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.declarations import StoreData
-from analysis.report.layout import _table_figure, _wrap
+from analysis.report.layout import table_figure, wrap_paragraphs
 
 #: The private-moments page's design: held-out sizes m and eps values (seed 002, Algorithm 3).
 MOMENT_MS, MOMENT_EPS, MOMENT_REPS = (100, 300, 1000, 3000, 10000), (0.5, 1.0, 4.0), 30
@@ -42,10 +42,10 @@ def moment_pages(pdf: PdfPages, data: StoreData) -> None:
         "bound (95%)": [f"{v:.3g}" for v in table["bound"]],
         "bound held": [f"{v:.0%}" for v in table["held"]],
         "coordinates resolved": table["resolved"]})
-    fig = _table_figure(
+    fig = table_figure(
         f"Private second moments (Algorithm 3, reconstructed): {c['problem']}, d = {int(c['d'])}, "
         f"cap {cap:g}, {MOMENT_REPS} draws each", show, [0.04, 0.16, 0.92, 0.72], 8, 1.2)
-    fig.text(0.04, 0.08, _wrap(
+    fig.text(0.04, 0.08, wrap_paragraphs(
         "Sup-norm error of the estimate of E g_j^2 at x0 from m records (analysis/moment_"
         "estimation.py). The bound is capping bias + noise std * Phi^-1(1 - 0.05/(4d)) + "
         "Hoeffding's sampling term; 'resolved' counts coordinates whose second moment exceeds "

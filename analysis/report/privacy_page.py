@@ -8,7 +8,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.declarations import StoreData
 from analysis.privacy_checks.ledger import spent_table, spent_text
-from analysis.report.layout import A4_LANDSCAPE, _text_page
+from analysis.report.layout import A4_LANDSCAPE, text_page
 
 
 def privacy_summary_page(pdf: PdfPages, datas: list[StoreData], cited: list[str] = ()) -> None:
@@ -27,13 +27,13 @@ def privacy_summary_page(pdf: PdfPages, datas: list[StoreData], cited: list[str]
             f"{', '.join(rest)}: their spec, provenance and declared privacy (calibration, eps, "
             "delta): the appendix, 'Stores cited through the CSVs'." if rest else "")
     # landscape, as every other page of the main report (issue 73, item 4: one orientation)
-    _text_page(pdf, "Privacy: spent / declared eps and verification",
-               f"All {len(datas)} store(s): {names}\n\n" + spent_text(spent_table(cells)) + more,
-               size=7.5, page=A4_LANDSCAPE)
+    text_page(pdf, "Privacy: spent / declared eps and verification",
+              f"All {len(datas)} store(s): {names}\n\n" + spent_text(spent_table(cells)) + more,
+              size=7.5, page=A4_LANDSCAPE)
 
 
 def privacy_page(pdf: PdfPages, datas: list[StoreData]) -> None:
     """Per store: spent / declared eps per algorithm, its accountant, its privacy check (fair rules: each
     algorithm gets the noise its accountant needs, no more)."""
     body = "\n\n".join(f"{d.spec.name}\n" + spent_text(spent_table(d.cells)) for d in datas)
-    _text_page(pdf, "Privacy per store: spent / declared eps and verification", body, size=7.5)
+    text_page(pdf, "Privacy per store: spent / declared eps and verification", body, size=7.5)

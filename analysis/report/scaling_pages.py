@@ -1,7 +1,7 @@
 """The report's scaling pages: one figure per declared fit and mode, a panel per problem (and per
 value of each group column that varies), the points, the fit over its window, the predicted slope
 and, on first-order fits against privacy, the declared DP lower bound (`scaling_figure`,
-`scaling_pages`); tuned mode plots the envelope's chosen knob setting (`_chosen_rows`).
+`scaling_pages`); tuned mode plots the envelope's chosen knob setting (`chosen_rows`).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def scaling_figure(data: StoreData, fit: Any, mode: str, claims: pd.DataFrame) -
             sel_f &= np.isclose(fits[c].astype(float), float(v))
         sub, fsub = pts[sel_p], fits[sel_f]
         if mode == "tuned":  # plot the repetitions of the envelope's chosen knob setting
-            sub = _chosen_rows(sub, fsub)
+            sub = chosen_rows(sub, fsub)
         label = "".join(f", {c} = {v:g}" for c, v in vals.items())
         plots.scaling_plot(ax, sub, fsub, x=fit.x, y=fit.y,
                            window=fit.window, lower_bound=_lower_bound_line(data, fit, prob),
@@ -100,7 +100,7 @@ def scaling_pages(pdf: PdfPages, data: StoreData, claims: pd.DataFrame,
             plt.close(fig)
 
 
-def _chosen_rows(sub: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
+def chosen_rows(sub: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
     keep = []
     for alg, g in sub.groupby("algorithm"):
         fr = fits[fits["algorithm"] == alg]

@@ -83,7 +83,7 @@ VERDICT_COLOURS = {
     NO_CLAIM: "#f7f7f7",
     FAILED_MARK: "#f4a6a6",
 }
-#: Verdicts that decide nothing about a claim (ranked after a decisive one by `_rank`).
+#: Verdicts that decide nothing about a claim (ranked after a decisive one by `summary_rank`).
 UNDECIDED = ("inconclusive", NO_CLAIM, NOT_MEASURED, NOT_IN_REGIME, OUT_OF_REACH, "design too short",
              "the O~ claim is untestable on this window")
 
@@ -198,7 +198,7 @@ def claims_display(claims: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _rank(r: pd.Series) -> tuple:
+def summary_rank(r: pd.Series) -> tuple:
     in_regime = str(r.get("regime", "in regime")) == "in regime"
     declared = r.get("declared")
     if isinstance(declared, str):
@@ -242,7 +242,7 @@ def claims_summary(fits: pd.DataFrame, privacy: Mapping[tuple[str, str], str] | 
                          "privacy": note})
             continue
         records = [{**r, "_order": i} for i, r in enumerate(hits.to_dict("records"))]
-        ranked = sorted(records, key=lambda r: _rank(pd.Series(r)))
+        ranked = sorted(records, key=lambda r: summary_rank(pd.Series(r)))
         best = ranked[0]
         n_in = sum(str(r.get("regime", "in regime")) == "in regime" for r in ranked)
         lo, hi = best.get("ci_low"), best.get("ci_high")

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.declarations import StoreData
-from analysis.report.layout import A4, _text_page, _wrap
+from analysis.report.layout import A4, text_page, wrap_paragraphs
 
 
 def _data_modes(df: pd.DataFrame) -> dict[str, str]:
@@ -115,4 +115,4 @@ def section_page(pdf: PdfPages, data: StoreData) -> None:
     spec = data.spec
     notes = spec_design_notes(getattr(spec, "text", ""))
     body = f"{spec.description}\n\n" + (notes or "(the spec has no design notes)")
-    _text_page(pdf, f"Section: {spec.name}", _wrap(body), size=9)
+    text_page(pdf, f"Section: {spec.name}", wrap_paragraphs(body), size=9)

@@ -77,7 +77,7 @@ class Asymptote:
         return f"{self.limit:.3f} ({acc})"
 
 
-def _shifted(design: Design, i: int, xs: np.ndarray, eps_scale: float = 1.0) -> Design | None:
+def shifted_design(design: Design, i: int, xs: np.ndarray, eps_scale: float = 1.0) -> Design | None:
     """A design of the rules' context at design point i with x replaced by each of xs (and the
     context column x stands for: the target alpha, n, eps or d; a per-target instance such as
     hard_ramp, whose parameter alpha is the target, moves with it), eps multiplied by
@@ -145,7 +145,7 @@ def _rules_asymptote(design: Design, view: str, calibration: str, predicted: flo
     x0 = float(design.x[i])
     k = DECADES if design.x_name != "d" else int(min(DECADES, math.floor(math.log10(MAX_D / x0))))
     xs = x0 * np.logspace(0, direction * k, 2 * k + 1)
-    shifted = _shifted(design, i, xs, EPS_SCALE if design.private else 1.0)
+    shifted = shifted_design(design, i, xs, EPS_SCALE if design.private else 1.0)
     if shifted is None:
         return Asymptote(nan, nan, False, nan, nan, f"x = {design.x_name} cannot be shifted")
     curve = rules_curve(shifted, view, calibration)

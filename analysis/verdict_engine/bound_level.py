@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from algorithms.claims import Claim
-from analysis.regime_forecast import _decreasing_root, claim_bound
+from analysis.regime_forecast import claim_bound, decreasing_root
 from analysis.verdict_engine.design import Design
 
 
@@ -25,9 +25,9 @@ def _ranks(claim: Claim, design: Design) -> list[float | None]:
     """Each design point's rank where a claim's term needs it (the instance's own rank)."""
     if not any(t.exponent("rank") for t in claim.terms):
         return [None] * len(design)
-    from analysis.verdict_engine.rules_curve import _problem
+    from analysis.verdict_engine.rules_curve import problem_of
 
-    return [getattr(_problem(design.context.iloc[i]), "rank", None) for i in range(len(design))]
+    return [getattr(problem_of(design.context.iloc[i]), "rank", None) for i in range(len(design))]
 
 
 def claim_values(claim: Claim, design: Design, view: str) -> np.ndarray:
@@ -39,8 +39,8 @@ def claim_values(claim: Claim, design: Design, view: str) -> np.ndarray:
         d, eps = float(ctx["d"].iloc[i]), float(ctx["eps"].iloc[i])
         if view == "sample_complexity":
             alpha = float(design.x[i]) if design.x_name == "alpha" else float(ctx["alpha"].iloc[i])
-            out.append(_decreasing_root(lambda n, d=d, eps=eps, a=alpha, rank=rank:
-                                        claim_bound(claim, n, d, eps, rank) - a))
+            out.append(decreasing_root(lambda n, d=d, eps=eps, a=alpha, rank=rank:
+                                       claim_bound(claim, n, d, eps, rank) - a))
         else:
             out.append(claim_bound(claim, float(ctx["n"].iloc[i]), d, eps, rank))
     return np.array(out, float)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.verdict_engine.rates import LEVEL, N_BOOT, ExponentFit, _ols, _percentile_ci, _slopes
+from analysis.verdict_engine.rates import LEVEL, N_BOOT, ExponentFit, ols_fit, percentile_ci, row_slopes
 
 
 def envelope_fit(xv: np.ndarray, combo: np.ndarray, rep: np.ndarray, yv: np.ndarray, *,
@@ -52,7 +52,7 @@ def envelope_fit(xv: np.ndarray, combo: np.ndarray, rep: np.ndarray, yv: np.ndar
                            n_censored=censored, dropped_design=int((~finite).sum()), window=window,
                            method="envelope-hd-median", n_boot=0, chosen=chosen)
     lx, ly = np.log(ux[finite]), np.log(env[finite])
-    slope, intercept, r2, se = _ols(lx, ly)
+    slope, intercept, r2, se = ols_fit(lx, ly)
     cube_f = cube[finite]
     m = cube_f.shape[2]
     boot = np.empty(n_boot)
@@ -63,9 +63,9 @@ def envelope_fit(xv: np.ndarray, combo: np.ndarray, rep: np.ndarray, yv: np.ndar
         e, _ = _envelope(res)
         ok = np.all(np.isfinite(e) & (e > 0), axis=1)
         with np.errstate(all="ignore"):
-            sl = _slopes(lx, np.log(np.where(e > 0, e, 1.0)))
+            sl = row_slopes(lx, np.log(np.where(e > 0, e, 1.0)))
         boot[start:stop] = np.where(ok, sl, np.nan)
-    lo, hi = _percentile_ci(boot, level)
+    lo, hi = percentile_ci(boot, level)
     return ExponentFit(group=group or {}, x=x, y=y, exponent=slope, ci_low=lo, ci_high=hi,
                        se_ols=se, intercept=intercept, r2=r2, n_points=int(np.isfinite(cube_f).sum()),
                        n_design=int(finite.sum()), n_censored=censored,

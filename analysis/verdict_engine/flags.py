@@ -2,9 +2,9 @@
 flagged; Scientific protocol items 6 and 7), which `analysis.claims.run_fit` raises:
 - ceiling: a point in the window whose run never left the start saddle, or a window whose top
   is within 10x of the start saddle's alpha_SOSP (`start_point` names the start; for the
-  excess-risk metric the start's value is `_excess_at_x0`);
+  excess-risk metric the start's value is `excess_at_x0`);
 - floor (error view): a design point whose median is within 3x of the eps = inf median of the
-  same (algorithm, problem instance, n, d, knob setting) (`_floor_check`); "floor unchecked"
+  same (algorithm, problem instance, n, d, knob setting) (`floor_check`); "floor unchecked"
   (advisory) counts the design points with no such eps = inf run to compare with;
 - measured private share (`measured_private_share`), which the privacy-share gate reads
   first (decide, step 3), from the same kind of controls in both views: the error view's
@@ -26,7 +26,7 @@ from analysis.declarations import FitSpec, StoreData
 from analysis.verdict_engine.envelope import hd_median
 
 
-def _excess_at_x0(data: StoreData, sub: pd.DataFrame) -> pd.Series:
+def excess_at_x0(data: StoreData, sub: pd.DataFrame) -> pd.Series:
     """F(x0) - min F for each cell's instance (exact: the problem's own `excess_risk` at its
     start), the excess-risk metric's counterpart of grad_x0."""
     from problems import get_problem
@@ -43,10 +43,10 @@ def _excess_at_x0(data: StoreData, sub: pd.DataFrame) -> pd.Series:
 
 
 def _floor_flag(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> bool:
-    return _floor_check(data, sub, fit)[0]
+    return floor_check(data, sub, fit)[0]
 
 
-def _floor_check(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> tuple[bool, int, int]:
+def floor_check(data: StoreData, sub: pd.DataFrame, fit: FitSpec) -> tuple[bool, int, int]:
     """(floor hit, design points with no eps = inf control, design points) of a private
     error-view fit: a point is checked against the eps = inf median of its own (algorithm,
     problem instance, n, d, knob setting); one with no such control cannot be checked, which

@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.envelope import hd_median
-from analysis.verdict_engine.rates import LEVEL, _percentile_ci
+from analysis.verdict_engine.rates import LEVEL, percentile_ci
 
 #: Bootstrap size of the log-power fit (the slope's own CI keeps analysis.verdict_engine.rates.N_BOOT).
 N_BOOT_LOGS = 1000
@@ -68,12 +68,12 @@ def log_power_fit(design: Design, predicted: float, z: np.ndarray, n_boot: int =
     ly = np.log(design.medians)
     s = float(_slope(lx, ly))
     s_boot = np.where(ok, _slope(lx, lb), np.nan)
-    s_lo, s_hi = _percentile_ci(s_boot, level)
+    s_lo, s_hi = percentile_ci(s_boot, level)
     zc = z - z.mean()
     if len(x) < 3 or float(zc @ zc) < 1e-12 * max(1.0, float(z @ z)):
         return LogPowerFit(math.nan, math.nan, math.nan, s, s_lo, s_hi)
     resid = ly - predicted * lx
     t = float(_coef(lx, z, resid))
     t_boot = np.where(ok, _coef(lx, z, lb - predicted * lx), np.nan)
-    t_lo, t_hi = _percentile_ci(t_boot, level)
+    t_lo, t_hi = percentile_ci(t_boot, level)
     return LogPowerFit(t, t_lo, t_hi, s, s_lo, s_hi)

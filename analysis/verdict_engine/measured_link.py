@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.verdict_engine.asymptote import LIMIT, _shifted
+from analysis.verdict_engine.asymptote import LIMIT, shifted_design
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.envelope import hd_median
 from analysis.verdict_engine.margins import decades
@@ -151,7 +151,7 @@ def rules_profile(design: Design, view: str, calibration: str) -> tuple[tuple[fl
     xs = start * np.logspace(0, direction * span, k + 1)
     if design.x_name == "d":
         xs = xs[xs <= 1e7]
-    shifted = _shifted(design, i, xs)
+    shifted = shifted_design(design, i, xs)
     if shifted is None:
         return ()
     vals = rules_curve(shifted, view, calibration).values

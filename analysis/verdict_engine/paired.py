@@ -15,10 +15,10 @@ import numpy as np
 from analysis.verdict_engine.rates import (
     LEVEL,
     N_BOOT,
-    _design_groups,
-    _percentile_ci,
-    _resample_indices,
-    _slopes,
+    design_groups,
+    percentile_ci,
+    resample_indices,
+    row_slopes,
 )
 
 
@@ -60,7 +60,7 @@ def _crossover(lx: np.ndarray, means: np.ndarray, boot_means: np.ndarray, slope:
         return np.where(np.sign(s) == np.sign(slope), r, -np.sign(slope) * np.sign(center) * np.inf)
 
     lroot = float(root(means, np.array(slope)))
-    boot = root(boot_means, _slopes(lx, boot_means))
+    boot = root(boot_means, row_slopes(lx, boot_means))
     a = (1 - level) / 2
     lo, hi = np.quantile(np.nan_to_num(boot, nan=np.inf), [a, 1 - a])
     where = "inside" if lx.min() <= lroot <= lx.max() else ("below" if lroot < lx.min() else "above")
@@ -76,9 +76,9 @@ def paired_difference(xv: np.ndarray, rep: np.ndarray, ya: np.ndarray, yb: np.nd
     xv, ya, yb = np.asarray(xv, float), np.asarray(ya, float), np.asarray(yb, float)
     ok = np.isfinite(ya) & np.isfinite(yb) & (ya > 0) & (yb > 0)
     diff = np.log(ya[ok]) - np.log(yb[ok])
-    ux, groups = _design_groups(xv[ok], diff)
+    ux, groups = design_groups(xv[ok], diff)
     groups = [g for g in groups if len(g)]
-    idx = _resample_indices([len(g) for g in groups], n_boot, rng)
+    idx = resample_indices([len(g) for g in groups], n_boot, rng)
     boot_means = np.stack([g[i].mean(axis=1) for g, i in zip(groups, idx, strict=True)], axis=1)
     means = np.array([g.mean() for g in groups])
     a = (1 - level) / 2
@@ -87,8 +87,8 @@ def paired_difference(xv: np.ndarray, rep: np.ndarray, ya: np.ndarray, yb: np.nd
     cross = (math.nan, math.nan, math.nan, "none")
     if len(ux) >= 2:
         lx = np.log(ux)
-        slope = float(_slopes(lx, means[None, :])[0])
-        s_lo, s_hi = _percentile_ci(_slopes(lx, boot_means), level)
+        slope = float(row_slopes(lx, means[None, :])[0])
+        s_lo, s_hi = percentile_ci(row_slopes(lx, boot_means), level)
         cross = _crossover(lx, means, boot_means, slope, s_lo, s_hi, level)
     else:
         slope, s_lo, s_hi = math.nan, math.nan, math.nan

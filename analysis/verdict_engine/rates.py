@@ -2,7 +2,7 @@
 fit core, the named x scales and the stratified bootstrap the other fits share.
 
 Every fit is an ordinary least-squares slope in log-log space. Confidence intervals come from
-one stratified bootstrap of ours (`_resample_indices`): repetitions are resampled *within* each
+one stratified bootstrap of ours (`resample_indices`): repetitions are resampled *within* each
 design point (the x values are the design, fixed by the spec), and for paired quantities the
 same repetition indices are used for every algorithm / knob value at a design point, so the CI
 includes the pairing and, for the tuned envelope, the selection of the best knob. We do not use
@@ -99,12 +99,12 @@ class ExponentFit:
         return out
 
 
-def _resample_indices(sizes: Sequence[int], n_boot: int, rng: np.random.Generator) -> list[np.ndarray]:
+def resample_indices(sizes: Sequence[int], n_boot: int, rng: np.random.Generator) -> list[np.ndarray]:
     """For each design point with m repetitions, (n_boot, m) indices drawn with replacement."""
     return [rng.integers(0, m, size=(n_boot, m)) for m in sizes]
 
 
-def _ols(lx: np.ndarray, ly: np.ndarray) -> tuple[float, float, float, float]:
+def ols_fit(lx: np.ndarray, ly: np.ndarray) -> tuple[float, float, float, float]:
     """slope, intercept, R^2 and the slope's OLS standard error."""
     xc = lx - lx.mean()
     sxx = float(xc @ xc)
@@ -118,13 +118,13 @@ def _ols(lx: np.ndarray, ly: np.ndarray) -> tuple[float, float, float, float]:
     return slope, intercept, r2, se
 
 
-def _slopes(lx: np.ndarray, ly: np.ndarray) -> np.ndarray:
+def row_slopes(lx: np.ndarray, ly: np.ndarray) -> np.ndarray:
     """OLS slopes of each row of ly (B, N) on lx (N,), vectorized."""
     xc = lx - lx.mean()
     return (ly - ly.mean(axis=1, keepdims=True)) @ xc / float(xc @ xc)
 
 
-def _percentile_ci(boot: np.ndarray, level: float) -> tuple[float, float]:
+def percentile_ci(boot: np.ndarray, level: float) -> tuple[float, float]:
     boot = boot[np.isfinite(boot)]
     if boot.size == 0:
         return math.nan, math.nan
@@ -133,7 +133,7 @@ def _percentile_ci(boot: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _design_groups(xv: np.ndarray, yv: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+def design_groups(xv: np.ndarray, yv: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     order = np.argsort(xv, kind="stable")
     xs, ys = xv[order], yv[order]
     ux, starts = np.unique(xs, return_index=True)
@@ -152,7 +152,7 @@ def fit_points(xv: np.ndarray, yv: np.ndarray, *, group: dict | None = None, x: 
         xv, yv = xv[keep], yv[keep]
     if np.any(yv[np.isfinite(yv)] <= 0) or np.any(xv <= 0):
         raise ValueError("fit_points: x and y must be > 0 for a log-log fit")
-    ux, groups = _design_groups(xv, yv)
+    ux, groups = design_groups(xv, yv)
     censored = sum(int(np.sum(~np.isfinite(g))) for g in groups)
     good = [i for i, g in enumerate(groups) if len(g) and np.all(np.isfinite(g))]
     dropped = len(groups) - len(good)
@@ -165,10 +165,10 @@ def fit_points(xv: np.ndarray, yv: np.ndarray, *, group: dict | None = None, x: 
         return nan_fit
     lx = np.concatenate([np.full(len(g), math.log(u)) for u, g in zip(ux, groups, strict=True)])
     ly = np.log(np.concatenate(groups))
-    slope, intercept, r2, se = _ols(lx, ly)
-    idx = _resample_indices([len(g) for g in groups], n_boot, rng)
+    slope, intercept, r2, se = ols_fit(lx, ly)
+    idx = resample_indices([len(g) for g in groups], n_boot, rng)
     boot_y = np.concatenate([np.log(g)[i] for g, i in zip(groups, idx, strict=True)], axis=1)
-    lo, hi = _percentile_ci(_slopes(lx, boot_y), level)
+    lo, hi = percentile_ci(row_slopes(lx, boot_y), level)
     # Small-sample correction: resampling m repetitions shrinks the variance of a design
     # point's mean by (m - 1) / m, and a normal-theory interval on N points would use Student's
     # t with N - 2 dof; widen the percentile interval about the estimate by

@@ -27,7 +27,7 @@ import numpy as np
 
 from algorithms import Privacy, get_algorithm
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis.regime_forecast import _decreasing_root, _spider_accuracy_split, _spider_split
+from analysis.regime_forecast import decreasing_root, spider_accuracy_split, spider_split
 from analysis.verdict_engine.design import Design
 
 #: The declared threshold of the privacy-share gate: the median over the window of the rules'
@@ -54,7 +54,7 @@ class RulesCurve:
         return 0.0 if abs(slope) < 1e-9 else slope
 
 
-def _problem(ctx_row: Any) -> Any:
+def problem_of(ctx_row: Any) -> Any:
     from problems import get_problem
 
     return get_problem(ctx_row["problem"], d=int(ctx_row["d"]), **json.loads(ctx_row["instance_params"]))
@@ -88,7 +88,7 @@ def rules_curve(design: Design, view: str, calibration: str) -> RulesCurve:
     source = ""
     for i in range(k):
         r = ctx.iloc[i]
-        problem = _problem(r)
+        problem = problem_of(r)
         d, eps, delta = int(r["d"]), float(r["eps"]), float(r["delta"])
         privacy = Privacy(eps, delta, calibration)
         # samples-to-target: the target is x in a fit against alpha, the cell's target otherwise
@@ -97,10 +97,10 @@ def rules_curve(design: Design, view: str, calibration: str) -> RulesCurve:
         n = None if view == "sample_complexity" else float(r["n"])
         try:
             if spider and view == "sample_complexity":
-                priv, stat = _spider_split(cls, problem, d, eps, delta, calibration, target)
+                priv, stat = spider_split(cls, problem, d, eps, delta, calibration, target)
                 source = "the Spider's rules: theory_budget at the target, knobs at 1"
             elif spider:
-                priv, stat = _spider_accuracy_split(cls, problem, int(n), d, eps, delta, calibration)
+                priv, stat = spider_accuracy_split(cls, problem, int(n), d, eps, delta, calibration)
                 source = "the Spider's rules: the alpha theory_params configure at n, knobs at 1"
             else:
                 priv, stat, src = _bound_or_budget(cls, problem, n, d, privacy, target)
@@ -124,8 +124,8 @@ def _bound_or_budget(cls: Any, problem: Any, n: float | None, d: int, privacy: P
     if target is None:
         b = cls.rules_bound(problem, int(n), d, privacy)
         return b.private, b.statistical, b.source
-    n_star = _decreasing_root(lambda m: cls.rules_bound(problem, int(max(m, 2)), d, privacy).total
-                              - target, lo=2.0, hi=1e15)
+    n_star = decreasing_root(lambda m: cls.rules_bound(problem, int(max(m, 2)), d, privacy).total
+                             - target, lo=2.0, hi=1e15)
     if not math.isfinite(n_star):
         raise ValueError("the rules' bound never reaches the target")
     b = cls.rules_bound(problem, int(n_star), d, privacy)
@@ -155,7 +155,7 @@ def rules_binding_n(design: Design, calibration: str, start: float, fraction: fl
     cls = get_algorithm(str(r["algorithm"]))
     if getattr(cls, "family", "") == "sosp_spider":
         return math.nan  # the Spiders' binding size comes from their sample budget (forecast)
-    problem = _problem(r)
+    problem = problem_of(r)
     privacy = Privacy(float(r["eps"]), float(r["delta"]), calibration)
 
     def bound(n: float) -> float:
@@ -170,6 +170,6 @@ def rules_binding_n(design: Design, calibration: str, start: float, fraction: fl
         except ValueError:
             lo *= 2
     try:
-        return _decreasing_root(lambda n: bound(n) - fraction * start, lo=lo, hi=1e40)
+        return decreasing_root(lambda n: bound(n) - fraction * start, lo=lo, hi=1e40)
     except (NotImplementedError, AttributeError, ValueError, ZeroDivisionError, OverflowError):
         return math.nan

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.verdict_engine.rates import LEVEL, _percentile_ci
+from analysis.verdict_engine.rates import LEVEL, percentile_ci
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def two_term_fit(x: np.ndarray, n: np.ndarray, y: np.ndarray, *, n_boot: int = 3
         return TwoTermFit(p=float(theta[1]), ci_low=math.nan, ci_high=math.nan,
                           a=float(math.exp(theta[0])), b=float(math.exp(theta[2])), n_points=len(y),
                           n_boot=0, converged=conv, p_full=float(theta[1]), estimate="full-data fit")
-    lo, hi = _percentile_ci(ps, level)
+    lo, hi = percentile_ci(ps, level)
     return TwoTermFit(p=float(np.median(ps)), ci_low=lo, ci_high=hi, a=float(math.exp(theta[0])),
                       b=float(math.exp(theta[2])), n_points=len(y), n_boot=n_boot, converged=conv,
                       p_full=float(theta[1]))

@@ -26,11 +26,13 @@ from bench.cli.run import RUN_EPILOG, cmd_run
 from bench.cli.sensitivity import add_parser as add_sensitivity_parser
 from bench.cli.stores import cmd_export, cmd_status
 from bench.cli.sweep import cmd_cost_rates, cmd_sweep
-from bench.cli.values import _positive_float
+from bench.cli.values import positive_float
 from bench.cli.verdict_changes import add_parser as add_verdict_changes_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command, in the order `dprates --help` lists them: the commands
+    defined here, by group (`_add_*_parsers`), then those whose modules add their own."""
     parser = argparse.ArgumentParser(
         prog="dprates",
         description="Benchmark the convergence rates of differentially private non-convex optimizers.")
@@ -39,8 +41,28 @@ def build_parser() -> argparse.ArgumentParser:
     plugin_opt = argparse.ArgumentParser(add_help=False)
     plugin_opt.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
                             help="import an outside algorithm / problem module first (repeatable)")
-    _add_parser = sub.add_parser
+    _add_parser = sub.add_parser  # every command's parser gets plugin_opt as a parent
     sub.add_parser = lambda *a, **kw: _add_parser(*a, parents=[plugin_opt], **kw)  # type: ignore[method-assign]
+    _add_catalogue_parsers(sub)
+    _add_run_parsers(sub)
+    _add_store_parsers(sub)
+    _add_analysis_parsers(sub)
+    _add_report_parsers(sub)
+    _add_audit_parser(sub)
+    add_demo_parser(sub)
+    add_atlas_parser(sub)
+    add_practitioners_parser(sub)
+    add_crossover_law_parser(sub)
+    add_sensitivity_parser(sub)
+    add_verdict_changes_parser(sub)
+    add_fit_points_parser(sub)
+    add_output_gap_parser(sub)
+    return parser
+
+
+def _add_catalogue_parsers(sub: argparse._SubParsersAction) -> None:
+    """`claims` (every rate claim; with --measured, the measured claims table) and `list` (what
+    is registered)."""
     p = sub.add_parser("claims", help="every rate claim of every registered algorithm; with "
                        "--measured, the measured claims table (a report's page 1)")
     p.add_argument("--csv", action="store_true", help="print CSV instead of the table")
@@ -74,19 +96,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default=None, metavar="NAME",
                    help="list a problem's parameters or an algorithm's knobs instead")
     p.set_defaults(func=cmd_list)
+
+
+def _add_run_parsers(sub: argparse._SubParsersAction) -> None:
+    """`run` (one run), `cost-rates` (the cost estimate's shipped rates) and `sweep` (a spec
+    into a store)."""
     p = sub.add_parser("run", help="run one algorithm on one problem and print its metrics",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=RUN_EPILOG)
     p.add_argument("algorithm")
     p.add_argument("--problem", required=True)
     p.add_argument("--n", required=True, help="sample budget (200000 or 2e5)")
-    p.add_argument("--target-alpha", type=_positive_float, default=None,
+    p.add_argument("--target-alpha", type=positive_float, default=None,
                    help="configure the algorithm for this accuracy (its batch sizes, thresholds "
                         "and horizon follow from it) and report samples_to_target")
     p.add_argument("--stop-at-target", action="store_true",
                    help="end the run when alpha_SOSP first falls to --target-alpha")
     p.add_argument("--d", type=int, required=True, help="dimension")
-    p.add_argument("--eps", type=_positive_float, required=True, help="privacy eps (inf: non-private)")
+    p.add_argument("--eps", type=positive_float, required=True, help="privacy eps (inf: non-private)")
     p.add_argument("--delta", type=float, default=1e-6)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--calibration", default="tight", help="tight (default) or theory")
@@ -127,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "stops before any cell); its cells, tables and exports then say FAILED and "
                         "the command exits with status 3")
     p.set_defaults(func=cmd_sweep)
+
+
+def _add_store_parsers(sub: argparse._SubParsersAction) -> None:
+    """`status` and `export`: what a store holds."""
     p = sub.add_parser("status", help="counts by status, slowest cells and failures of a store")
     p.add_argument("store")
     p.add_argument("--slowest", type=int, default=5)
@@ -142,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "sizes, which its accountant keeps hidden: never a run fact; "
                         "bench/README.md, 'What a store reveals')")
     p.set_defaults(func=cmd_export)
+
+
+def _add_analysis_parsers(sub: argparse._SubParsersAction) -> None:
+    """`fit` (exponents and verdicts), `compare` (algorithms on one axis) and `regate` (a
+    claims CSV's verdicts under the regime gate)."""
     p = sub.add_parser("fit", help="exponent table with 95%% CIs and verdicts (declared fits)")
     p.add_argument("store")
     p.add_argument("--x", default=None, choices=["privacy", "n", "d", "eps", "alpha"],
@@ -165,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="every algorithm of the stores on one axis: samples to a "
                        "target error, passes, selection rule, paired ratios with CIs, flags")
     p.add_argument("stores", nargs="+", metavar="STORE", help="stores (.sqlite) to compare")
-    p.add_argument("--target", type=_positive_float, required=True,
+    p.add_argument("--target", type=positive_float, required=True,
                    help="the target error (one-pass methods: the target_alpha their cells were "
                         "configured for; methods on n records: the level their error must reach)")
     p.add_argument("--metric", default=None,
@@ -174,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "axis; else each algorithm's claim metric)")
     p.add_argument("--problem", default=None, help="only this problem")
     p.add_argument("--d", type=int, default=None, help="only this dimension")
-    p.add_argument("--eps", type=_positive_float, default=None, help="only this eps")
+    p.add_argument("--eps", type=positive_float, default=None, help="only this eps")
     p.add_argument("--baseline", default=None, metavar="ALGORITHM",
                    help="ratios to this algorithm (default: the row needing the fewest samples)")
     p.add_argument("--knobs", choices=["theory", "all"], default="theory",
@@ -188,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("csv", help="a claims CSV (dprates report --csv), e.g. reports/reference_exponents.csv")
     p.add_argument("-o", "--output", default=None, help="write here (default: rewrite the CSV)")
     p.set_defaults(func=cmd_regate)
+
+
+def _add_report_parsers(sub: argparse._SubParsersAction) -> None:
+    """`reference-quick` (reduced reference and its agreement), `report` (the PDF) and `plot`
+    (one figure)."""
     p = sub.add_parser("reference-quick", help="reduced reference specs and, per claim, whether "
                        "the verdict agrees with the committed full reference (make reference-quick)")
     p.add_argument("--manifest", default=None,
@@ -235,6 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cell", default=None, help="cell key prefix (--kind trajectory)")
     p.add_argument("--boot", type=int, default=1000)
     p.set_defaults(func=cmd_plot)
+
+
+def _add_audit_parser(sub: argparse._SubParsersAction) -> None:
+    """`audit`: the black-box privacy audit and planted bugs."""
     p = sub.add_parser("audit", help="privacy audit: black-box eps lower bounds, planted bugs")
     p.add_argument("algorithm", help="an algorithm name, or 'all'")
     p.add_argument("--eps", type=float, action="append", help="eps to audit (repeatable; default 0.5 1 2)")
@@ -253,15 +298,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="an outside algorithm's parameter for its sensitivity check (repeatable)")
     p.set_defaults(func=cmd_audit)
-    add_demo_parser(sub)
-    add_atlas_parser(sub)
-    add_practitioners_parser(sub)
-    add_crossover_law_parser(sub)
-    add_sensitivity_parser(sub)
-    add_verdict_changes_parser(sub)
-    add_fit_points_parser(sub)
-    add_output_gap_parser(sub)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,7 +41,7 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
 
     from analysis.comparisons.atlas import atlas_table
     from analysis.comparisons.atlas_csv import read_csv
-    from bench.cli.compare import _filter, load_cells
+    from bench.cli.compare import filter_cells, load_cells
 
     csvs = [s for s in sources if str(s).lower().endswith(".csv")]
     stores = [s for s in sources if s not in csvs]
@@ -49,7 +49,7 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
     if stores:
         cells = load_cells(list(stores))
         if args is not None:
-            cells = _filter(cells, args)
+            cells = filter_cells(cells, args)
         metric = getattr(args, "metric", None)
         parts.append(atlas_table(cells, n_boot=n_boot, knobs=knobs,
                                  metrics=[metric] if metric else None))
@@ -60,9 +60,9 @@ def atlas_from_sources(sources: Sequence[str], n_boot: int, knobs: str = "theory
                          + f"sources {', '.join(sources)}: no design point to compare (no ok "
                          "cell measured by an algorithm on " + ("it)" if metric else
                                                                 "a metric of the atlas)"))
-    from analysis.comparisons.atlas import _with_readings
+    from analysis.comparisons.atlas import with_readings
 
-    return _with_readings(pd.concat(parts, ignore_index=True)) if len(parts) > 1 else parts[0]
+    return with_readings(pd.concat(parts, ignore_index=True)) if len(parts) > 1 else parts[0]
 
 
 def write_atlas_csv(stores: Sequence[str], path: str | Path, n_boot: int = 2000) -> Path:
@@ -130,7 +130,7 @@ def cmd_atlas(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The `atlas` subcommand's parser (registered by `bench.cli.build_parser`)."""
-    from bench.cli.values import _positive_float
+    from bench.cli.values import positive_float
 
     p = sub.add_parser("atlas", help="which algorithm wins where: per metric and instance, the "
                        "winner at each design point with its paired margin and CI; --at: a "
@@ -141,7 +141,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="only this claim metric (alpha_sosp, grad_norm, excess_risk, ...)")
     p.add_argument("--problem", default=None, help="only this problem")
     p.add_argument("--d", type=float, default=None, help="only this dimension")
-    p.add_argument("--eps", type=_positive_float, default=None, help="only this eps")
+    p.add_argument("--eps", type=positive_float, default=None, help="only this eps")
     p.add_argument("--format", choices=["text", "markdown", "csv"], default="text",
                    help="text (default), markdown, or csv (the atlas CSV that `dprates atlas` "
                         "reads back: per-point medians, paired ratios and CIs)")
@@ -149,7 +149,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--at", default=None, metavar="n=N,d=D,eps=E",
                    help="the recommendation line at this point (keys n, d, eps): the winner, its "
                         "margin with CI, measured or extrapolated, and the cells it rests on")
-    p.add_argument("--target", type=_positive_float, default=None,
+    p.add_argument("--target", type=positive_float, default=None,
                    help="with --at: the target error (samples-to-target view; without it the "
                         "error at n)")
     p.add_argument("--maps", default=None, metavar="DIR", help="also write the maps (PNG) here")

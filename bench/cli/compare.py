@@ -47,7 +47,7 @@ def load_cells(stores: list[str]):
     return cells[cells["status"] == "ok"]
 
 
-def _filter(cells, args: argparse.Namespace):
+def filter_cells(cells, args: argparse.Namespace):
     """--problem / --d / --eps, each refused with the values the stores hold when it matches
     none."""
     for opt, col in (("problem", "problem"), ("d", "d"), ("eps", "eps")):
@@ -70,7 +70,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from analysis.comparisons.compare import compare_table
 
     _check_args(args)
-    cells = _filter(load_cells(args.stores), args)
+    cells = filter_cells(load_cells(args.stores), args)
     if args.metric is not None:
         numeric = [c for c in cells.columns if c.endswith(("_best", "_last", "_selected"))]
         if args.metric not in numeric:

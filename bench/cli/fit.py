@@ -50,7 +50,7 @@ def deciding_rows(claims) -> list[bool]:
     mode, hard problem first)."""
     import pandas as pd
 
-    from analysis.report.tables import _rank
+    from analysis.report.tables import summary_rank
 
     marks = [False] * len(claims)
     if "metric" not in claims:
@@ -59,14 +59,14 @@ def deciding_rows(claims) -> list[bool]:
     for (_alg, _metric), hits in claims.groupby(["algorithm", "metric"], sort=False):
         if (hits["verdict"] == NO_CLAIM).all():
             continue
-        ranked = sorted(((_rank(pd.Series({**r, "_order": k})), ix)
+        ranked = sorted(((summary_rank(pd.Series({**r, "_order": k})), ix)
                          for k, (ix, r) in enumerate(hits.to_dict("index").items())),
                         key=lambda t: t[0])
         marks[pos[ranked[0][1]]] = True
     return marks
 
 
-def _print_claims(claims) -> None:
+def print_claims(claims) -> None:
     import pandas as pd
 
     from analysis.report.tables import claims_display, direction_lines
@@ -171,7 +171,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 caption=f"Declared fits of {args.store}: measured exponents with 95% CIs.",
                 label="tab:dprates-fits", standalone=args.standalone))
         else:
-            _print_claims(table)
+            print_claims(table)
     if args.csv:
         out = table.drop(columns=[c for c in ("x_design", "y_design", "chosen") if c in table])
         out.to_csv(args.csv, index=False)

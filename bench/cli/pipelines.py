@@ -9,8 +9,8 @@ import signal
 import sys
 from pathlib import Path
 
-from bench.cli.fit import _print_claims
-from bench.cli.sweep import _default_store
+from bench.cli.fit import print_claims
+from bench.cli.sweep import default_store
 
 #: The demo's spec (bench/configs/quick.toml) and `dprates demo --report`'s default.
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "configs" / "quick.toml"
@@ -60,7 +60,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from bench.store import load
 
     spec = load_spec(DEMO_SPEC)
-    out = Path(args.out or _default_store(spec.name))
+    out = Path(args.out or default_store(spec.name))
     print(f"Sweep {spec.name}: {len(spec.cells())} cells ({spec.description}) -> {out}")
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:  # warm: numba compiles outside the cells' time limit (issue 73, item 6)
@@ -77,14 +77,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # named, so a demo on a loaded machine never hides a lost cell (issue 73, item 6)
     print_failures(out, demo_command(args, retry_failed=True))
     from analysis.metrics import median_n_star
-    from analysis.points import _combo_label, theory_mask
+    from analysis.points import combo_label, theory_mask
 
     cells = load(out)
     # one row per knob setting, theory first ("(" sorts before letters): pooling the tuned
     # grid's alpha_mult settings gave medians that `dprates compare` and the report (one
     # setting each) never print
     theory = theory_mask(cells)
-    cells["setting"] = [("(theory) " + _combo_label(p, k)) if t else _combo_label(p, k)
+    cells["setting"] = [("(theory) " + combo_label(p, k)) if t else combo_label(p, k)
                         for p, k, t in zip(cells["params"], cells["knobs"], theory, strict=True)]
     med = median_n_star(cells, ["problem", "algorithm", "setting", "target_alpha"])
     print("\nMedian samples to reach the target alpha (n*; a censored run, which never reached "
@@ -103,7 +103,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     report = Path(args.report)
     res = write_report(open_store_data(out), report)
     print("\nDeclared fit (log n* against log target alpha; 95% bootstrap CIs):")
-    _print_claims(res["claims"])
+    print_claims(res["claims"])
     print(f"\nwrote {report} ({res['pages']} pages) and its appendix {res['appendix']} "
           f"({res['appendix_pages']} pages). The demo is small (4 seeds, one eps, half a "
           "decade of alpha, in the claims' regime): the reference sweep is the result to quote.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.cli.fit import _print_claims
+from bench.cli.fit import print_claims
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -28,12 +28,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         laws = read_laws(args.laws, "--laws")
     practitioners = None
     if getattr(args, "practitioners", None):
-        from bench.cli.practitioners import _table
+        from bench.cli.practitioners import practitioners_rows
 
         if not Path(args.practitioners).is_file():
             raise ValueError(f"--practitioners={args.practitioners!r} is invalid: no such file (a "
                              "CSV of `dprates practitioners -o`, e.g. reports/practitioners.csv)")
-        practitioners = _table([args.practitioners], 2000, None)
+        practitioners = practitioners_rows([args.practitioners], 2000, None)
     gap = None
     if getattr(args, "output_gap", None):
         import pandas as pd
@@ -57,7 +57,7 @@ def cmd_report(args: argparse.Namespace) -> int:
           + (f", figures in {args.figures}" if args.figures else "")
           + (f", {res['html']} ({res['html_pages']} pages, sortable tables)" if html else ""))
     if args.print:
-        _print_claims(res["claims"])
+        print_claims(res["claims"])
     return 0
 
 
@@ -65,7 +65,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from analysis.claims import claims_table, paired_table
     from analysis.points import fit_points_table
     from analysis.report import plots
-    from analysis.report.scaling_pages import _chosen_rows
+    from analysis.report.scaling_pages import chosen_rows
     from bench.store import load_curves, open_store_data
 
     suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
@@ -103,7 +103,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
                            & (claims["problem"] == prob)]
                 sub = pts[pts["problem"] == prob]
                 if mode == "tuned":
-                    sub = _chosen_rows(sub, f)
+                    sub = chosen_rows(sub, f)
                 plots.scaling_plot(ax, sub, f, x=fit.x, y=fit.y, window=fit.window,
                                    title=f"{prob} ({fit.name}, {mode})")
     else:

@@ -37,7 +37,7 @@ def describe_cost(plan, jobs: int) -> str:
 EXIT_PRIVACY_FAILED = 3
 
 
-def _default_store(spec_name: str) -> str:
+def default_store(spec_name: str) -> str:
     return f"results/{spec_name}.sqlite"
 
 
@@ -72,7 +72,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.runner import plan_sweep, run_sweep
 
     spec = load_spec(args.spec)
-    out = args.out or _default_store(spec.name)
+    out = args.out or default_store(spec.name)
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs={args.jobs} is invalid: must be an integer >= 1")
     if args.backend == "dask" and not args.scheduler:

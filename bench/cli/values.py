@@ -42,7 +42,7 @@ def parse_count(text: str, flag: str) -> int:
     return v
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     v = parse_value(text)
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number > 0 (or inf)")

@@ -52,7 +52,7 @@ from problems.counts.stream import (
     TOP_LEVELS,
     CountsStream,
     ReferenceCountsStream,
-    _compiled_kind,
+    compiled_kind,
     require_supported_version,
 )
 
@@ -226,7 +226,7 @@ def counts_stream(layout: CountsLayout, seed: int | np.random.SeedSequence,
     (`problems.counts.stream`; `CoordinateCountsStream`'s own defaults are version 3's); else
     `CountsStream` (atoms, or a layout subclass with its own draws; the same in 3 and 4)."""
     require_supported_version(version)
-    if _compiled_kind(layout) == _kernels.BINARY:
+    if compiled_kind(layout) == _kernels.BINARY:
         if version >= 4:
             kw = {"block_levels": TOP_LEVELS, "blocks_per_super": 1, "key_word": KEY_WORD_V4, **kw}
         else:

@@ -41,10 +41,10 @@ import numpy as np
 from problems.counts.large_hypergeometric import LARGE_POPULATION, hypergeometric_large
 from problems.counts.logfactorial import hrua_accepts, hrua_hat, hrua_unfold
 from problems.counts.logfactorial import logfactorial as _logfactorial
-from problems.counts.philox import _jit, next_double, philox_seek, random_interval
+from problems.counts.philox import cached_njit, next_double, philox_seek, random_interval
 
 
-@_jit
+@cached_njit
 def _hyp_sample(st, good, bad, sample):
     total = good + bad
     if sample > total // 2:
@@ -64,7 +64,7 @@ def _hyp_sample(st, good, bad, sample):
     return good - rem_good
 
 
-@_jit
+@cached_njit
 def _hyp_hrua(st, good, bad, sample):
     computed, mingb, maxgb, a, h, b = hrua_hat(good, bad, sample)
     m = np.int64(math.floor(np.float64(computed + 1) * (mingb + 1) / (good + bad + 2)))
@@ -83,7 +83,7 @@ def _hyp_hrua(st, good, bad, sample):
             return hrua_unfold(K, good, bad, sample, computed)
 
 
-@_jit
+@cached_njit
 def hypergeometric(st, good, bad, sample):
     """numpy's `Generator.hypergeometric(good, bad, sample)` (arguments < 1e9, as numpy)."""
     if sample >= 10 and sample <= good + bad - 10:
@@ -91,7 +91,7 @@ def hypergeometric(st, good, bad, sample):
     return _hyp_sample(st, good, bad, sample)
 
 
-@_jit
+@cached_njit
 def split_half(st, c, size):
     """The ones among the first half of a node of `size` records holding c of them: numpy's
     hypergeometric up to LARGE_POPULATION records (every node of counts stream version 3),
@@ -101,7 +101,7 @@ def split_half(st, c, size):
     return hypergeometric(st, c, size - c, size >> 1)
 
 
-@_jit
+@cached_njit
 def multivariate_hypergeometric_marginals(st, colors, nsample, out):
     """numpy's `multivariate_hypergeometric(colors, nsample, method="marginals")` into out."""
     total = np.int64(0)
@@ -129,7 +129,7 @@ def multivariate_hypergeometric_marginals(st, colors, nsample, out):
             out[k] = colors[k] - out[k]
 
 
-@_jit
+@cached_njit
 def permute_rows(st, rows, size):
     """numpy's `permuted(broadcast_to(arange(size), (rows, size)), axis=1)`."""
     out = np.empty((rows, size), dtype=np.int64)
@@ -144,7 +144,7 @@ def permute_rows(st, rows, size):
     return out
 
 
-@_jit
+@cached_njit
 def split_binary(st, counts, size, out):
     """BinaryCoordinates.split: counts of the first size/2 records of a node of `size`
     records holding `counts` (per coordinate, in order; empty / full coordinates draw nothing)."""
@@ -159,7 +159,7 @@ def split_binary(st, counts, size, out):
             out[j] = 0
 
 
-@_jit
+@cached_njit
 def split_categorical(st, counts, size, present, out):
     """Categorical.split: multivariate hypergeometric over the atoms present (scratch
     `present` of len(counts)); one atom present splits deterministically."""
@@ -182,7 +182,7 @@ def split_categorical(st, counts, size, present, out):
     return n
 
 
-@_jit
+@cached_njit
 def shuffle_1d(st, values):
     """numpy's `permutation` of a 1-d int64 array (Fisher-Yates from the last position,
     `random_interval`), in place."""
@@ -197,7 +197,7 @@ def shuffle_1d(st, values):
 BINARY, CATEGORICAL = 0, 1
 
 
-@_jit
+@cached_njit
 def _bit_length(v):
     n = 0
     while v > 0:
@@ -206,7 +206,7 @@ def _bit_length(v):
     return n
 
 
-@_jit
+@cached_njit
 def _arrange(kind, st, counts, size, leaf_arr, present):
     """Arrange a leaf as the layouts' `arrange` does: BinaryCoordinates marks, per
     coordinate, the records whose rank in a random row permutation is below the count;
@@ -226,7 +226,7 @@ def _arrange(kind, st, counts, size, leaf_arr, present):
         shuffle_1d(st, leaf_arr[0, :size])
 
 
-@_jit
+@cached_njit
 def walk(kind, st, levels, leaf_levels, block, offset, prev_offset, pidx, pvalid, pnode,
          pbefore, pleft, phas, leaf_meta, leaf_arr, out, present, tag):
     """`CountsStream.prefix_counts` below the block's root (see there), into `out`.
@@ -290,7 +290,7 @@ def walk(kind, st, levels, leaf_levels, block, offset, prev_offset, pidx, pvalid
         level = child
 
 
-@_jit
+@cached_njit
 def _walk_one(st, levels, leaf_levels, block, offset, j, tag, prev_offset, pidx, pnode, pbefore,
               pleft, pvalid, phas, meta, leaf_arr, ranks):
     """`walk` for one binary coordinate j with its path in row j of 2-d arrays (scalars per
@@ -352,7 +352,7 @@ def _walk_one(st, levels, leaf_levels, block, offset, j, tag, prev_offset, pidx,
         level = child
 
 
-@_jit
+@cached_njit
 def _walk_coordinate(j, m, levels, leaf_levels, root, before, tags, st, meta, path, flags,
                      leaf_arr, ranks):
     """Coordinate j's prefix count at m into meta[j, 3] (a fresh path from the block's root,
@@ -373,7 +373,7 @@ def _walk_coordinate(j, m, levels, leaf_levels, root, before, tags, st, meta, pa
     return drawn
 
 
-@_jit
+@cached_njit
 def walk_between(lo, hi, start, stop, levels, leaf_levels, roots, tags, st, meta, path, flags,
                  leaf_arr, ranks, out):
     """Counts of records [start, stop) of coordinates lo..hi-1 into out[lo:hi], each on its

@@ -48,7 +48,7 @@ import math
 import numpy as np
 
 from problems.counts.logfactorial import hrua_accepts, hrua_hat, hrua_unfold, logfactorial
-from problems.counts.philox import _jit, next_double
+from problems.counts.philox import cached_njit, next_double
 
 #: Terms whose arguments are all at least this use the Stirling difference, else numpy's
 #: log-factorials.
@@ -58,7 +58,7 @@ STIRLING_MIN = 100_000
 LARGE_POPULATION = 1 << 29
 
 
-@_jit
+@cached_njit
 def _r_diff(z, h):
     """r(z + h) - r(z), Stirling's remainder beyond (t - 1/2) log t - t."""
     w = z + h
@@ -66,7 +66,7 @@ def _r_diff(z, h):
             - (1.0 / (12.0 * z) - 1.0 / (360.0 * z * z * z) + 1.0 / (1260.0 * z * z * z * z * z)))
 
 
-@_jit
+@cached_njit
 def _bracket(x, h):
     """D(x, h) - h log(x + 1) for x, x + h >= STIRLING_MIN (module docstring)."""
     z = np.float64(x + 1)
@@ -74,7 +74,7 @@ def _bracket(x, h):
     return ((z + hf) - 0.5) * math.log1p(hf / z) - hf + _r_diff(z, hf)
 
 
-@_jit
+@cached_njit
 def _lf_diff(x, h):
     """D(x, h) = log((x + h)!) - log(x!)."""
     if h == 0:
@@ -84,7 +84,7 @@ def _lf_diff(x, h):
     return logfactorial(x + h) - logfactorial(x)
 
 
-@_jit
+@cached_njit
 def log_ratio(G, n, B, m, K):
     """log f(K) - log f(m) of the hypergeometric pmf f over k (G goods of the smaller kind, B of
     the larger, n drawn, n <= (G + B) / 2)."""
@@ -100,7 +100,7 @@ def log_ratio(G, n, B, m, K):
     return -(_lf_diff(x1, h) + _lf_diff(x2, -h) + _lf_diff(x3, -h) + _lf_diff(x4, h))
 
 
-@_jit
+@cached_njit
 def exact_mode(G, n, B):
     """The mode of the pmf: the float estimate, then moved while a neighbour is larger
     (f(k + 1) / f(k) = (G - k)(n - k) / ((k + 1)(B - n + k + 1)))."""
@@ -116,7 +116,7 @@ def exact_mode(G, n, B):
     return m
 
 
-@_jit
+@cached_njit
 def hypergeometric_large(st, good, bad, sample):
     """Hypergeometric(good, bad, sample) at any population (module docstring), drawing numpy's
     doubles from the Philox state `st` (`problems.counts.philox`)."""

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from problems.counts.philox import _jit
+from problems.counts.philox import cached_njit
 
 
 def _logfact_table() -> np.ndarray:
@@ -28,7 +28,7 @@ D1 = 1.7155277699214135  # 2 sqrt(2 / e)
 D2 = 0.8989161620588988  # 3 - 2 sqrt(3 / e)
 
 
-@_jit
+@cached_njit
 def logfactorial(k):
     """log(k!): the table below 126, Stirling's series to 1 / (360 k^3) above (numpy's)."""
     if k < 126:
@@ -37,7 +37,7 @@ def logfactorial(k):
     return (kf + 0.5) * math.log(kf) - kf + (HALFLN2PI + (1.0 / kf) * (1 / 12.0 - 1 / (360.0 * kf * kf)))
 
 
-@_jit
+@cached_njit
 def hrua_hat(good, bad, sample):
     """(computed, mingb, maxgb, a, h, b): the draw reduced to the smaller kind and sample, the
     hat's centre a and width h, and the bound b past which X is rejected at once."""
@@ -55,7 +55,7 @@ def hrua_hat(good, bad, sample):
     return computed, mingb, maxgb, a, h, b
 
 
-@_jit
+@cached_njit
 def hrua_accepts(U, T):
     """HRUA's test of a candidate whose log pmf ratio to the mode is T (its squeezes first)."""
     if (U * (4.0 - U) - 3.0) <= T:
@@ -65,7 +65,7 @@ def hrua_accepts(U, T):
     return 2.0 * math.log(U) <= T
 
 
-@_jit
+@cached_njit
 def hrua_unfold(K, good, bad, sample, computed):
     """The draw of the reduced problem back to the count of goods among `sample`."""
     if good > bad:

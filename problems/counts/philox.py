@@ -23,7 +23,7 @@ _ZERO = _U(0)
 # State words: counter 0-3, key 4-5, buffer 6-9, buffer_pos 10, has_uint32 11, uinteger 12.
 STATE_WORDS = 13
 
-_jit = numba.njit(cache=True, nogil=True)
+cached_njit = numba.njit(cache=True, nogil=True)
 _inline = numba.njit(cache=True, nogil=True, inline="always")  # the generator's hot calls
 
 
@@ -45,7 +45,7 @@ def _mulhilo(a, b):
     return _mulhi(a, b), a * b
 
 
-@_jit
+@cached_njit
 def philox_block(st):
     """Philox4x64-10 of counter st[0:4] with key st[4:6] into the buffer st[6:10]."""
     c0, c1, c2, c3 = st[0], st[1], st[2], st[3]
@@ -60,7 +60,7 @@ def philox_block(st):
     st[6], st[7], st[8], st[9] = c0, c1, c2, c3
 
 
-@_jit
+@cached_njit
 def philox_seek(st, w1, w2, w3):
     """Counter (0, w1, w2, w3), empty buffers: as `CountsStream._seek` sets numpy's state."""
     st[0] = _ZERO

@@ -166,7 +166,7 @@ class CountsStream(StreamBase):
         self._prefix = self._zero
         self.nodes_drawn = 0
         self._before_run: tuple[int, np.ndarray] = (0, self._zero)  # counts before superblock s
-        self._kind = _compiled_kind(layout) if self.compiled else None
+        self._kind = compiled_kind(layout) if self.compiled else None
         if self._kind is not None:
             self._init_path()
 
@@ -358,7 +358,7 @@ class ReferenceCountsStream(CountsStream):
     compiled = False
 
 
-def _compiled_kind(layout: CountsLayout) -> int | None:
+def compiled_kind(layout: CountsLayout) -> int | None:
     """The compiled walk's kind for a layout whose draws it reproduces, else None (a
     subclass that changes split / arrange runs the numpy walk)."""
     t = type(layout)
