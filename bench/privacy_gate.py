@@ -7,6 +7,8 @@ with, decided before any cell runs, and which labels stop the sweep.
   of them, the extremes of eps, n and d and one at every other eps, and the label says how many
   of how many), with a check seed drawn fresh for each sweep (a plugin cannot be tuned to pass
   at one seed; the seed is in the label, and `DPRATES_CHECK_SEED` fixes it to reproduce one).
+  Where the sweep's largest n is past the checks' own cap, one more check runs there (at up to
+  `LARGE_N_RECORDS` records: a batch capped in memory shows only at large n).
   The worst outcome is the algorithm's label: FAILED (at the configuration named), unverified,
   audited (a self-noising plugin: no leak found, never certified; its label carries the
   empirical eps lower bound of `analysis.privacy_checks.plugin_lower_bound` at the smallest eps
@@ -36,6 +38,10 @@ from bench.cells import Cell
 #: Distinct configurations of one plugin checked at most (each check reruns the plugin tens
 #: to hundreds of times at up to `CHECK_RECORDS` records); past it, the extremes.
 MAX_CONFIGS = 6
+#: Records of the one more check at a sweep's largest n, when that n is past the checks' own
+#: cap (`plugin_checks.CHECK_RECORDS`): what a plugin does only at large n (a batch capped in
+#: memory while its ledger assumes q n) shows there (issue 71, item 4).
+LARGE_N_RECORDS = 1_000_000
 #: Outcome order, worst first: the label of an algorithm is its worst configuration's.
 _ORDER = ("FAILED", "unverified", "audited", "passed", "private by construction",
           "non-private")
@@ -93,9 +99,19 @@ def _kind(label: str) -> str:
     return "unverified"
 
 
-def _where(c: Cell, cap: int) -> str:
-    """The configuration a check ran at (n: the records it used, at most `cap`)."""
-    return f"at {c.problem}, d {c.d}, eps {c.eps:g}, n {min(c.n or cap, cap)}"
+def _where(c: Cell, n: int) -> str:
+    """The configuration a check ran at (n: the records it used)."""
+    return f"at {c.problem}, d {c.d}, eps {c.eps:g}, n {n}"
+
+
+def largest_n(cells: list[Cell], cap: int) -> tuple[Cell, int] | None:
+    """The private cell of the largest finite n, and the records its extra check uses
+    (at most `LARGE_N_RECORDS`), when that n is past the configurations' cap; else None."""
+    private = [c for c in cells if math.isfinite(c.eps) and c.n is not None and c.n > cap]
+    if not private:
+        return None
+    top = max(private, key=lambda c: c.n)
+    return top, min(int(top.n), LARGE_N_RECORDS)
 
 
 def plugin_label(algorithm: str, cells: list[Cell], seed: int) -> str:
@@ -104,25 +120,29 @@ def plugin_label(algorithm: str, cells: list[Cell], seed: int) -> str:
     from analysis.privacy_checks.plugin_lower_bound import RUNS
 
     chosen, total = configurations(cells, pc.CHECK_RECORDS)
+    checks = [(c, min(c.n or pc.CHECK_RECORDS, pc.CHECK_RECORDS)) for c in chosen]
+    large = largest_n(cells, pc.CHECK_RECORDS)
+    if large is not None:  # one more, at the sweep's largest n (issue 71, item 4)
+        checks.append(large)
     # the empirical eps lower bound at the smallest budget (where a noise shortfall shows most)
     tightest = min(range(len(chosen)), key=lambda i: chosen[i].eps)
     outcomes = []
-    for i, c in enumerate(chosen):
+    for i, (c, n) in enumerate(checks):
         res = pc.check_plugin(algorithm, problem=c.problem, d=c.d, eps=c.eps, delta=c.delta,
                               params=c.run_params(), problem_params=dict(c.problem_params),
-                              calibration=c.calibration,
-                              n=min(c.n or pc.CHECK_RECORDS, pc.CHECK_RECORDS), seed=seed,
+                              calibration=c.calibration, n=n, seed=seed,
                               lower_bound_runs=RUNS if i == tightest else 0)
-        outcomes.append((c, res))
-    worst_c, worst = min(outcomes, key=lambda o: _ORDER.index(_kind(o[1].label)))
+        outcomes.append((c, n, res))
+    worst_c, worst_n, worst = min(outcomes, key=lambda o: _ORDER.index(_kind(o[2].label)))
     label = worst.label
     scope = (f"{len(chosen)} of {total} configurations checked"
-             + (" (the extremes of eps, n and d, and every eps)" if len(chosen) < total else ""))
-    if label.startswith(("FAILED", "unverified")) and len(chosen) > 1:
+             + (" (the extremes of eps, n and d, and every eps)" if len(chosen) < total else "")
+             + (f", and one at the largest n ({large[1]} records)" if large is not None else ""))
+    if label.startswith(("FAILED", "unverified")) and len(checks) > 1:
         status, _, reason = label.partition(": ")
-        return f"{status}: {_where(worst_c, pc.CHECK_RECORDS)}: {reason}" if reason else label
+        return f"{status}: {_where(worst_c, worst_n)}: {reason}" if reason else label
     if label.startswith(pc.AUDITED):
-        tried = outcomes[tightest][1].tried  # the one with the empirical bound
+        tried = outcomes[tightest][2].tried  # the one with the empirical bound
         return f"{pc.AUDITED} ({scope}; {tried})"
     return label
 

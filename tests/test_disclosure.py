@@ -36,14 +36,15 @@ from bench.store import ALL_COLUMNS, Store, load, load_curves
 
 #: Every built-in Poisson-sampled family, on a problem it runs on (records mode, small).
 POISSON_CELLS = [
-    ("dp_sgd", "glm", {}, "algorithms.privacy.engine"),  # it releases through the engine
-    ("private_spiderboost", "glm", {}, "algorithms.first_order.private_spiderboost"),
-    ("jl_private_spiderboost", "glm", {}, "algorithms.first_order.private_spiderboost"),
-    ("pasan", "scaled_linear", {"T": 40}, "algorithms.adaptive_noise.ellipsoid"),
-    ("pagan", "scaled_linear", {"T": 40}, "algorithms.adaptive_noise.ellipsoid"),
-    ("pagan_private_scales", "scaled_linear", {"T": 40}, "algorithms.adaptive_noise.ellipsoid"),
-    ("private_sgd_iso", "scaled_linear", {"T": 40}, "algorithms.adaptive_noise.ellipsoid"),
-    ("pdp_sgd", "scaled_linear", {"T": 40}, "algorithms.adaptive_noise.ellipsoid"),
+    # each samples through an engine: the release desk, or the noise engine (issue 71)
+    ("dp_sgd", "glm", {}, "algorithms.privacy.engine"),
+    ("private_spiderboost", "glm", {}, "algorithms.privacy.noise_engine"),
+    ("jl_private_spiderboost", "glm", {}, "algorithms.privacy.noise_engine"),
+    ("pasan", "scaled_linear", {"T": 40}, "algorithms.privacy.noise_engine"),
+    ("pagan", "scaled_linear", {"T": 40}, "algorithms.privacy.noise_engine"),
+    ("pagan_private_scales", "scaled_linear", {"T": 40}, "algorithms.privacy.noise_engine"),
+    ("private_sgd_iso", "scaled_linear", {"T": 40}, "algorithms.privacy.noise_engine"),
+    ("pdp_sgd", "scaled_linear", {"T": 40}, "algorithms.privacy.noise_engine"),
 ]
 SKIP = {"key", "host", "pid", "started", "finished"}
 
@@ -272,7 +273,8 @@ def test_every_builtin_family_that_poisson_samples_hides_its_sizes():
         # its own Poisson draw, or a release through the engine (algorithms.privacy.engine),
         # whose plan the noisy-gradient loop sets from the class's `sampling`
         samples = any(("poisson_subsample(" in inspect.getsource(k)
-                       or "ReleaseDesk(" in inspect.getsource(k)) for k in chain
+                       or "ReleaseDesk(" in inspect.getsource(k)
+                       or "engine.poisson(" in inspect.getsource(k)) for k in chain
                       if isinstance(k, type) and k.__module__.startswith("algorithms"))
         samples = samples and getattr(chain[0], "sampling", "poisson") == "poisson"
         assert bool(getattr(cls, "hidden_batch_sizes", False)) == samples, name
