@@ -139,7 +139,7 @@ def test_numba_disagreeing_with_numpy_falls_back_to_the_python_loop(compiled_ste
 
 
 def test_an_interrupt_after_a_compiled_call_leaves_the_stream_consistent(monkeypatch):
-    real, calls = compiled_o2._o2_steps, []
+    real, calls = compiled_o2.o2_steps, []
 
     def interrupted(*args):
         out = real(*args)
@@ -148,7 +148,7 @@ def test_an_interrupt_after_a_compiled_call_leaves_the_stream_consistent(monkeyp
             raise KeyboardInterrupt  # as a Ctrl-C delivered when the call returns
         return out
 
-    monkeypatch.setattr(compiled_o2, "_o2_steps", interrupted)
+    monkeypatch.setattr(compiled_o2, "o2_steps", interrupted)
     pr = get_problem("hard_valley", d=10)
     seed = np.random.SeedSequence([5, 10])
     # version 3: its blocks of 2^29 make the steps cross block roots, the state at stake

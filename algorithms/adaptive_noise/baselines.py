@@ -9,42 +9,42 @@ from typing import Any
 import numpy as np
 
 from algorithms import rules_bounds
-from algorithms.adaptive_noise.ellipsoid import _ASI, _EllipsoidMethod
+from algorithms.adaptive_noise.ellipsoid import ASI_PAPER, EllipsoidMethod
 from algorithms.base import Privacy
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
 from problems.base import Problem
 
 
-class PrivateSGDIsotropic(_EllipsoidMethod):
+class PrivateSGDIsotropic(EllipsoidMethod):
     """The seed's "naive private SGD" baseline: A = I / B^2 (Euclidean clipping at B, isotropic
     noise), Pasan's AdaGrad-norm step (`algorithms.adaptive_noise.ellipsoid`'s docstring)."""
 
     name = "private_sgd_iso"
     description = "private SGD baseline: isotropic clipping and noise, AdaGrad-norm step"
-    paper = _ASI + ", baseline"
+    paper = ASI_PAPER + ", baseline"
     step_rule = "pasan"
     shaped = False
     claims = (Claim("private_sgd_iso", "population", "excess_risk",
                     (term("sqrt(d)/sqrt(n)", n=-1 / 2, d=1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
-                    _ASI, "Section 3 (isotropic baseline), stylized case",
+                    ASI_PAPER, "Section 3 (isotropic baseline), stylized case",
                     "baseline: diam_2 sqrt(d) G / (n eps), the isotropic value sqrt(d) sqrt(d) ||sigma||",
                     logs=LOGS["private_sgd_iso"]),)
 
 
 
-class PrivateAdaGradIsotropic(_EllipsoidMethod):
+class PrivateAdaGradIsotropic(EllipsoidMethod):
     """The seed's "private AdaGrad with A_k = I" baseline: isotropic clipping and noise,
     Pagan's diagonal AdaGrad step (`algorithms.adaptive_noise.ellipsoid`'s docstring)."""
 
     name = "private_adagrad_iso"
     description = "private AdaGrad baseline: isotropic clipping and noise, diagonal AdaGrad step"
-    paper = _ASI + ", baseline"
+    paper = ASI_PAPER + ", baseline"
     step_rule = "pagan"
     shaped = False
     claims = (Claim("private_adagrad_iso", "population", "excess_risk",
                     (term("n^-1/2", n=-1 / 2), term("d/(n eps)", d=1.0, n=-1.0, eps=-1.0)),
-                    _ASI, "Section 3 (isotropic baseline), stylized case",
+                    ASI_PAPER, "Section 3 (isotropic baseline), stylized case",
                     "baseline: diam_inf sum_j noise_j, d isotropic coordinates; the seed: behaves "
                     "like private SGD even at eps = 4", logs=LOGS["private_adagrad_iso"]),)
 
@@ -58,7 +58,7 @@ def top_subspace(public_grads: np.ndarray, k: int) -> np.ndarray:
 
 
 
-class PDPSGD(_EllipsoidMethod):
+class PDPSGD(EllipsoidMethod):
     """PDP-SGD (Zhou, Wu, Banerjee 2021, *Bypassing the Ambient Dimension: Private SGD with
     Gradient Subspace Identification*, arXiv 2007.03813), the seed's baseline with k = 20 and
     50: isotropic clipping and noise as private SGD, then the released gradient projected onto
@@ -70,11 +70,11 @@ class PDPSGD(_EllipsoidMethod):
 
     name = "pdp_sgd"
     description = "PDP-SGD: private SGD projected onto a public top-k gradient subspace"
-    paper = "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813), as the baseline of " + _ASI
+    paper = "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813), as the baseline of " + ASI_PAPER
     step_rule = "pasan"
     shaped = False
     uses_public = True
-    params_used = (*_EllipsoidMethod.params_used, "k", "public_m", "refresh")
+    params_used = (*EllipsoidMethod.params_used, "k", "public_m", "refresh")
     claims = (Claim("pdp_sgd", "population", "excess_risk",
                     (term("n^-1/2", n=-1 / 2), term("sqrt(k)/(n eps)", n=-1.0, eps=-1.0)),
                     "Zhou, Wu, Banerjee 2021 (arXiv 2007.03813)",

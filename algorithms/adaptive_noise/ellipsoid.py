@@ -69,11 +69,11 @@ from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with
 from algorithms.privacy.noise_engine import NoiseEngine
 from problems.base import Constants, Problem
 
-_ASI = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconstructed "
+ASI_PAPER = ("Asi, Duchi, Fallah, Javidbakht, Talwar 2021 (arXiv 2106.13756), reconstructed "
         "(algorithms/adaptive_noise/ellipsoid.py)")
 
 
-class _EllipsoidMethod(FirstOrderAlgorithm):
+class EllipsoidMethod(FirstOrderAlgorithm):
     """Shared step of Pasan / Pagan and their isotropic baselines (module docstring)."""
 
     setting = "empirical"
@@ -236,31 +236,31 @@ class _EllipsoidMethod(FirstOrderAlgorithm):
                           [], hidden.record())
 
 
-class Pasan(_EllipsoidMethod):
+class Pasan(EllipsoidMethod):
     """Pasan (Algorithm 1, reconstructed): ellipsoid projection, noise N(0, sigma^2 A^-1),
     AdaGrad-norm step, C = the stylized optimum sigma_j^-1 (module docstring)."""
 
     name = "pasan"
     description = "Pasan: ellipsoid-shaped clipping and noise, AdaGrad-norm step (reconstructed)"
-    paper = _ASI
+    paper = ASI_PAPER
     claims = (Claim("pasan", "population", "excess_risk",
                     (term("sqrt(d)/sqrt(n)", n=-1 / 2, d=1 / 2), term("sqrt(d)/(n eps)", privacy=1.0)),
-                    _ASI,
+                    ASI_PAPER,
                     "Theorem 1, stylized case (X = [-1, 1]^d, sigma_j = j^-3/2)",
                     "privacy term's d-scaling for this scale profile", logs=LOGS["pasan"]),)
     step_rule = "pasan"
     shaped = True
 
 
-class Pagan(_EllipsoidMethod):
+class Pagan(EllipsoidMethod):
     """Pagan (Algorithm 2, reconstructed): ellipsoid projection, noise N(0, sigma^2 A^-1),
     diagonal AdaGrad, C = the stylized optimum sigma_j^-4/3 (module docstring)."""
 
     name = "pagan"
     description = "Pagan: ellipsoid-shaped clipping and noise, diagonal AdaGrad (reconstructed)"
-    paper = _ASI
+    paper = ASI_PAPER
     claims = (Claim("pagan", "population", "excess_risk",
-                    (term("n^-1/2", n=-1 / 2), term("polylog(d)/(n eps)", n=-1.0, eps=-1.0)), _ASI,
+                    (term("n^-1/2", n=-1 / 2), term("polylog(d)/(n eps)", n=-1.0, eps=-1.0)), ASI_PAPER,
                     "Theorem 2, stylized case (X = [-1, 1]^d, sigma_j = j^-3/2)",
                     "privacy term poly(log d): exponent 0 in d up to logs", logs=LOGS["pagan"]),)
     step_rule = "pagan"

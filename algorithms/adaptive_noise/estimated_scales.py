@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.adaptive_noise.ellipsoid import _ASI, Pagan
+from algorithms.adaptive_noise.ellipsoid import ASI_PAPER, Pagan
 from algorithms.adaptive_noise.private_moments import capped_squares, moment_noise_std
 from algorithms.adaptive_noise.projections import pagan_diagonal_from_moments
 from algorithms.base import Privacy
@@ -36,7 +36,7 @@ class PaganPrivateScales(Pagan):
     params_used = (*Pagan.params_used, "moment_frac", "moment_cap", "moment_floor_mult")
     knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "moment_frac": 0.1,
                                                "moment_cap": 1.0, "moment_floor_mult": 1.0}
-    claims = (Claim("pagan_private_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
+    claims = (Claim("pagan_private_scales", "population", "excess_risk", Pagan.claims[0].terms, ASI_PAPER,
                     "Theorem 2 with C from Algorithm 3's private moments, stylized case",
                     "Pagan's rate up to the estimate's accuracy (the moments-ratio constant r)",
                     logs=LOGS["pagan_private_scales"]),)
@@ -84,7 +84,7 @@ class PaganPublicScales(Pagan):
     uses_public = True
     params_used = (*Pagan.params_used, "public_m")
     knob_defaults: ClassVar[dict[str, Any]] = {**Pagan.knob_defaults, "public_m": 1000}
-    claims = (Claim("pagan_public_scales", "population", "excess_risk", Pagan.claims[0].terms, _ASI,
+    claims = (Claim("pagan_public_scales", "population", "excess_risk", Pagan.claims[0].terms, ASI_PAPER,
                     "Theorem 2 with C from public second moments, stylized case",
                     "Pagan's rate up to the estimate's accuracy",
                     logs=LOGS["pagan_public_scales"]),)

@@ -53,7 +53,7 @@ from algorithms.sosp.compiled_o2_steps import (
     I_HELD0,
     I_HELD1,
     I_PER_SUPER,
-    _hold_roots,
+    hold_roots,
     map_mean,
     separable_factors,
     separable_grad_norm,
@@ -77,7 +77,7 @@ DONE, POST, PYTHON, EARLY, RAISED = 0, 1, 2, 3, 4
 
 # Float state.
 G_M, G_TWO_G, G_STEP, G_STOP_AT, G_MULT, G_C, G_MU, G_NOISE, G_W, G_BETA, G_SCREEN, G_BEST = range(12)
-# Int state: the root rows' fields share `compiled_o2_steps`' layout (`_hold_roots` reads
+# Int state: the root rows' fields share `compiled_o2_steps`' layout (`hold_roots` reads
 # them); the others follow it.
 J_T, J_USED, J_D, J_B, J_KEEP_EVERY, J_PRIVATE, J_MONITOR, J_LEVELS, J_LEAF_LEVELS, J_MODE, \
     J_ADDR, J_MAP_M, J_NODES_STREAM, J_GRAD_EVALS, J_STORED = range(30, 45)
@@ -142,7 +142,7 @@ def _leaves(max_steps, k, x, W, E, fs, ist, rng, roots, cum, before, tags, st, m
             reason = PYTHON  # Python's guard raises the error
             break
         start, stop = used, used + size
-        if not _hold_roots(start >> ist[J_LEVELS], stop >> ist[J_LEVELS], ist, roots, cum, before):
+        if not hold_roots(start >> ist[J_LEVELS], stop >> ist[J_LEVELS], ist, roots, cum, before):
             reason = PYTHON  # block roots of another superblock: Python draws them
             break
         ist[J_NODES_STREAM] += _kernels.walk_between(0, n_walk, start, stop, ist[J_LEVELS],

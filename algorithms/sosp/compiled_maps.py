@@ -5,7 +5,7 @@ functions and the checks that make its compiled steps the Python loop's, float f
 The compiled steps call the very functions Python calls (the suite's support bound on
 `grad_diff_fn`, `grad_diff_fn`, `pop_grad_fn`), through C wrappers compiled once per machine and function
 (cached on disk: `problems.jit_cache`) and called by address (`call_map`, an intrinsic: an
-address is a plain int64, so `_o2_steps` keeps one cached signature for every loss).
+address is a plain int64, so `o2_steps` keeps one cached signature for every loss).
 Every wrapper has the one C signature
 
     double f(double *x, double *y, double *zh, double *p, double *out,

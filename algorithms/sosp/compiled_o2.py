@@ -32,7 +32,7 @@ JitProfile; planted faults; a probe; record mode) `o2_kernel_for` returns None a
 loop runs alone (a plugin problem says why, once per process:
 `compiled_profiles.report_fallback`). A timeout stops at most `CHUNK` steps late. The privacy
 audit's probe runs the Python loop; bit-for-bit equality carries its verdict here.
-Measured step costs (`make bench`): algorithms/README.md. The kernel itself, `_o2_steps`, and
+Measured step costs (`make bench`): algorithms/README.md. The kernel itself, `o2_steps`, and
 the layout of its state arrays live in `algorithms.sosp.compiled_o2_steps`; this module sets a
 run's kernel up (`o2_kernel_for`), checks numba's floats against numpy's and moves the engine's
 state in and out (`O2Kernel.run`).
@@ -106,7 +106,7 @@ from algorithms.sosp.compiled_o2_steps import (  # the kernel and its state layo
     PYTHON,
     RAISED,
     SCREEN_MARGIN,
-    _o2_steps,
+    o2_steps,
 )
 from algorithms.sosp.compiled_profiles import MODE_MAP, MODE_PYTHON, PY_PROFILE, o2_profile, report_fallback
 from problems.counts.coordinates import CoordinateCountsStream
@@ -164,7 +164,7 @@ class O2Kernel:
         stream._roots_of[:] = [-1, -1]
         outer, PY_PROFILE.profile = getattr(PY_PROFILE, "profile", None), self.profile
         try:
-            n, reason, x, x_prev, x_prev2, nabla = _o2_steps(
+            n, reason, x, x_prev, x_prev2, nabla = o2_steps(
                 CHUNK, x, x_prev, nabla, fs, ist, self.nodes, self.prefix, rng, stream._roots, cum,
                 before, stream.tags, stream._st, stream._meta, stream._path, stream._flags,
                 stream._leaf_arr, stream._ranks, stream._out, *self.buffers, self.d1_params,

@@ -1,4 +1,4 @@
-"""The Spiders' compiled O2 steps themselves (`_o2_steps`, numba), with the state layout they
+"""The Spiders' compiled O2 steps themselves (`o2_steps`, numba), with the state layout they
 share with `algorithms.sosp.compiled_o2`, which sets them up per run, checks that their floats
 are the Python loop's and hands them the engine's state (its docstring says what they compute
 and why they give the loop's floats, operation for operation)."""
@@ -84,7 +84,7 @@ def separable_grad_norm(x, d1x, c, mu):
 
 
 @_jit
-def _hold_roots(first, last, ist, roots, cum, before):
+def hold_roots(first, last, ist, roots, cum, before):
     """`CoordinateCountsStream._between`'s root rows for blocks first and last: the start
     block's from the rows held (consecutive takes start where the last one stopped), the stop
     block's from the stream's cached superblock (its cumulative roots `cum`, the counts
@@ -111,7 +111,7 @@ def _hold_roots(first, last, ist, roots, cum, before):
 
 
 @_jit
-def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cum, before, tags,
+def o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cum, before, tags,
               st, meta, path,
               flags, leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_drift, r_samples, s_x, s_t, s_used,
               d1_params, d1_err, maddr, mparams, mlow, mspan, zh, mbuf):
@@ -198,7 +198,7 @@ def _o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, c
             reason = PYTHON  # Python's guard raises the error
             break
         start, stop = used, used + bt
-        if not _hold_roots(start >> levels, stop >> levels, ist, roots, cum, before):
+        if not hold_roots(start >> levels, stop >> levels, ist, roots, cum, before):
             reason = PYTHON  # block roots of another superblock: Python draws them
             break
         ist[I_NODES_STREAM] += _kernels.walk_between(0, n_walk, start, stop, levels, leaf_levels, roots,

@@ -14,7 +14,7 @@ numba-compiled function of (u, params); Python calls that compiled function, and
 compiled steps: through a C wrapper compiled once per machine and function (`_c_wrapper`,
 cached on disk: `problems.jit_cache`),
 called by its address (`_call_address`, an intrinsic: an address is a plain int64 argument, so
-`_o2_steps` keeps one cached signature for every profile, and a call costs no unboxing). The
+`o2_steps` keeps one cached signature for every profile, and a call costs no unboxing). The
 wrapper catches a raise and flags it; the kernel then hands that step to Python, which raises
 it as the Python loop does. Before a run uses it, `o2_profile` checks that the function is a
 plain `numba.njit` one (no fastmath), returns float64 for (float64, float64 array) and gives

@@ -172,11 +172,11 @@ def _not_covered(algorithm: str) -> str | None:
     """Built-in families whose releases the generic recomputation does not model: an outside
     subclass of one is unverified here (the built-ins have their own checks: whitened
     sensitivity in tests/test_ellipsoid.py, the projected GLM in tests/test_glm.py)."""
-    from algorithms.adaptive_noise.ellipsoid import _EllipsoidMethod
+    from algorithms.adaptive_noise.ellipsoid import EllipsoidMethod
     from algorithms.glm.jl_method import JLMethod
 
     cls = get_algorithm(algorithm)
-    if issubclass(cls, _EllipsoidMethod):
+    if issubclass(cls, EllipsoidMethod):
         return "ellipsoid-projected (whitened) releases"
     if issubclass(cls, JLMethod):
         return "releases in a JL projection"

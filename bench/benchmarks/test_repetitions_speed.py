@@ -98,7 +98,7 @@ def _instrumented(monkeypatch: pytest.MonkeyPatch, cell: Cell) -> dict[str, floa
     import bench.single_run as single_run
 
     acc = dict.fromkeys(("kernel", "dispatch", "run", "monitor", "calls", "monitor_calls"), 0.0)
-    kernel, run, make_monitor = (compiled_o2._o2_steps, compiled_o2.O2Kernel.run,
+    kernel, run, make_monitor = (compiled_o2.o2_steps, compiled_o2.O2Kernel.run,
                                  single_run.target_monitor)
 
     def timed_kernel(max_steps: int, *args: Any) -> Any:
@@ -132,7 +132,7 @@ def _instrumented(monkeypatch: pytest.MonkeyPatch, cell: Cell) -> dict[str, floa
         return monitor
 
     with monkeypatch.context() as m:
-        m.setattr(compiled_o2, "_o2_steps", timed_kernel)
+        m.setattr(compiled_o2, "o2_steps", timed_kernel)
         m.setattr(compiled_o2.O2Kernel, "run", timed_run)
         m.setattr(single_run, "target_monitor", timed_monitor)
         res = _run(cell)

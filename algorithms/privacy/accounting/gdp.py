@@ -22,7 +22,7 @@ def require_calibration(algorithm: str, calibration: str, allowed: tuple[str, ..
                          f"{', '.join(allowed)} only")
 
 
-def _check_eps_delta(eps: float, delta: float) -> None:
+def check_eps_delta(eps: float, delta: float) -> None:
     if not (isinstance(eps, (int, float)) and eps > 0 and not math.isnan(eps)):
         raise ValueError(f"eps={eps!r} is invalid: must be > 0 (math.inf for non-private)")
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
@@ -59,7 +59,7 @@ def gdp_eps(mu: float, delta: float) -> float:
 @functools.lru_cache(maxsize=4096)  # a pure function of two floats; a run calibrates several times
 def gdp_mu(eps: float, delta: float) -> float:
     """The largest mu such that mu-GDP is (eps, delta)-DP (root of gdp_delta(mu, eps) = delta)."""
-    _check_eps_delta(eps, delta)
+    check_eps_delta(eps, delta)
     if math.isinf(eps):
         return math.inf
     hi = 1.0
@@ -93,7 +93,7 @@ def gaussian_sigma(eps: float, delta: float, sensitivity: float = 1.0) -> float:
     Equals the analytic Gaussian mechanism of Balle and Wang (2018, Theorem 8)."""
     if sensitivity < 0:
         raise ValueError(f"sensitivity={sensitivity!r} is invalid: must be >= 0")
-    _check_eps_delta(eps, delta)
+    check_eps_delta(eps, delta)
     if math.isinf(eps) or sensitivity == 0:
         return 0.0
     return sensitivity / gdp_mu(eps, delta)
@@ -125,7 +125,7 @@ def calibrate(eps: float, delta: float, sensitivity: float, *, nodes: int = 1,
     `method="theory"` uses the paper formula (tree: Theorem 2.2 of seed 000 with
     Sigma = tree_steps; single release: sqrt(2 log(1.25/delta))/eps), floored at tight.
     """
-    _check_eps_delta(eps, delta)
+    check_eps_delta(eps, delta)
     if method not in CALIBRATIONS:
         raise ValueError(f"calibration={method!r} is invalid: must be one of {CALIBRATIONS}")
     if not (isinstance(nodes, int) and nodes >= 1):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from algorithms.privacy.accounting.gdp import spent_eps
-from algorithms.privacy.accounting.pld import PldCalibration, _full_batch_mu, pld_epsilons
+from algorithms.privacy.accounting.pld import PldCalibration, full_batch_mu, pld_epsilons
 
 #: The deltas (multiples of the run's delta) at which a PLD ledger also stores eps, so a reader
 #: sees the accountant's eps(delta) curve, not one point of it.
@@ -31,7 +31,7 @@ def ledger_pld(cal: PldCalibration) -> dict:
     """The spent record of a PLD-calibrated run: no mu where the composition is not mu-GDP (a
     Poisson-subsampled Gaussian is not), the composed families and the interval that certify
     eps (so `ledger_eps` re-derives it), and eps at a few deltas around the run's."""
-    mu = _full_batch_mu(cal.families)
+    mu = full_batch_mu(cal.families)
     if mu is not None:  # every release full-batch: exact GDP, no discretization
         return ledger_gdp(mu, cal.delta)
     deltas = tuple(f * cal.delta for f in LEDGER_DELTA_FACTORS if f * cal.delta < 1)

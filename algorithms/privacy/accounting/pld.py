@@ -9,7 +9,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from algorithms.privacy.accounting.gdp import _check_eps_delta, gdp_mu, spent_eps
+from algorithms.privacy.accounting.gdp import check_eps_delta, gdp_mu, spent_eps
 
 
 def _replace_one():
@@ -79,7 +79,7 @@ def poisson_gaussian_eps(z: float, q: float, steps: int, delta: float,
     return pld_epsilons(((z, q, steps),), (delta,), discretization)[0]
 
 
-def _full_batch_mu(families: tuple[GaussianFamily, ...]) -> float | None:
+def full_batch_mu(families: tuple[GaussianFamily, ...]) -> float | None:
     """The exact GDP mu of the composition when every release is full-batch, else None."""
     families = _live(families)
     if any(q < 1 for _, q, _ in families):
@@ -172,7 +172,7 @@ def poisson_gaussian_calibration(eps: float, delta: float, q: float, steps: int)
     Poisson-subsampled Gaussian (see `GaussianFamily`) is (eps, delta)-DP, by dp-accounting's
     PLD. q = 1 is the full-batch case, exact in closed form: each release is 2/z-GDP, so
     z = 2 sqrt(steps) / gdp_mu(eps, delta)."""
-    _check_eps_delta(eps, delta)
+    check_eps_delta(eps, delta)
     if not 0 < q <= 1:
         raise ValueError(f"q={q!r} is invalid: must be a sampling rate in (0, 1]")
     if not (isinstance(steps, int) and steps >= 1):
@@ -199,7 +199,7 @@ def two_family_calibration(eps: float, delta: float, anchors: int, r1: float, st
     with multiplier s r2 are (eps, delta)-DP together (replace-one; dp-accounting's PLD).
     Private SpiderBoost's two oracle families share one budget this way (its module docstring).
     With q2 = 1 every release is full-batch and s is exact in closed form (GDP)."""
-    _check_eps_delta(eps, delta)
+    check_eps_delta(eps, delta)
     for name, v in (("anchors", anchors), ("steps", steps)):
         if not (isinstance(v, int) and v >= 0):
             raise ValueError(f"{name}={v!r} is invalid: must be an integer >= 0")
@@ -232,7 +232,7 @@ def with_noise_factor(cal: PldCalibration, factor: float) -> PldCalibration:
     if factor == 1:
         return cal
     fams = tuple((z * factor, q, c) for z, q, c in cal.families)
-    mu = _full_batch_mu(fams)
+    mu = full_batch_mu(fams)
     eps = spent_eps(mu, cal.delta) if mu is not None else \
         pld_epsilons(fams, (cal.delta,), cal.discretization)[0]
     return PldCalibration(cal.scale * factor, fams, cal.discretization, eps, cal.delta)
