@@ -69,8 +69,6 @@ def test_no_module_far_over_400_lines():
 FUNCTION_MAX = 100
 LONG_FUNCTIONS = {
     ("algorithms/sosp/compiled_o2_steps.py", "o2_steps"): 177,
-    ("algorithms/first_order/compiled_tree.py", "_leaves"): 114,
-    ("algorithms/first_order/tree_private_spider.py", "_run"): 113,
 }
 
 

@@ -96,6 +96,24 @@ def _trailing_zeros(k):
 
 
 @_jit
+def _screen_norm(declared, x, maddr, zh, mparams, mbuf, d1_err, w, beta, mode, addr, d1_params,
+                 c, mu):
+    """||grad F(x)|| for the target monitor's screen: the declared loss's pop_grad_fn or the
+    separable map's; nan where a user function raised (its error flag cleared)."""
+    if declared:
+        call_map(maddr[2], x, x, zh, mparams, mbuf, d1_err)
+        if d1_err[0] != 0:
+            d1_err[0] = 0
+            return math.nan
+        return math.sqrt(np.dot(mbuf, mbuf))
+    g1 = profile_d1(x[0], w, beta, mode, addr, d1_params, d1_err)
+    if d1_err[0] != 0:
+        d1_err[0] = 0
+        return math.nan
+    return separable_grad_norm(x, g1, c, mu)
+
+
+@_jit
 def _leaves(max_steps, k, x, W, E, fs, ist, rng, roots, cum, before, tags, st, meta, path, flags,
             leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_samples, s_x, s_t, s_used,
             d1_params, d1_err, maddr, mparams, mlow, mspan, zh, mbuf):
@@ -187,24 +205,10 @@ def _leaves(max_steps, k, x, W, E, fs, ist, rng, roots, cum, before, tags, st, m
             n_stored += 1
             if ist[J_MONITOR]:
                 # the monitor is Python's; where ||grad F(x)|| is clearly above target: False
-                if not fs[G_SCREEN] < math.inf:
-                    reason = POST
-                    break
-                if declared:
-                    call_map(maddr[2], x, x, zh, mparams, mbuf, d1_err)
-                    if d1_err[0] != 0:  # the declared gradient raised: Python's monitor raises it
-                        d1_err[0] = 0
-                        reason = POST
-                        break
-                    gnorm = math.sqrt(np.dot(mbuf, mbuf))
-                else:
-                    g1 = profile_d1(x[0], w, beta, mode, addr, d1_params, d1_err)
-                    if d1_err[0] != 0:
-                        d1_err[0] = 0
-                        reason = POST
-                        break
-                    gnorm = separable_grad_norm(x, g1, c, mu)
-                if not gnorm > fs[G_SCREEN]:
+                # (a user function that raised gives nan: Python's monitor raises it)
+                if not fs[G_SCREEN] < math.inf or not _screen_norm(
+                        declared, x, maddr, zh, mparams, mbuf, d1_err, w, beta, mode, addr,
+                        d1_params, c, mu) > fs[G_SCREEN]:
                     reason = POST
                     break
     fs[G_BEST] = best

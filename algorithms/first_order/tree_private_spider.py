@@ -96,6 +96,24 @@ def n_for_alpha(G: float, alpha: float, d: int, eps: float) -> float:
     return max(n_stat, n_priv)
 
 
+def _release(engine: NoiseEngine, probe: Any, x_node: np.ndarray, rows: Any, clip: float,
+             scale: float, t_step: int, oracle: int, base: np.ndarray | None = None,
+             x_par: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """One Gaussian release of the tree private Spider (root: base None; right child: the
+    parent's estimate plus it), through the noise engine; (estimate, noise std)."""
+    r = engine.gaussian_release(x_node, rows, clip, 1.0 / scale, y=x_par, scale=scale)
+    # a zero std adds 0.0 (signed zeros as the compiled kernel's `add_gaussian`)
+    noisy = r.value if r.std > 0 else r.leaf + 0.0
+    est = noisy if base is None else base + noisy
+    if probe is not None:
+        prev = x_par if x_par is not None else x_node
+        probe.release(t=t_step, oracle=oracle, x=x_node.copy(), x_prev=prev.copy(), batch=rows,
+                      clip=r.clip, leaf=r.leaf, told=r.told, noise_std=r.std, nabla=est.copy(),
+                      released=noisy.copy(), restart=base is None, escape=False,
+                      denom=1.0 / scale)
+    return est, r.std
+
+
 class TreePrivateSpider(FirstOrderAlgorithm):
     """Arora et al. 2023, Algorithm 1 with Theorem 3.2's parameters (module docstring).
     Claim (Theorem 3.2): ||grad F|| ~ n^{-1/3} + (sqrt(d)/(n eps))^{1/2}, single pass."""
@@ -197,22 +215,6 @@ class TreePrivateSpider(FirstOrderAlgorithm):
         engine = NoiseEngine(problem, rng, private=privacy.private, faults=self.planted_faults)
         engine.use_gaussian(multiplier, "z*s")
 
-        def release(x_node: np.ndarray, rows: np.ndarray, clip: float, scale: float,
-                    t_step: int, oracle: int, base: np.ndarray | None = None,
-                    x_par: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-            """One Gaussian release (root: base None; right child: the parent's estimate)."""
-            r = engine.gaussian_release(x_node, rows, clip, 1.0 / scale, y=x_par, scale=scale)
-            # a zero std adds 0.0 (signed zeros as the compiled kernel's `add_gaussian`)
-            noisy = r.value if r.std > 0 else r.leaf + 0.0
-            est = noisy if base is None else base + noisy
-            if probe is not None:
-                prev = x_par if x_par is not None else x_node
-                probe.release(t=t_step, oracle=oracle, x=x_node.copy(), x_prev=prev.copy(),
-                              batch=rows, clip=r.clip, leaf=r.leaf, told=r.told, noise_std=r.std,
-                              nabla=est.copy(), released=noisy.copy(), restart=base is None,
-                              escape=False, denom=1.0 / scale)
-            return est, r.std
-
         x = np.array(problem.x0, dtype=float)
         # Steps the data budget allows (2^D per round of b (D/2 + 1) records), not an open horizon:
         # storage, and so how often the target monitor looks, follow the real run length.
@@ -234,7 +236,7 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                 break
             rows = stream.take(b)
             evals += b
-            est, sigma = release(x, rows, G, 1.0 / b, t + 1, 1)
+            est, sigma = _release(engine, probe, x, rows, G, 1.0 / b, t + 1, 1)
             W[:] = x
             E[:] = est
             k = 0
@@ -269,7 +271,8 @@ class TreePrivateSpider(FirstOrderAlgorithm):
                     x_par = W[j - 1]
                     step = x - x_par  # np.linalg.norm's sqrt(v.dot(v)), without its dispatch
                     c2 = min(M * math.sqrt(step.dot(step)), 2 * G)
-                    est, sigma_here = release(x, rows, c2, 2**j / b, t + 1, 2, E[j - 1], x_par)
+                    est, sigma_here = _release(engine, probe, x, rows, c2, 2**j / b, t + 1, 2,
+                                               E[j - 1], x_par)
                     batch_here = size
                     W[j:] = x  # the right child and its left descendants
                     E[j:] = est
