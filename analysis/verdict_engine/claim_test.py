@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -34,15 +35,35 @@ UNTESTABLE = "the O~ claim is untestable on this window"
 EVEN_WITH_LOGS = " even with logs"
 
 
+class ClaimOutcome(Enum):
+    """What the O~ test found (module docstring); `ClaimTest.label` renders it."""
+
+    CONSISTENT = CONSISTENT
+    NOT_REFUTED = NOT_REFUTED
+    FASTER = "faster than claimed"
+    SLOWER = "slower than claimed"
+    INCONCLUSIVE = "inconclusive"
+
+
 @dataclass(frozen=True)
 class ClaimTest:
-    label: str
+    """The O~ test of one row: its outcome (typed; decisions read it, never the label), whether
+    the declared logs moved the band, the band, the resolution range and untestability."""
+
+    outcome: ClaimOutcome
+    logs_moved: bool
     band_low: float
     band_high: float
     accepts_low: float
     accepts_high: float
     untestable: bool
     why_untestable: str
+
+    @property
+    def label(self) -> str:
+        """The outcome in words ("... even with logs" where the logs moved the band)."""
+        beyond = self.outcome in (ClaimOutcome.FASTER, ClaimOutcome.SLOWER)
+        return self.outcome.value + (EVEN_WITH_LOGS if beyond and self.logs_moved else "")
 
     @property
     def accepts(self) -> str:
@@ -59,17 +80,16 @@ def claim_test(est: float, lo: float, hi: float, predicted: float, allowance: fl
     band_lo, band_hi = predicted + min(0.0, a_) - m, predicted + max(0.0, a_) + m
     nan = math.nan
     if not all(math.isfinite(v) for v in (est, lo, hi)):
-        return ClaimTest("inconclusive", band_lo, band_hi, nan, nan, False, "")
+        return ClaimTest(ClaimOutcome.INCONCLUSIVE, False, band_lo, band_hi, nan, nan, False, "")
     acc_lo, acc_hi = band_lo - (hi - est), band_hi + (est - lo)
     if predicted - m <= lo and hi <= predicted + m:
-        label = CONSISTENT
+        outcome = ClaimOutcome.CONSISTENT
     elif hi >= band_lo and lo <= band_hi:
-        label = NOT_REFUTED
+        outcome = ClaimOutcome.NOT_REFUTED
     else:
         above = lo > band_hi
         sign = verdicts.FAVOURABLE.get((view, x), +1)
-        label = ("faster than claimed" if above == (sign > 0) else "slower than claimed") \
-            + (EVEN_WITH_LOGS if abs(a_) > 1e-12 else "")
+        outcome = ClaimOutcome.FASTER if above == (sign > 0) else ClaimOutcome.SLOWER
     untestable, why = False, ""
     if math.isfinite(rival) and abs(rival - predicted) > 1e-12:
         gap = abs(rival - predicted)
@@ -77,7 +97,7 @@ def claim_test(est: float, lo: float, hi: float, predicted: float, allowance: fl
             untestable, why = True, f"the rival claim's {rival:.3g} is inside"
         elif acc_hi - acc_lo > gap:
             untestable, why = True, f"wider than the gap {gap:.3g} to the rival claim's {rival:.3g}"
-    return ClaimTest(label, band_lo, band_hi, acc_lo, acc_hi, untestable, why)
+    return ClaimTest(outcome, abs(a_) > 1e-12, band_lo, band_hi, acc_lo, acc_hi, untestable, why)
 
 
 def window_that_would_test(x: np.ndarray, x_name: str, est: float, lo: float, hi: float,

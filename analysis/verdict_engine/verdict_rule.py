@@ -51,7 +51,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.verdict_engine import margins, verdicts
-from analysis.verdict_engine.claim_test import CONSISTENT, EVEN_WITH_LOGS, ClaimTest, claim_test
+from analysis.verdict_engine.claim_test import ClaimOutcome, ClaimTest, claim_test
 from analysis.verdict_engine.design import Design
 from analysis.verdict_engine.rules_curve import RulesCurve
 from analysis.verdict_engine.typed import Verdict, VerdictKind
@@ -176,14 +176,14 @@ class RowTests:
         if rules is not None:
             return rules
         ct = self.claim_test_at(s)
-        if ct.label.startswith(("slower", "faster")):
-            return VerdictKind.CLAIM_FASTER if ct.label.startswith("faster") \
+        if ct.outcome in (ClaimOutcome.FASTER, ClaimOutcome.SLOWER):
+            return VerdictKind.CLAIM_FASTER if ct.outcome is ClaimOutcome.FASTER \
                 else VerdictKind.CLAIM_SLOWER
         if self.reaches_at(t):  # the claim link on data, the rules test undecided (rule 4b)
             return VerdictKind.REACHES_MEASURED
         if ct.untestable:
             return VerdictKind.UNTESTABLE
-        consistent = ct.label == CONSISTENT
+        consistent = ct.outcome is ClaimOutcome.CONSISTENT
         if not consistent and self.too_short:
             return VerdictKind.DESIGN_TOO_SHORT
         return VerdictKind.CONSISTENT if consistent else VerdictKind.NOT_REFUTED
@@ -288,7 +288,7 @@ def choose(tests: RowTests) -> Verdict:
         else math.nan)
     lo_b, hi_b = tests.band(kind)
     ct = tests.claim_test_at(tests.est)
-    logs = ct.label.endswith(EVEN_WITH_LOGS)
+    logs = ct.outcome in (ClaimOutcome.FASTER, ClaimOutcome.SLOWER) and ct.logs_moved
     accepts = ct.accepts if kind in (VerdictKind.NOT_REFUTED, VerdictKind.UNTESTABLE) else ""
     return Verdict(kind, by, accepts, logs, lo_b, hi_b)
 
