@@ -55,8 +55,8 @@ from algorithms.sosp.compiled_o2_steps import (
     I_PER_SUPER,
     hold_roots,
     map_mean,
+    screen_norm,
     separable_factors,
-    separable_grad_norm,
 )
 from algorithms.sosp.compiled_profiles import (
     MODE_MAP,
@@ -93,24 +93,6 @@ def _trailing_zeros(k):
         k >>= 1
         z += 1
     return z
-
-
-@_jit
-def _screen_norm(declared, x, maddr, zh, mparams, mbuf, d1_err, w, beta, mode, addr, d1_params,
-                 c, mu):
-    """||grad F(x)|| for the target monitor's screen: the declared loss's pop_grad_fn or the
-    separable map's; nan where a user function raised (its error flag cleared)."""
-    if declared:
-        call_map(maddr[2], x, x, zh, mparams, mbuf, d1_err)
-        if d1_err[0] != 0:
-            d1_err[0] = 0
-            return math.nan
-        return math.sqrt(np.dot(mbuf, mbuf))
-    g1 = profile_d1(x[0], w, beta, mode, addr, d1_params, d1_err)
-    if d1_err[0] != 0:
-        d1_err[0] = 0
-        return math.nan
-    return separable_grad_norm(x, g1, c, mu)
 
 
 @_jit
@@ -206,9 +188,9 @@ def _leaves(max_steps, k, x, W, E, fs, ist, rng, roots, cum, before, tags, st, m
             if ist[J_MONITOR]:
                 # the monitor is Python's; where ||grad F(x)|| is clearly above target: False
                 # (a user function that raised gives nan: Python's monitor raises it)
-                if not fs[G_SCREEN] < math.inf or not _screen_norm(
+                if not fs[G_SCREEN] < math.inf or not screen_norm(
                         declared, x, maddr, zh, mparams, mbuf, d1_err, w, beta, mode, addr,
-                        d1_params, c, mu) > fs[G_SCREEN]:
+                        d1_params, c, mu)[0] > fs[G_SCREEN]:
                     reason = POST
                     break
     fs[G_BEST] = best

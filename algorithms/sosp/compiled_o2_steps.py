@@ -111,19 +111,132 @@ def hold_roots(first, last, ist, roots, cum, before):
 
 
 @_jit
+def screen_norm(declared, x, maddr, zh, mparams, mbuf, d1_err, w, beta, mode, addr, d1_params,
+                c, mu):
+    """(||grad F(x)|| for the target monitor's screen, the separable map's d1 at x): the
+    declared loss's pop_grad_fn or the separable map's; nan where a user function raised
+    (its error flag cleared)."""
+    if declared:
+        call_map(maddr[2], x, x, zh, mparams, mbuf, d1_err)
+        if d1_err[0] != 0:
+            d1_err[0] = 0
+            return math.nan, math.nan
+        return math.sqrt(np.dot(mbuf, mbuf)), math.nan
+    d1 = profile_d1(x[0], w, beta, mode, addr, d1_params, d1_err)
+    if d1_err[0] != 0:
+        d1_err[0] = 0
+        return math.nan, math.nan
+    return separable_grad_norm(x, d1, c, mu), d1
+
+
+@_jit
+def _adaptive_batch(g, kappa, fs):
+    """ceil(max([1.0, g kappa / alpha^2, g sqrt(d) / (alpha eps_eff)])), max as Python's; -1
+    where Python's step decides (inf, nan, past exact ints)."""
+    top = 1.0
+    t1 = g * kappa / fs[F_ALPHA2]
+    if t1 > top:
+        top = t1
+    if math.isfinite(fs[F_EPS]):
+        t2 = g * fs[F_SQRT_D] / (fs[F_ALPHA] * fs[F_EPS])
+        if t2 > top:
+            top = t2
+    if not top < 9.0e15:
+        return -1
+    return math.ceil(top)
+
+
+@_jit
+def _cached_d1(u, cu, cd1, w, beta, mode, addr, d1_params, d1_err):
+    """d1 at u: the cached cd1 where u is the cached cu (the same float, sign of zero
+    included), else computed."""
+    if u == cu and math.copysign(1.0, u) == math.copysign(1.0, cu):
+        return cd1
+    return profile_d1(u, w, beta, mode, addr, d1_params, d1_err)
+
+
+@_jit
+def _noised_release(delta, nabla, clip, g, bt, fs, ist, nodes, prefix, rng):
+    """The O2 release through the noise engine's arithmetic: the Gaussian leaf (std rule
+    "z*2*C/n") or the tree's next prefix; (nabla, released, noise std)."""
+    noise_std = 0.0
+    if not ist[I_HAS_TREE] and ist[I_PRIVATE]:
+        bnd = clip if math.isfinite(clip) else g
+        noise_std = fs[F_MULT] * 2 * bnd / bt
+        delta = add_gaussian(delta, noise_std, rng)
+    nabla = nabla + delta
+    if not ist[I_HAS_TREE]:
+        return nabla, nabla, noise_std
+    ist[I_TREE_T] += 1
+    ist[I_TREE_LEVELS] = tree_advance(ist[I_TREE_T], ist[I_TREE_LEVELS], nodes, prefix,
+                                      fs[F_TREE_SIGMA], rng)
+    ist[I_NODES_TREE] += 1
+    return nabla, nabla + prefix, fs[F_TREE_SIGMA]
+
+
+@_jit
+def _advance(x, released, est, eta, D, D2, bounded, by_norms, drift):
+    """Lines 12-15: x - eta nabla~ (shortened to length D on a bounded step) and the drift;
+    (x_{t+1}, drift)."""
+    step = eta * released
+    shortened = False
+    if bounded:
+        step_norm = eta * est
+        if step_norm > D:
+            step = step * (D / step_norm)
+            shortened = True
+    if by_norms:
+        return x - step, drift + est
+    return x - step, drift + (D2 if shortened else np.dot(step, step))
+
+
+@_jit
+def _o2_clip(g, bt, fs, ist):
+    """The O2 clip: M ||x_t - x_{t-1}||, at most the tree's leaf sensitivity x bt / 2 where the
+    tree clips (min as Python's)."""
+    if ist[I_TREE_CLIPS]:
+        cap = fs[F_LEAF_SENS] * bt / 2
+        if cap < g:
+            return cap
+    return g
+
+
+@_jit
+def _take(bt, n_walk, ist, roots, cum, before, tags, st, meta, path, flags, leaf_arr, ranks, out):
+    """The next bt records' counts (the stream's walks for n_walk coordinates into out); False
+    where a block root of another superblock is needed (Python draws it)."""
+    start, stop, levels = ist[I_USED], ist[I_USED] + bt, ist[I_LEVELS]
+    if not hold_roots(start >> levels, stop >> levels, ist, roots, cum, before):
+        return False
+    ist[I_NODES_STREAM] += _kernels.walk_between(0, n_walk, start, stop, levels,
+                                                 ist[I_LEAF_LEVELS], roots, tags, st, meta, path,
+                                                 flags, leaf_arr, ranks, out)
+    ist[I_USED] = stop  # at once: the records are taken even if a later step fails
+    ist[I_GRAD_EVALS] += 2 * bt
+    return True
+
+
+@_jit
+def _declared_bound(maddr, x, x_prev, zh, mparams, mbuf, d1_err):
+    """A declared loss's whole-support bound (the suite's, by address); nan where the user's
+    function raised (its flag cleared: Python's step raises it)."""
+    bound = call_map(maddr[0], x, x_prev, zh, mparams, mbuf, d1_err)
+    if d1_err[0] != 0:
+        d1_err[0] = 0
+        return math.nan
+    return bound
+
+
+@_jit
 def o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cum, before, tags,
-              st, meta, path,
-              flags, leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_drift, r_samples, s_x, s_t, s_used,
-              d1_params, d1_err, maddr, mparams, mlow, mspan, zh, mbuf):
-    n = 0
-    n_stored = 0
-    reason = DONE
+             st, meta, path, flags, leaf_arr, ranks, out, r_batch, r_noise, r_norm, r_drift,
+             r_samples, s_x, s_t, s_used, d1_params, d1_err, maddr, mparams, mlow, mspan, zh, mbuf):
+    n, n_stored, reason = 0, 0, DONE
     x_prev2 = x_prev
     drift, prev_norm, best = fs[F_DRIFT], fs[F_PREV_NORM], fs[F_BEST]
     kappa, eta, D, D2 = fs[F_KAPPA], fs[F_ETA], fs[F_D], fs[F_D2]
     M, c, mu, s, w, beta = fs[F_M], fs[F_C], fs[F_MU], fs[F_NOISE], fs[F_W], fs[F_BETA]
     t, used, frozen_prev = ist[I_T], ist[I_USED], ist[I_FROZEN_PREV]
-    levels, leaf_levels = ist[I_LEVELS], ist[I_LEAF_LEVELS]
     mode, addr = ist[I_PY_PROFILE], ist[I_D1_ADDR]  # how d1 is computed (compiled_profiles)
     # a declared loss's map (MODE_MAP, compiled_maps): its functions by address, m coordinates
     declared, n_walk = mode == MODE_MAP, ist[I_MAP_M] if mode == MODE_MAP else 2
@@ -132,10 +245,8 @@ def o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cu
     screen_u, screen_d1 = math.nan, 0.0  # the monitor screen's d1 at the last stored x
     while n < max_steps:
         # the loop's own tests, in its order: T, data, O1, escape (each one Python's step)
-        if t >= ist[I_T_MAX] or ist[I_BUDGET] - used <= ist[I_B] or drift >= kappa:
-            reason = PYTHON
-            break
-        if prev_norm <= fs[F_THRESHOLD] and frozen_prev <= 0:
+        if t >= ist[I_T_MAX] or ist[I_BUDGET] - used <= ist[I_B] or drift >= kappa or \
+                (prev_norm <= fs[F_THRESHOLD] and frozen_prev <= 0):
             reason = PYTHON
             break
         diff = x - x_prev
@@ -144,50 +255,19 @@ def o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cu
             reason = PYTHON
             break
         g = M * step_len
-        if ist[I_ADAPTIVE]:
-            # ceil(max([1.0, g kappa / alpha^2, g sqrt(d) / (alpha eps_eff)])), max as Python's
-            top = 1.0
-            t1 = g * kappa / fs[F_ALPHA2]
-            if t1 > top:
-                top = t1
-            if math.isfinite(fs[F_EPS]):
-                t2 = g * fs[F_SQRT_D] / (fs[F_ALPHA] * fs[F_EPS])
-                if t2 > top:
-                    top = t2
-            if not top < 9.0e15:  # inf / nan / past exact ints: Python's step decides
-                reason = PYTHON
-                break
-            bt = math.ceil(top)
-        else:
-            bt = ist[I_FIXED_B]
-        if bt > ist[I_BUDGET] - used:
+        bt = _adaptive_batch(g, kappa, fs) if ist[I_ADAPTIVE] else ist[I_FIXED_B]
+        if bt < 0 or bt > ist[I_BUDGET] - used:  # (-1: inf / nan: Python's step decides)
             reason = PYTHON
             break
-        clip = g
-        if ist[I_TREE_CLIPS]:
-            cap = fs[F_LEAF_SENS] * bt / 2
-            if cap < g:  # min(g, cap) as Python's
-                clip = cap
+        clip = _o2_clip(g, bt, fs, ist)
         # the O2 map's whole-support bound (before any draw) and, for the separable map, its
         # two factors
-        if declared:
-            bound = call_map(maddr[0], x, x_prev, zh, mparams, mbuf, d1_err)
-            if d1_err[0] != 0:  # the declared bound raised: Python's step raises it
-                d1_err[0] = 0
-                reason = PYTHON
-                break
+        if declared:  # (nan where the declared function raised: the guard below refuses)
+            bound = _declared_bound(maddr, x, x_prev, zh, mparams, mbuf, d1_err)
             first, rest = 0.0, mbuf  # not read: the declared map computes the mean itself
         else:
-            ux = x[0]
-            if ux == screen_u and math.copysign(1.0, ux) == math.copysign(1.0, screen_u):
-                d1x = screen_d1
-            else:
-                d1x = profile_d1(ux, w, beta, mode, addr, d1_params, d1_err)
-            uy = x_prev[0]
-            if uy == last_u and math.copysign(1.0, uy) == math.copysign(1.0, last_u):
-                d1y = last_d1
-            else:
-                d1y = profile_d1(uy, w, beta, mode, addr, d1_params, d1_err)
+            d1x = _cached_d1(x[0], screen_u, screen_d1, w, beta, mode, addr, d1_params, d1_err)
+            d1y = _cached_d1(x_prev[0], last_u, last_d1, w, beta, mode, addr, d1_params, d1_err)
             if d1_err[0] != 0:  # an outside d1 raised: Python's step raises it
                 d1_err[0] = 0
                 reason = PYTHON
@@ -197,16 +277,11 @@ def o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cu
         if not clip >= bound * (1 - 1e-12):
             reason = PYTHON  # Python's guard raises the error
             break
-        start, stop = used, used + bt
-        if not hold_roots(start >> levels, stop >> levels, ist, roots, cum, before):
+        if not _take(bt, n_walk, ist, roots, cum, before, tags, st, meta, path, flags, leaf_arr,
+                     ranks, out):
             reason = PYTHON  # block roots of another superblock: Python draws them
             break
-        ist[I_NODES_STREAM] += _kernels.walk_between(0, n_walk, start, stop, levels, leaf_levels, roots,
-                                                     tags, st, meta, path, flags, leaf_arr, ranks,
-                                                     out)
-        used = stop
-        ist[I_USED] = used  # at once: the records are taken even if a later step fails
-        ist[I_GRAD_EVALS] += 2 * bt
+        used = ist[I_USED]
         k = float(bt)
         mean = map_mean(declared, x, x_prev, first, rest, out, k, s, n_walk, maddr, zh, mparams,
                         mlow, mspan, mbuf, d1_err)
@@ -215,37 +290,13 @@ def o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cu
             reason = RAISED
             break
         delta = (mean * k) / k  # clipped_grad_diff_sum's sum, o2_leaf's division
-        noise_std = 0.0
-        if not ist[I_HAS_TREE] and ist[I_PRIVATE]:  # the engine's std rule "z*2*C/n"
-            bnd = clip if math.isfinite(clip) else g
-            noise_std = fs[F_MULT] * 2 * bnd / bt
-            delta = add_gaussian(delta, noise_std, rng)  # the engine's noise (compiled_noise)
-        nabla = nabla + delta
+        nabla, released, noise_std = _noised_release(delta, nabla, clip, g, bt, fs, ist, nodes,
+                                                     prefix, rng)
         frozen = frozen_prev - 1
-        if ist[I_HAS_TREE]:  # the engine's tree (compiled_noise.tree_advance)
-            ist[I_TREE_T] += 1
-            ist[I_TREE_LEVELS] = tree_advance(ist[I_TREE_T], ist[I_TREE_LEVELS], nodes, prefix,
-                                              fs[F_TREE_SIGMA], rng)
-            ist[I_NODES_TREE] += 1
-            released = nabla + prefix
-            noise_std = fs[F_TREE_SIGMA]
-        else:
-            released = nabla
         est = math.sqrt(np.dot(released, released))
-        step = eta * released
-        shortened = False
-        if ist[I_BOUNDED]:
-            step_norm = eta * est
-            if step_norm > D:
-                step = step * (D / step_norm)
-                shortened = True
         x_prev2 = x_prev
         x_prev = x
-        x = x - step
-        if ist[I_BY_NORMS]:
-            drift += est
-        else:
-            drift += D2 if shortened else np.dot(step, step)
+        x, drift = _advance(x, released, est, eta, D, D2, ist[I_BOUNDED], ist[I_BY_NORMS], drift)
         frozen_prev = frozen
         prev_norm = est
         t += 1
@@ -257,25 +308,14 @@ def o2_steps(max_steps, x, x_prev, nabla, fs, ist, nodes, prefix, rng, roots, cu
         if est < best or t % ist[I_KEEP_EVERY] == 0:
             if ist[I_MONITOR]:
                 # the monitor is Python's; where ||grad F(x)|| is clearly above target: False
-                if declared:
-                    if not fs[F_SCREEN] < math.inf:  # no pop_grad_fn: no screen
-                        reason = POST
-                        break
-                    call_map(maddr[2], x, x, zh, mparams, mbuf, d1_err)
-                    if d1_err[0] != 0:  # the declared gradient raised: Python's monitor raises it
-                        d1_err[0] = 0
-                        reason = POST
-                        break
-                    gnorm = math.sqrt(np.dot(mbuf, mbuf))
-                else:
-                    screen_u = x[0]
-                    screen_d1 = profile_d1(screen_u, w, beta, mode, addr, d1_params, d1_err)
-                    if d1_err[0] != 0:  # an outside d1 raised: Python's monitor raises it
-                        d1_err[0] = 0
-                        screen_u = math.nan
-                        reason = POST
-                        break
-                    gnorm = separable_grad_norm(x, screen_d1, c, mu)
+                # (no pop_grad_fn: no screen; a user function that raised: Python's raises it)
+                if declared and not fs[F_SCREEN] < math.inf:
+                    reason = POST
+                    break
+                gnorm, d1 = screen_norm(declared, x, maddr, zh, mparams, mbuf, d1_err, w, beta,
+                                        mode, addr, d1_params, c, mu)
+                if not declared:
+                    screen_u, screen_d1 = x[0], d1
                 if not gnorm > fs[F_SCREEN]:
                     reason = POST
                     break
