@@ -81,15 +81,17 @@ def _clipped_sum(problem: Any, x: np.ndarray, y: np.ndarray | None, batch: Any, 
             return c @ clip_rows(rows, clip)
         # One pass: the mean and the whole-support bound at the public iterate (never the
         # batch's); the guard raises before anything is released. A plugin's declared loss
-        # (or separable saddle) gets the suite's bound from its structure, whatever its
-        # methods say.
+        # (or separable saddle) gets at least the suite's bound from its structure, whatever
+        # its methods say.
         mean, bound = problem.guarded_counts_grad(x, batch) if y is None else \
             problem.guarded_counts_grad_diff(x, y, batch)
         base = next((c for c in (CompiledTwoPointLoss, SeparableSaddle) if isinstance(problem, c)),
                     None)
-        if base is not None and not is_builtin(problem):  # the suite's, not an override's
-            bound = base.record_grad_bound(problem, x) if y is None else \
-                base.record_grad_diff_bound(problem, x, y)
+        if base is not None and not is_builtin(problem):  # at least the suite's: a plugin
+            suite = base.record_grad_bound(problem, x) if y is None else \
+                base.record_grad_diff_bound(problem, x, y)  # may state a wider bound, never
+            if not bound >= suite:  # a narrower one (nor a NaN)
+                bound = suite
         _guard(problem, oracle, clip, bound)
         return mean * batch.k
     rows = np.asarray(batch)
