@@ -64,6 +64,25 @@ def test_the_probe_runs_each_unpriced_keys_smallest_cell_twice_and_prices_from_t
     assert mid == pytest.approx(fit.overhead + fit.rate * work_scale(big, h))
 
 
+@pytest.fixture
+def unloaded_after(tmp_path):
+    """The plugins the test's in-process commands load from tmp_path, unregistered after: a later
+    test in the same worker loads the guide's quadratic_valley itself (a clash), and a sweep
+    stores the process's loaded plugins with every cell (which xdist's scheduling decides)."""
+    yield
+    import algorithms
+    import problems
+    from bench import plugins as registry
+
+    for entry in [e for e in registry.loaded() if e.startswith(str(tmp_path))]:
+        info = registry._LOADED.pop(entry)
+        for name in info.problems:
+            problems._REGISTRY.pop(name, None)
+        for name in info.algorithms:
+            algorithms._REGISTRY.pop(name, None)
+
+
+@pytest.mark.usefixtures("unloaded_after")
 def test_a_plugin_dry_run_probes_and_names_every_cell_past_the_limit(tmp_path, capsys):
     plugin = tmp_path / "my_quadratic_valley.py"
     plugin.write_text(GUIDE)
