@@ -2,7 +2,8 @@
 one (tests/leak_sources.py), each FAILED with a one-line reason naming the release or field, or
 refused (the sweep stops without --allow-unverified); the honest plugins they derive from
 (DP-GD with momentum, Poisson DP-SGD; self-noised and on the release API) raise no false alarm
-over 4 problems x 3 eps x 3 check seeds.
+at 18 configurations each: every one of 4 problems at every one of 3 eps, at the 3 check seeds
+in rotation (`_honest_configs`).
 
 Each expected reason is derived from the planted bug's definition (which release it touches
 first), not read off the code under test: `tenth` drops the noise at t = 10, `one_draw` reuses
@@ -233,34 +234,64 @@ def test_a_leak_at_one_eps_stops_the_sweep_that_would_have_checked_another(leaks
 
 HONEST = ("honest_momentum_gd", "honest_poisson_sgd", "desk_momentum_gd", "desk_poisson_sgd")
 PROBLEMS = (("glm", 5), ("logistic", 4), ("strict_saddle", 4), ("mean_estimation", 2))
+HONEST_EPS = (0.3, 1.0, 3.0)
 
 
+def _honest_configs(plugin: int, problem: int) -> list[tuple[float, int]]:
+    """The (eps, check seed) pairs honest plugin number `plugin` is checked at on problem number
+    `problem`: every eps once, at a seed rotating over 0, 1, 2 with the problem and the plugin,
+    and half of the (problem, eps) pairs again at the next seed. Over the 4 problems that is 18
+    configurations per plugin, every plugin on every
+    problem at every eps and at each of the 3 check seeds; the full cross (36 each, 144 checks
+    of 1-3 s, a release-API check spawning a fresh process) was a quarter of the suite's CPU."""
+    out = []
+    for j, eps in enumerate(HONEST_EPS):
+        seed = (problem + j + plugin) % 3
+        out.append((eps, seed))
+        if (problem + j) % 2 == plugin % 2:
+            out.append((eps, (seed + 1) % 3))
+    return out
+
+
+# One test per (problem, plugin) (issue 75, item 4): parts of 4-15 s that xdist spreads over
+# its workers, where 4 tests of 50-65 s each left one worker running the last of them alone.
 @pytest.mark.slow
+@pytest.mark.parametrize("name", HONEST)
 @pytest.mark.parametrize("problem, d", PROBLEMS, ids=[p for p, _ in PROBLEMS])
-def test_honest_plugins_raise_no_false_alarm(leaks, problem, d):
-    """4 honest plugins x 3 eps x 3 check seeds on each problem: the self-noised ones are
-    audited with no leak found, the ones on the release API private by construction."""
+def test_honest_plugins_raise_no_false_alarm(leaks, problem, d, name):
+    """The 4 honest plugins on each problem at every eps (`_honest_configs`): the self-noised
+    ones are audited with no leak found, the ones on the release API private by construction."""
     from analysis.privacy_checks.plugin_checks import AUDITED, BY_CONSTRUCTION
 
-    for name in HONEST:
-        for eps in (0.3, 1.0, 3.0):
-            for seed in (0, 1, 2):
-                res = _check(name, problem=problem, d=d, eps=eps, seed=seed)
-                want = BY_CONSTRUCTION if name.startswith("desk") else AUDITED
-                assert res.label.startswith(want), (name, eps, seed, res)
+    want = BY_CONSTRUCTION if name.startswith("desk") else AUDITED
+    configs = _honest_configs(HONEST.index(name), [p for p, _ in PROBLEMS].index(problem))
+    for eps, seed in configs:
+        res = _check(name, problem=problem, d=d, eps=eps, seed=seed)
+        assert res.label.startswith(want), (name, eps, seed, res)
 
 
+def test_every_honest_plugin_is_checked_at_18_configurations_covering_each_problem_eps_seed():
+    for k in range(len(HONEST)):
+        configs = [(i, *c) for i in range(len(PROBLEMS)) for c in _honest_configs(k, i)]
+        assert len(configs) == len(set(configs)) == 18
+        assert {(i, eps) for i, eps, _ in configs} == {(i, eps) for i in range(len(PROBLEMS))
+                                                       for eps in HONEST_EPS}
+        for i in range(len(PROBLEMS)):
+            assert {seed for i2, _, seed in configs if i2 == i} == {0, 1, 2}
+
+
+# one test per (plugin, eps), each at the 3 check seeds: the same 18 configurations in 6 parts
 @pytest.mark.slow
+@pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
 @pytest.mark.parametrize("name", ["desk_accumulate", "desk_noised_stop"])
-def test_honest_release_api_schedules_raise_no_false_alarm(leaks, name):
+def test_honest_release_api_schedules_raise_no_false_alarm(leaks, name, eps):
     """Several releases at one iterate, and a stop on released values only (which a
     neighbouring data set may flip): private by construction at 3 eps x 3 check seeds."""
     from analysis.privacy_checks.plugin_checks import BY_CONSTRUCTION
 
-    for eps in (0.3, 1.0, 3.0):
-        for seed in (0, 1, 2):
-            res = _check(name, eps=eps, seed=seed)
-            assert res.label == BY_CONSTRUCTION, (name, eps, seed, res)
+    for seed in (0, 1, 2):
+        res = _check(name, eps=eps, seed=seed)
+        assert res.label == BY_CONSTRUCTION, (name, eps, seed, res)
 
 
 def test_the_check_seed_is_fresh_per_sweep_unless_fixed(monkeypatch):
