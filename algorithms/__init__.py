@@ -119,6 +119,13 @@ def get_algorithm(name: str) -> Any:
         ) from None
 
 
+def claim_metric(algorithm: str) -> str:
+    """The metric of the algorithm's first claim (alpha_sosp when it claims nothing): what its
+    cells are targeted on and a sample-complexity fit of it measures."""
+    cls = get_algorithm(algorithm)
+    return cls.claims[0].metric if cls.claims else "alpha_sosp"
+
+
 __all__ = [
     "FirstOrderAlgorithm",
     "Privacy",
@@ -128,6 +135,7 @@ __all__ = [
     "all_claims",
     "available",
     "check_calibration",
+    "claim_metric",
     "data_modes_note",
     "get_algorithm",
     "mechanisms",

@@ -7,7 +7,7 @@ privacy = sqrt(d) / (n eps)), and the paper and theorem it comes from. `dprates 
 every claim of every registered algorithm; a report's claims table lists each with its measured
 exponent and verdict, or "not measured".
 
-Metrics (computed by `analysis.metrics` with exact oracles):
+Metrics (computed by `problems.evaluation.metrics` with exact oracles):
 * alpha_sosp: max(||grad F||, lambda_-(hess F)^2 / rho), the SOSP accuracy (seed 000, Def. 1.2);
 * grad_norm: ||grad F(x)||, population first-order stationarity;
 * emp_grad_norm: ||grad F_S(x)|| on the run's own sample S (empirical stationarity);

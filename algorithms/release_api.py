@@ -32,7 +32,7 @@ bit on the same seed (tests/test_release_api.py).
 What it cannot rule out is Python itself: a plugin that digs the desk out of its window,
 imports the problem module and reads a data file, or keeps state across runs, is outside the
 API. So the label "private by construction" also needs the forced-transcript replay of
-`analysis.privacy_checks.transcript_replay` (the run on neighbouring data sets with the recorded
+`algorithms.privacy.audit.transcript_replay` (the run on neighbouring data sets with the recorded
 releases forced must give the same trajectory, field for field) and the black-box checks.
 """
 
@@ -57,7 +57,7 @@ class ReleaseWindow:
     """What `steps` holds of the desk: the plan, the public counts and the two release calls.
     The sample, the run's generator and the probe stay on the desk. (Python cannot seal an
     object: a plugin that digs the desk out of this window reads the data outside the API,
-    which the forced-transcript replay of `analysis.privacy_checks` then finds.)"""
+    which the forced-transcript replay of `algorithms.privacy.audit` then finds.)"""
 
     __slots__ = ("_ReleaseWindow__desk",)
 

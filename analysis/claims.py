@@ -24,14 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from algorithms import get_algorithm
+from algorithms import get_algorithm, regime_forecast
+from algorithms.privacy.audit.eps_spent import spent_fraction_column
+from algorithms.privacy.audit.ledger import privacy_note, unverified_algorithms
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis import regime_forecast
 from analysis.declarations import FitSpec, StoreData
 from analysis.empirical_route import reading_for_fit
-from analysis.eps_spent import spent_fraction_column
 from analysis.points import fit_points_table, group_columns, theory_mask
-from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
 from analysis.verdict_engine import envelope, paired, rates, two_term, verdicts
 from analysis.verdict_engine.decide import decide
 from analysis.verdict_engine.design import design_from_points
@@ -258,7 +257,7 @@ def claims_table(data: StoreData, n_boot: int = rates.N_BOOT, seed: int = 0) -> 
         return pd.DataFrame()
     table = claim_verdicts(pd.concat(frames, ignore_index=True))
     # Every fit table marks the algorithms whose privacy is not verified (plugins whose check
-    # failed or could not run: analysis.privacy_checks.plugin_checks); "" for the others.
+    # failed or could not run: algorithms.privacy.audit.plugin_checks); "" for the others.
     unverified = unverified_algorithms(data.cells)
     table["privacy"] = [privacy_note(unverified[a]) if a in unverified else ""
                         for a in table["algorithm"]]

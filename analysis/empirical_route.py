@@ -1,7 +1,7 @@
 """The empirical route's measurements (seed 000, Appendix A.2; `algorithms.sosp.empirical`):
 the empirical SOSP metric of a run, and which statistical term the population alpha follows.
 
-Metrics (`analysis.metrics.empirical_sosp_metrics`, added to every run's metrics by `evaluate`;
+Metrics (`problems.evaluation.metrics.empirical_sosp_metrics`, added to every run's metrics by `evaluate`;
 NaN where the run keeps no sample or the problem has no closed-form empirical Hessian):
 * emp_alpha_best: min over the stored iterates of alpha_SOSP of F_S (the run's own data set),
   exact (`problems.empirical_hessian`): the empirical claim's "at least one output";

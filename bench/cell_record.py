@@ -12,7 +12,7 @@ from bench.cells import Cell
 def finish_cell(cell: Cell, res: dict[str, Any]) -> dict[str, Any]:
     """A run_cell result as a cell's record: its curves, first batch, gradient evaluations and
     privacy ledger."""
-    from analysis.metrics import trajectory_profile
+    from problems.evaluation.metrics import trajectory_profile
 
     traj = res.pop("trajectory")
     prob = res.pop("problem_obj")

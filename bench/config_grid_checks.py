@@ -18,7 +18,7 @@ def start_metric(problem: str, d: int, params: dict, metric: str) -> tuple[float
     (alpha_sosp), ||grad F(x0)|| (grad_norm; also emp_grad_norm, whose value at x0 is the
     population one up to sampling error), or F(x0) - min F (excess_risk)."""
     import problems
-    from analysis.metrics import sosp_alpha
+    from problems.evaluation.metrics import sosp_alpha
 
     prob = problems.get_problem(problem, d=d, **params)
     if metric in ("alpha_sosp", "emp_alpha_sosp"):  # the empirical one: up to sampling error
@@ -52,7 +52,7 @@ def check_targets_below_start(grid: dict[str, Any], problem_list: list[dict],
     """Refuse a target at or above the start's value of the metric it targets: such a cell
     is "reached" at step 0 (samples_to_target 0) and measures nothing (issue 28, point 1)."""
     import problems
-    from analysis.verdict_engine.predictions import claim_metric
+    from algorithms import claim_metric
 
     def metric_of(alg: str) -> str:  # the spec's target_metric, else the claim metric
         return metric or claim_metric(alg)

@@ -122,9 +122,9 @@ def multi_pass_work(cell: Cell, at_n: float | None = None) -> float | None:
     if per_step is None:
         return None
     # the evaluation reads all n records at up to EMP_EVAL_POINTS + 2 stored iterates (the
-    # empirical gradient, analysis.metrics.emp_eval_indices): on DP-SGD's searches at d 100,
+    # empirical gradient, problems.evaluation.metrics.emp_eval_indices): on DP-SGD's searches at d 100,
     # where T x b << T x n, it was 20-27 s of a 30 s run
-    from analysis.metrics import EMP_EVAL_POINTS
+    from problems.evaluation.metrics import EMP_EVAL_POINTS
 
     return runs * (steps * per_step + min(steps, EMP_EVAL_POINTS + 2.0) * n) \
         * (dim + RECORD_OVERHEAD_DIMS)

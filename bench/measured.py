@@ -51,7 +51,7 @@ def privacy_notes(sources: Sequence[str | Path]) -> dict[tuple[str, str], str]:
     """(algorithm, "") -> its privacy cell, for the algorithms of `sources` whose privacy is not
     verified: from a store's cells (every algorithm, with a declared fit or not: a plugin that
     FAILED its check must reach every table) and from a claims CSV's privacy column."""
-    from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
+    from algorithms.privacy.audit.ledger import privacy_note, unverified_algorithms
 
     out: dict[tuple[str, str], str] = {}
     for src in sources:

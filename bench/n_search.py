@@ -16,7 +16,7 @@ its samples to the target are the smallest n whose run reaches it. Per repetitio
 Every run of the search reads the first n records of the cell's one data stream (prefix-
 consistent: the run at a larger n sees the same records and more) with the cell's algorithm
 seed, so the runs differ in n alone; "reaches" reads the best iterate so far by the metric's
-population value (the column `analysis.comparisons.compare.METRIC_COLUMN` names, the reading
+population value (the column `problems.evaluation.metrics.METRIC_COLUMN` names, the reading
 of one-pass cells; `SEARCH_METRICS` only: an empirical metric would read the private sample):
 the oracle's n*. With the spec's `reach = "output"` it reads instead the point the algorithm
 itself returns (its class's `output_rule`, `OUTPUT_COLUMN`: DP-GD's and DP-SGD's last iterate),
@@ -166,10 +166,10 @@ def compute_search_cell(cell: Any, time_limit: float | None) -> dict[str, Any]:
     a timeout, whatever was found."""
     import numpy as np
 
-    from analysis.comparisons.compare import METRIC_COLUMN
-    from analysis.verdict_engine.predictions import claim_metric
+    from algorithms import claim_metric
     from bench.cell_record import finish_cell
     from bench.single_run import run_cell
+    from problems.evaluation.metrics import METRIC_COLUMN
 
     metric = cell.metric or claim_metric(cell.algorithm)
     if metric not in SEARCH_METRICS:

@@ -2,7 +2,7 @@
 with, decided before any cell runs, and which labels stop the sweep.
 
 * a built-in algorithm: "built-in" (the test suite's three privacy layers cover it);
-* a plugin: `analysis.privacy_checks.plugin_checks.check_plugin` on every distinct private
+* a plugin: `algorithms.privacy.audit.plugin_checks.check_plugin` on every distinct private
   configuration of its pending cells (problem, d, eps, delta, n, parameters; past `MAX_CONFIGS`
   of them, the extremes of eps, n and d and one at every other eps, and the label says how many
   of how many), with a check seed drawn fresh for each sweep (a plugin cannot be tuned to pass
@@ -11,12 +11,12 @@ with, decided before any cell runs, and which labels stop the sweep.
   `LARGE_N_RECORDS` records: a batch capped in memory shows only at large n).
   The worst outcome is the algorithm's label: FAILED (at the configuration named), unverified,
   audited (a self-noising plugin: no leak found, never certified; its label carries the
-  empirical eps lower bound of `analysis.privacy_checks.plugin_lower_bound` at the smallest eps
+  empirical eps lower bound of `algorithms.privacy.audit.plugin_lower_bound` at the smallest eps
   checked, beside the declared eps), or private by construction (the release API, every
   configuration's checks passed).
 
 A plugin problem is untrusted code too: `problem_labels` checks each one the pending cells use
-(`analysis.privacy_checks.problem_checks`: constants that read the data, per-record oracles
+(`algorithms.privacy.audit.problem_checks`: constants that read the data, per-record oracles
 that read other records, a product layout's support bound), and every algorithm with a cell on
 a problem that fails is labelled FAILED, built-ins included.
 
@@ -116,8 +116,8 @@ def largest_n(cells: list[Cell], cap: int) -> tuple[Cell, int] | None:
 
 def plugin_label(algorithm: str, cells: list[Cell], seed: int) -> str:
     """The stored label of a plugin's cells (module docstring)."""
-    from analysis.privacy_checks import plugin_checks as pc
-    from analysis.privacy_checks.plugin_lower_bound import RUNS
+    from algorithms.privacy.audit import plugin_checks as pc
+    from algorithms.privacy.audit.plugin_lower_bound import RUNS
 
     chosen, total = configurations(cells, pc.CHECK_RECORDS)
     checks = [(c, min(c.n or pc.CHECK_RECORDS, pc.CHECK_RECORDS)) for c in chosen]
@@ -152,7 +152,7 @@ def privacy_checks(cells: list[Cell], quiet_failures: bool = False,
     """algorithm -> the `privacy_check` label its cells are stored with (module docstring),
     run here, in the parent, before any cell. A label that is not a pass is reported on
     stderr, unless `quiet_failures` (the sweep then stops on it with one line of its own)."""
-    from analysis.privacy_checks import plugin_checks as pc
+    from algorithms.privacy.audit import plugin_checks as pc
 
     out: dict[str, str] = {}
     for c in cells:
@@ -173,11 +173,11 @@ def privacy_checks(cells: list[Cell], quiet_failures: bool = False,
 
 def problem_labels(cells: list[Cell], quiet_failures: bool = False) -> dict[str, str]:
     """algorithm -> "FAILED: <the problem's reason>" for each algorithm with a cell on a
-    plugin problem that fails `analysis.privacy_checks.problem_checks` (checked once per
+    plugin problem that fails `algorithms.privacy.audit.problem_checks` (checked once per
     problem, parameters, d and data mode of the pending cells: the smallest and largest d of
     each, the extremes past `MAX_CONFIGS`). A built-in algorithm on such a problem is not
     private either: its clip reads the problem's oracles."""
-    from analysis.privacy_checks.problem_checks import check_problem
+    from algorithms.privacy.audit.problem_checks import check_problem
     from problems import BUILTIN
 
     configs: dict[tuple, list[Cell]] = {}
@@ -202,7 +202,7 @@ def problem_labels(cells: list[Cell], quiet_failures: bool = False) -> dict[str,
 
 def refusal(blocked: dict[str, str]) -> str:
     """The one line a sweep stops with."""
-    from analysis.privacy_checks.plugin_checks import builtin_label
+    from algorithms.privacy.audit.plugin_checks import builtin_label
 
     return ("; ".join(f"{'plugin ' if builtin_label(a) is None else ''}{a}: privacy {lab}"
                       for a, lab in blocked.items())
@@ -214,6 +214,6 @@ def refusal(blocked: dict[str, str]) -> str:
 
 def blocked_labels(checks: dict[str, Any]) -> dict[str, str]:
     """The labels that stop a sweep without --allow-unverified."""
-    from analysis.privacy_checks.plugin_checks import needs_permission
+    from algorithms.privacy.audit.plugin_checks import needs_permission
 
     return {a: lab for a, lab in checks.items() if needs_permission(lab)}

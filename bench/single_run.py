@@ -10,13 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from algorithms import Privacy, check_calibration, get_algorithm
-from analysis.metrics import evaluate, target_monitor
-from analysis.verdict_engine.predictions import claim_metric
+from algorithms import Privacy, check_calibration, claim_metric, get_algorithm
 from problems import get_problem, instance_params
 from problems.base import DATA_MODES
 from problems.counts.dataset import counts_exact
 from problems.counts.stream import STREAM_VERSION, require_supported_version
+from problems.evaluation.metrics import evaluate, target_monitor
 from problems.streams import DataStream
 
 #: Records hashed per cell to check pairing: cells with the same data seed must agree.

@@ -195,7 +195,7 @@ def load(path: str | Path, current: bool = True) -> pd.DataFrame:
 
     Sample-complexity cells have `samples_to_target` (NaN when censored: the run ended without
     reaching its target), `censored` (bool) and `n_star` (samples_to_target with censored runs
-    as +inf: take medians of this column, see `analysis.metrics.median_n_star`)."""
+    as +inf: take medians of this column, see `problems.evaluation.metrics.median_n_star`)."""
     with Store(path, create=False) as st:
         query = "SELECT * FROM cells"
         if current:

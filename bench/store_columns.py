@@ -10,7 +10,7 @@ CELL_COLUMNS = {
     "rep": "INTEGER", "calibration": "TEXT", "base_seed": "INTEGER", "target_alpha": "REAL",
     "stop_at_target": "INTEGER", "data": "TEXT",
 }
-#: Every metric of analysis.metrics.evaluate (a test checks that none is missing).
+#: Every metric of problems.evaluation.metrics.evaluate (a test checks that none is missing).
 METRIC_COLUMNS = {
     "alpha_best": "REAL", "grad_norm_best": "REAL", "lambda_min_best": "REAL",
     "samples_at_best": "INTEGER", "alpha_last": "REAL", "grad_norm_last": "REAL",

@@ -28,7 +28,7 @@ _BUILTIN_CLASSES = frozenset(_REGISTRY.values())
 
 def is_builtin(problem: Problem) -> bool:
     """Whether `problem` is an instance of a built-in class itself (its code is the suite's,
-    tested; a plugin problem's is checked by `analysis.privacy_checks.problem_checks`)."""
+    tested; a plugin problem's is checked by `algorithms.privacy.audit.problem_checks`)."""
     return type(problem) in _BUILTIN_CLASSES
 
 

@@ -338,7 +338,7 @@ class GLM(FiniteAtoms, Problem):
         instance: each atom's Hessian is phi''(y <w, B z>) (B z)(B z)^T (y^2 = 1), which moves
         by at most L2 ||B z||^3 ||w - w'||, so L2 * feature_norm_max^3 (L2 the link's bound on
         |phi'''|; on a JL-projected instance its own projected norms, not the stated rho's
-        event). analysis.curvature_screen reads it to skip lambda_min where alpha = g."""
+        event). problems.evaluation.curvature_screen reads it to skip lambda_min where alpha = g."""
         return LINK_BOUNDS[self.link][2] * self.feature_norm_max ** 3
 
     def population_lambda_min(self, x):
@@ -352,7 +352,7 @@ class GLM(FiniteAtoms, Problem):
     # Batched population oracles: row i is bit for bit the single-point oracle at xs[i]. Every
     # product is np.matmul over a stack of (k, 1) columns, which calls the same BLAS gemv /
     # gemm per slice as the single-point code (one gemm over all columns would sum in another
-    # order), and the links' ufuncs act elementwise; analysis.metrics checks the identity once
+    # order), and the links' ufuncs act elementwise; problems.evaluation.metrics checks the identity once
     # per process and falls back to the single-point loop where it fails.
     def _margins_many(self, xs: np.ndarray) -> np.ndarray:
         """y <x_i, B z_a> for each row x_i of xs: shape (len(xs), N), as `_margins` row by row."""

@@ -235,7 +235,7 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
         is c phi''(x_1) on the first coordinate and mu (I / r - y y^T / r^3) (r = sqrt(1 +
         ||y||^2)) on the block, block-diagonal, so it moves by at most max(c |phi'''|, 2 mu)
         times ||x - x'||: the stated rho without the records' (1 + noise). Read by
-        analysis.curvature_screen to skip lambda_min where alpha = ||grad F||."""
+        problems.evaluation.curvature_screen to skip lambda_min where alpha = ||grad F||."""
         mu = self.mu if self.d > 1 else 0.0
         return max(self.c * self.profile.rho, 2 * mu)
 
@@ -249,7 +249,7 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
     def params(self):
         return {"d": self.d, "c": self.c, "mu": self.mu, "noise": self.noise, "tau": self.tau}
 
-    # The batched gradient, row i bit for bit `population_grad(xs[i])` (analysis.metrics checks
+    # The batched gradient, row i bit for bit `population_grad(xs[i])` (problems.evaluation.metrics checks
     # it once per process): the block's squared norm is np.matmul over (1, k) x (k, 1) slices
     # (the BLAS dot that `y @ y` calls), the profile's ufuncs act on a contiguous column. No
     # batched lambda_min: the valley's d2 takes powers that numpy computes differently on

@@ -7,8 +7,8 @@ import numpy as np
 
 from algorithms import Privacy, get_algorithm
 from algorithms.sosp import compiled_o2
-from analysis.metrics import target_monitor
 from problems import get_problem
+from problems.evaluation.metrics import target_monitor
 
 #: Fixed-batch Spider knobs with no drift restart (kappa) and a step bound D.
 FIXED = {"kappa": 1e300, "D": 0.01}

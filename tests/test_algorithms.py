@@ -11,7 +11,7 @@ from algorithms import Privacy, available, get_algorithm
 from algorithms.privacy.mechanisms import TreeMechanism
 from algorithms.sosp.spider import KNOB_DEFAULTS
 from algorithms.sosp.spiders import best_kappa, fixed_batch_theory_params
-from analysis.metrics import evaluate, samples_to_accuracy, sosp_alpha
+from problems.evaluation.metrics import evaluate, samples_to_accuracy, sosp_alpha
 from problems.streams import ArrayStream
 
 ALGS = ["gaussian_spider", "tree_spider", "adaptive_tree_spider"]
@@ -300,7 +300,7 @@ def test_gaussian_spider_reaches_its_target_well_before_its_horizon():
     """hard_valley, d = 10, eps = 0.1, target 0.05, 8 seeds (counts mode): with the drift reset
     on escape, 3 of 8 runs stalled until the horizon T; without it every run reaches the target
     within a quarter of T (measured 0.07-0.13 T)."""
-    from analysis.metrics import target_monitor
+    from problems.evaluation.metrics import target_monitor
 
     prob = problems.get_problem("hard_valley", d=10)
     for seed in range(1, 9):

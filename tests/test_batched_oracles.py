@@ -1,4 +1,4 @@
-"""Batched population oracles (analysis.batched_oracles): the same floats as one call per
+"""Batched population oracles (problems.evaluation.batched_oracles): the same floats as one call per
 iterate, a subclass that rewrites the single-point oracle keeps the loop, and a batched form
 that differs is caught by the once-per-class check and never reaches a metric."""
 
@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis import batched_oracles
-from analysis.metrics import grad_norms, running_min_alpha, sosp_alpha
 from problems import get_problem
+from problems.evaluation import batched_oracles
+from problems.evaluation.metrics import grad_norms, running_min_alpha, sosp_alpha
 from problems.glm import GLM
 from problems.rotated import RotatedValley
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import problems
-from analysis.metrics import lambda_min, running_min_alpha, sosp_alpha
 from bench.cli import main
+from problems.evaluation.metrics import lambda_min, running_min_alpha, sosp_alpha
 
 
 def test_list_prints_problems_and_algorithms_with_claims(capsys):
@@ -102,7 +102,7 @@ def test_censored_runs_count_as_infinite_in_medians():
     median over n_star counts a censored run as larger than any finite n*."""
     import pandas as pd
 
-    from analysis.metrics import median_n_star
+    from problems.evaluation.metrics import median_n_star
 
     cells = pd.DataFrame({
         "algorithm": ["a"] * 4 + ["b"] * 2, "target_alpha": [0.1] * 6,

@@ -11,9 +11,9 @@ import pytest
 
 from algorithms import Privacy, get_algorithm
 from algorithms.sosp import compiled_o2
-from analysis.metrics import target_monitor
 from problems import get_problem
 from problems.counts.stream import STREAM_VERSION
+from problems.evaluation.metrics import target_monitor
 from tests.compiled_runs import FIXED, run
 from tests.compiled_runs import same as _same
 
@@ -206,7 +206,7 @@ def test_a_profile_subclass_runs_the_python_loop(compiled_steps):
 
 
 def test_target_monitor_screen_keeps_compiled_calls_long_and_results_equal(compiled_steps):
-    """A target monitor states its grad screen (analysis.metrics.target_monitor): the kernel
+    """A target monitor states its grad screen (problems.evaluation.metrics.target_monitor): the kernel
     skips it where ||grad F(x)|| is clearly above the target, so a monitored run to a target
     covers many O2 steps a call (2 a call before, with keep_every 2), with the same run as the
     Python loop alone."""

@@ -14,8 +14,8 @@ import pytest
 
 from algorithms import Privacy, get_algorithm
 from algorithms.first_order import compiled_tree
-from analysis.metrics import target_monitor
 from problems import get_problem
+from problems.evaluation.metrics import target_monitor
 from tests.compiled_runs import same as _same
 from tests.test_compiled_loss import plugins  # noqa: F401 (the guide's loss, a plugin)
 

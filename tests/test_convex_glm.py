@@ -15,10 +15,10 @@ from algorithms.base import Privacy
 from algorithms.convex.recursive_regularization import stage_schedule
 from algorithms.glm.jl_method import embedding_dim, jl_matrix
 from algorithms.privacy.accounting.gdp import gdp_mu
-from analysis.metrics import empirical_grad_norm
-from analysis.privacy_checks.layers import RecordedRun, check_releases, record_run
+from algorithms.privacy.audit.layers import RecordedRun, check_releases, record_run
 from problems import get_problem
 from problems.counts.stream import MaterializedStream
+from problems.evaluation.metrics import empirical_grad_norm
 
 
 class _Recorder:
@@ -302,7 +302,7 @@ def test_audit_of_recursive_regularization_and_a_planted_third_of_its_noise():
     """Layer 3 on the one-release audit instance (one stage, one release, the output a linear
     map of it): eps_lb <= eps and the empirical mu's interval holds the accountant's; a third of
     the noise is flagged."""
-    from analysis.privacy_checks.audit import audit
+    from algorithms.privacy.audit.audit import audit
 
     r = audit("recursive_regularization", 1.0, runs=3000, seed=11, n_jobs=2)
     assert not r.flagged and r.eps_lb <= 1.0, r

@@ -13,8 +13,8 @@ import pytest
 
 import problems
 from algorithms import BUILTIN, Privacy, available, get_algorithm
-from analysis.metrics import empirical_grad_norm
 from problems.counts.dataset import TwinStream
+from problems.evaluation.metrics import empirical_grad_norm
 
 GLM = ("glm", {"d": 10})
 GLM_JL = ("glm", {"d": 40, "rank": 3})
@@ -144,7 +144,7 @@ def test_cli_reports_the_zero_smoothness_pair_in_one_line(capsys):
 
 # ------------------------------------------------------------------ point 8: audits
 def test_every_counts_family_has_an_audit_instance():
-    from analysis.privacy_checks.audit import ELLIPSOID_AUDIT, FIRST_ORDER_AUDIT, JL_AUDIT, NOT_AUDITED
+    from algorithms.privacy.audit.audit import ELLIPSOID_AUDIT, FIRST_ORDER_AUDIT, JL_AUDIT, NOT_AUDITED
 
     audited = set(FIRST_ORDER_AUDIT) | set(ELLIPSOID_AUDIT) | set(JL_AUDIT)
     assert set(CASES) <= audited and not set(CASES) & set(NOT_AUDITED)
@@ -158,7 +158,7 @@ def test_audit_of_the_families_newly_covered(alg):
     eps, and where the output is one Gaussian shift the empirical mu's 95% interval holds the
     accountant's (the base's mu at delta / 2 for the JL method: measured tight, 0.20-0.23
     against 0.229)."""
-    from analysis.privacy_checks.audit import NON_GAUSSIAN_OUTPUT, audit
+    from algorithms.privacy.audit.audit import NON_GAUSSIAN_OUTPUT, audit
 
     r = audit(alg, 1.0, runs=2000, seed=5, n_jobs=2)
     assert not r.flagged and r.eps_lb <= 1.0, r
@@ -168,7 +168,7 @@ def test_audit_of_the_families_newly_covered(alg):
 
 @pytest.mark.slow
 def test_jl_audit_flags_a_third_of_the_noise():
-    from analysis.privacy_checks.audit import audit
+    from algorithms.privacy.audit.audit import audit
 
     r = audit("jl_dp_gd", 2.0, runs=2000, faults=("noise_third",), seed=5, n_jobs=2)
     assert r.mu_flagged and r.mu_empirical > 2 * r.mu_accountant, r

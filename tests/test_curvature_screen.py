@@ -1,4 +1,4 @@
-"""The Lipschitz screen on lambda_min (analysis.curvature_screen): the running minimum of
+"""The Lipschitz screen on lambda_min (problems.evaluation.curvature_screen): the running minimum of
 alpha_SOSP is the point-by-point one bit for bit, the GLM's declared bound holds against its
 exact Hessians, and a wrong bound is caught by the audit (and would be caught by these tests
 without it)."""
@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis import batched_oracles, curvature_screen
-from analysis.metrics import running_min_alpha, sosp_alpha
 from problems import get_problem
+from problems.evaluation import batched_oracles, curvature_screen
+from problems.evaluation.metrics import running_min_alpha, sosp_alpha
 from problems.glm import GLM
 from tests.test_batched_oracles import _running_min_by_point as _by_point
 

@@ -119,7 +119,7 @@ def test_layer2_noise_has_covariance_z2_a_inverse_and_a_planted_isotropic_noise_
 def test_excess_risk_metric_and_the_d_claims():
     """The stored excess risk is <x, mu> + ||mu||_1 at the output (closed form over the box);
     the declared claims predict exponent 0 (Pagan, polylog) and 1/2 (Pasan) in d."""
-    from analysis.metrics import evaluate
+    from problems.evaluation.metrics import evaluate
 
     prob = get_problem("scaled_linear", d=30)
     data = prob.sample(2000, np.random.default_rng(0))
@@ -291,11 +291,11 @@ def test_pagan_public_scales_matches_the_stylized_optimum_on_sign_features():
 @pytest.mark.slow
 @pytest.mark.parametrize("alg", ["pagan", "pasan", "private_adagrad_iso", "private_sgd_iso", "pdp_sgd"])
 def test_one_release_audit_of_the_ellipsoid_methods(alg):
-    """Layer 3 (analysis.privacy_checks.audit, the ellipsoid instance: one full-batch Gaussian release, the
+    """Layer 3 (algorithms.privacy.audit.audit, the ellipsoid instance: one full-batch Gaussian release, the
     canary at the ellipsoid's boundary opposite to every other record): eps_lb <= eps, and
     where the step is linear in the release (Pagan, isotropic AdaGrad) the empirical mu's 95%
     interval holds the accountant's."""
-    from analysis.privacy_checks.audit import NON_GAUSSIAN_OUTPUT, audit
+    from algorithms.privacy.audit.audit import NON_GAUSSIAN_OUTPUT, audit
 
     r = audit(alg, 1.0, runs=2000, seed=5, n_jobs=2)
     assert not r.flagged and r.eps_lb <= 1.0, r
@@ -309,7 +309,7 @@ def test_one_release_audit_flags_planted_noise_bugs_in_pagan(fault):
     """A third of the noise, and isotropic noise at the stiffest direction's level (too little
     along e_1, where the canary moves the release), both show as an empirical mu at least
     1.6x the accountant's (3x and 2x in expectation)."""
-    from analysis.privacy_checks.audit import audit
+    from algorithms.privacy.audit.audit import audit
 
     r = audit("pagan", 1.0, runs=2000, faults=(fault,), seed=5, n_jobs=2)
     assert r.flagged and r.mu_empirical > 1.6 * r.mu_accountant, r

@@ -21,9 +21,9 @@ from algorithms.sosp.empirical import (
     project_ball,
 )
 from analysis.empirical_route import statistical_reading
-from analysis.metrics import empirical_sosp_metrics
 from problems.counts.dataset import TwinStream
 from problems.empirical_hessian import empirical_alpha, empirical_oracles
+from problems.evaluation.metrics import empirical_sosp_metrics
 
 ALG = "empirical_sosp_spider"
 
@@ -250,14 +250,14 @@ def test_both_claims_are_declared_and_listed(capsys):
 
 # ------------------------------------------------------------------ privacy: three layers
 def _record(faults=(), **params):
-    from analysis.privacy_checks.layers import record_run
+    from algorithms.privacy.audit.layers import record_run
 
     return record_run(ALG, problem="hard_valley", d=4, n=3000, eps=1.0, seed=3,
                       params={"T": 60, **params}, faults=faults)
 
 
 def test_layer1_every_release_within_its_told_sensitivity_and_no_more_than_composed():
-    from analysis.privacy_checks.layers import sensitivity_check
+    from algorithms.privacy.audit.layers import sensitivity_check
 
     run = _record()
     assert {e["oracle"] for e in run.events} == {1, 2}
@@ -268,7 +268,7 @@ def test_layer1_every_release_within_its_told_sensitivity_and_no_more_than_compo
 
 @pytest.mark.parametrize("fault", ["no_clipping", "o2_wrong_step"])
 def test_layer1_flags_planted_bugs(fault):
-    from analysis.privacy_checks.layers import sensitivity_check
+    from algorithms.privacy.audit.layers import sensitivity_check
 
     rep = sensitivity_check(ALG, run=_record((fault,)), max_releases=60)
     assert not rep.ok and any("told sensitivity" in v for v in rep.violations)
@@ -277,7 +277,7 @@ def test_layer1_flags_planted_bugs(fault):
 def test_layer1_same_seed_replay_and_noise_pass_on_an_anchor_only_run():
     """The plugin check (layer 1, a same-seed replay of the code with one record replaced, and
     the first release's noise against the budget) on a run whose releases are all anchors."""
-    from analysis.privacy_checks.plugin_checks import check_plugin
+    from algorithms.privacy.audit.plugin_checks import check_plugin
 
     r = check_plugin(ALG, problem="hard_valley", d=4, eps=1.0, n=2000,
                      params={"T": 20, "A_max": 20, "kappa": 1e-300})
@@ -288,7 +288,7 @@ def _noise(faults=()):
     """Zero gradients (mean estimation at its mean, no spread), tiny steps: every release is
     noise only. The std each value should have, from the accountant by hand."""
     prob = problems.get_problem("mean_estimation", d=4, spread=0.0, start_dist=1e-9)
-    from analysis.privacy_checks.layers import Recorder
+    from algorithms.privacy.audit.layers import Recorder
 
     vals, scales = [], []
     mu = gdp_mu(1.0, 1e-6)
@@ -315,7 +315,7 @@ def test_layer2_released_noise_has_the_calibrated_distribution_and_a_third_is_ca
 
 @pytest.mark.slow
 def test_layer3_audit_passes_and_catches_a_planted_third_of_the_noise():
-    from analysis.privacy_checks.audit import audit
+    from algorithms.privacy.audit.audit import audit
 
     ok = audit(ALG, 1.0, runs=3000, seed=11, n_jobs=2)
     assert not ok.flagged and ok.eps_lb <= 1.0, ok
@@ -330,7 +330,7 @@ def _o2_runs(faults=(), runs=120):
     differences only. Per release the noise std by hand, from the budget alone: mu1 =
     mu sqrt(beta / A_max), mu2 = mu sqrt((1 - beta) / (T - 1)), sensitivities 2G/n and
     2 M ||x_t - x_{t-1}|| / n (the records' gradient differences are all x_t - x_{t-1})."""
-    from analysis.privacy_checks.layers import Recorder
+    from algorithms.privacy.audit.layers import Recorder
 
     prob = problems.get_problem("mean_estimation", d=4, spread=0.0)
     T, A_max, n, beta = 10, 2, 64, 0.75

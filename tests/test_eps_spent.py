@@ -1,4 +1,4 @@
-"""The eps a run's noise really spends (`analysis.eps_spent`, issue 43 item 1): the issue's
+"""The eps a run's noise really spends (`algorithms.privacy.audit.eps_spent`, issue 43 item 1): the issue's
 figures reproduced, each checked against an independent closed form, the analytic Gaussian
 mechanism (Balle and Wang 2018, arXiv 1805.06530, Theorem 8), written here from scipy alone
 (neither dp-accounting nor the repository's accountant); real runs, the rules path, the column,
@@ -19,15 +19,15 @@ from scipy.special import log_ndtr, ndtr
 import problems
 from algorithms import Privacy, get_algorithm
 from algorithms.privacy.accounting import gdp_mu, pld_epsilons
-from algorithms.sosp.noise_rules import noise_calibration
-from analysis.declarations import StoreData
-from analysis.eps_spent import (
+from algorithms.privacy.audit.eps_spent import (
     composition_eps,
     eps_spent,
     spent_fraction_column,
     spent_fraction_table,
     spider_mechanism,
 )
+from algorithms.sosp.noise_rules import noise_calibration
+from analysis.declarations import StoreData
 from analysis.report.eps_spent_page import eps_spent_page, eps_spent_rows
 
 DELTA = 1e-6  # the headline specs' delta (the issue's figures are at the headline's design)

@@ -14,8 +14,8 @@ from algorithms import Privacy, get_algorithm
 from algorithms.claims import Claim, term
 from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_eps, gdp_mu
 from algorithms.privacy.accounting.pld import poisson_gaussian_eps, poisson_gaussian_multiplier
-from analysis.metrics import empirical_grad_norm, evaluate
 from problems import get_problem
+from problems.evaluation.metrics import empirical_grad_norm, evaluate
 
 
 # ---------------------------------------------------------------- accounting
@@ -393,9 +393,9 @@ def test_dry_run_prices_multi_pass_cells_by_their_gradients():
     (T x gradients per step + the evaluation's n records at min(T, EMP_EVAL_POINTS + 2) stored
     iterates) x (d + RECORD_OVERHEAD_DIMS) (DP-GD: n a step; DP-SGD: b; SpiderBoost: 2 b2 +
     n / q), by hand from the resolved rules; one-pass algorithms keep the n x d bound (None)."""
-    from analysis.metrics import EMP_EVAL_POINTS
     from bench.cells import Cell
     from bench.cost import RECORD_OVERHEAD_DIMS, multi_pass_work
+    from problems.evaluation.metrics import EMP_EVAL_POINTS
 
     prob = get_problem("hard_valley", d=10, start=1.0)
     privacy = Privacy(1.0)
@@ -490,6 +490,6 @@ def test_counts_emp_grad_best_is_the_minimum_over_every_stored_iterate():
     assert m["emp_grad_best"] == pytest.approx(min(direct), rel=1e-9)
     assert m["emp_grad_last"] == pytest.approx(direct[-1], rel=1e-9)
     # the minimum sits off the log-spaced grid here, so the thinned grid would miss it
-    from analysis.metrics import EMP_EVAL_POINTS, _thin
+    from problems.evaluation.metrics import EMP_EVAL_POINTS, _thin
     thinned = min(direct[i] for i in _thin(len(its), EMP_EVAL_POINTS))
     assert thinned > min(direct)

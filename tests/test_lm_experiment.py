@@ -199,8 +199,8 @@ def test_a_failed_run_is_recorded_and_loses_no_other(corpus_dir, tmp_path, monke
 def test_the_canary_audit_passes_the_engine_and_flags_skipped_noise():
     """A tiny language model, one release at q = 1: the engine's release at eps 1 stays below
     its claim; the same release without noise (planted) is flagged, its bound far above 1."""
+    from algorithms.privacy.audit.canary_audit import canary_audit
     from algorithms.privacy.whitening import WhitenedProblem
-    from analysis.privacy_checks.canary_audit import canary_audit
     from problems.language_model.model import windows_of
     from problems.language_model.problem import LanguageModelProblem
 

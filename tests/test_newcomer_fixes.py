@@ -133,7 +133,7 @@ def test_the_dry_run_forecast_says_which_check_decides(tmp_path, capsys):
     """seed 002's d-scaling spec: the forecast reads "floor" for pagan (the claim's terms,
     constants at 1) and now says it is advisory and what decides; a Spider's floor from its
     own rules gates the verdict; the claims tables' column keeps the bare forecast."""
-    from analysis import regime_forecast as rf
+    from algorithms import regime_forecast as rf
 
     assert main(["sweep", "bench/configs/seed002_scaling3_d.toml", "--dry-run", "--out",
                  str(tmp_path / "s.sqlite")]) == 0
@@ -156,7 +156,7 @@ def test_an_empirical_algorithm_that_keeps_no_sample_warns():
     import problems
     from algorithms import Privacy
     from algorithms.first_order.noisy_gd import DPGD
-    from analysis.metrics import evaluate
+    from problems.evaluation.metrics import evaluate
 
     class Forgetful(DPGD):
         def _run(self, *a, **kw):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.privacy_checks.ledger import FAILED_MARK
+from algorithms.privacy.audit.ledger import FAILED_MARK
 from analysis.report.tables import (
     NO_CLAIM,
     VERDICT_COLOURS,
@@ -152,7 +152,7 @@ def test_the_verdict_vocabulary_orders_and_colours_by_prefix():
 
 
 def test_the_dry_run_says_advisory_once(tmp_path: Path, capsys):
-    from analysis import regime_forecast as rf
+    from algorithms import regime_forecast as rf
 
     assert main(["sweep", "bench/configs/seed002_scaling3_d.toml", "--dry-run", "--out",
                  str(tmp_path / "s.sqlite")]) == 0

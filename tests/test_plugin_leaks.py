@@ -82,7 +82,7 @@ def _params(name: str) -> dict:
 
 
 def _check(name: str, problem: str = "glm", d: int = D, eps: float = 1.0, seed: int = 0):
-    from analysis.privacy_checks.plugin_checks import check_plugin
+    from algorithms.privacy.audit.plugin_checks import check_plugin
 
     return check_plugin(f"leak_{name}", problem=problem, d=d, eps=eps, n=N,
                         params=_params(name), seed=seed)
@@ -90,7 +90,7 @@ def _check(name: str, problem: str = "glm", d: int = D, eps: float = 1.0, seed: 
 
 @pytest.mark.parametrize("fault", list(LEAKED))
 def test_each_planted_leak_fails_naming_the_release_or_field(leaks, fault):
-    from analysis.privacy_checks.plugin_checks import needs_permission
+    from algorithms.privacy.audit.plugin_checks import needs_permission
 
     res = _check(fault)
     assert res.status == "FAILED", res
@@ -132,7 +132,7 @@ def test_a_noise_table_wrong_at_one_eps_of_eight_stops_the_sweep(leaks):
     """Issue 71: the noise a tenth of its table's value at eps 0.7 only, in a sweep of 8 eps x 2
     n (16 configurations, past MAX_CONFIGS): the extremes alone (eps 0.1 and 3) passed it; with
     every eps checked the label is FAILED at eps 0.7."""
-    from analysis.privacy_checks.plugin_checks import needs_permission
+    from algorithms.privacy.audit.plugin_checks import needs_permission
     from bench.cells import Cell
     from bench.privacy_gate import plugin_label
 
@@ -261,7 +261,7 @@ def _honest_configs(plugin: int, problem: int) -> list[tuple[float, int]]:
 def test_honest_plugins_raise_no_false_alarm(leaks, problem, d, name):
     """The 4 honest plugins on each problem at every eps (`_honest_configs`): the self-noised
     ones are audited with no leak found, the ones on the release API private by construction."""
-    from analysis.privacy_checks.plugin_checks import AUDITED, BY_CONSTRUCTION
+    from algorithms.privacy.audit.plugin_checks import AUDITED, BY_CONSTRUCTION
 
     want = BY_CONSTRUCTION if name.startswith("desk") else AUDITED
     configs = _honest_configs(HONEST.index(name), [p for p, _ in PROBLEMS].index(problem))
@@ -287,7 +287,7 @@ def test_every_honest_plugin_is_checked_at_18_configurations_covering_each_probl
 def test_honest_release_api_schedules_raise_no_false_alarm(leaks, name, eps):
     """Several releases at one iterate, and a stop on released values only (which a
     neighbouring data set may flip): private by construction at 3 eps x 3 check seeds."""
-    from analysis.privacy_checks.plugin_checks import BY_CONSTRUCTION
+    from algorithms.privacy.audit.plugin_checks import BY_CONSTRUCTION
 
     for seed in (0, 1, 2):
         res = _check(name, eps=eps, seed=seed)
@@ -325,8 +325,8 @@ def test_the_empirical_eps_lower_bound_flags_an_under_noised_step_only(leaks, fa
     mu of the first step against its closed form ||leaf' - leaf|| / std, computed here by hand
     (std = 2 C sqrt(T) / (n mu_GDP(eps)), divided by 100 for the quiet plant)."""
     from algorithms import Privacy
-    from analysis.privacy_checks.layers import record_run
-    from analysis.privacy_checks.plugin_lower_bound import CANARY_CLIPS, lower_bound
+    from algorithms.privacy.audit.layers import record_run
+    from algorithms.privacy.audit.plugin_lower_bound import CANARY_CLIPS, lower_bound
 
     name = f"leak_{fault}"
     run = record_run(name, problem="glm", d=D, n=N, eps=1.0, params={"T": T}, seed=0)
@@ -334,7 +334,7 @@ def test_the_empirical_eps_lower_bound_flags_an_under_noised_step_only(leaks, fa
                         {"T": T}, seed=0, runs=2000)
     assert bound.flagged is flagged and (bound.eps_lb > 1.0) is flagged, bound
     # the closed form: the canary's gradient (norm ~10 C at x0) clipped to C replaces record j's
-    from analysis.privacy_checks.plugin_replay import scaled_records
+    from algorithms.privacy.audit.plugin_replay import scaled_records
 
     C, x0 = float(run.traj.params["C"]), np.asarray(run.events[0]["x"], dtype=float)
     j = int(np.random.default_rng([0, 12]).integers(N))
@@ -371,7 +371,7 @@ def test_a_gaussian_spider_subclass_is_audited_and_its_third_of_the_noise_fails(
             super().__init__(planted_faults=("noise_third",), **kw)
 
     monkeypatch.setitem(algorithms._REGISTRY, Third.name, Third)
-    from analysis.privacy_checks.plugin_checks import AUDITED, check_plugin
+    from algorithms.privacy.audit.plugin_checks import AUDITED, check_plugin
 
     for d in (2, 4):
         honest = check_plugin("gaussian_spider", problem="strict_saddle", d=d, eps=1.0, n=N)

@@ -119,7 +119,7 @@ MOMENTUM = TOY_DPGD + textwrap.dedent('''
 
 
 def _check(name, **kw):
-    from analysis.privacy_checks.plugin_checks import check_plugin
+    from algorithms.privacy.audit.plugin_checks import check_plugin
 
     return check_plugin(name, **{"problem": "box_quadratic", "d": 3, "eps": 1.0, "n": 2000, **kw})
 
@@ -151,7 +151,7 @@ def test_the_readme_plugin_passes_and_its_leaky_variants_do_not(plugins):
 def test_a_leaky_momentum_plugin_is_caught_although_it_reports_its_clip(plugins):
     """Layer 1 recomputes the release with the reported clip, so it alone would pass this
     plugin; the same-seed replay of its own code catches it."""
-    from analysis.privacy_checks.plugin_checks import check_plugin
+    from algorithms.privacy.audit.plugin_checks import check_plugin
 
     kw = {"problem": "mean_estimation", "d": 3, "eps": 1.0, "n": 500, "params": {"c_T": 0.01}}
     assert check_plugin("dpgd_momentum", **kw).status == "passed"
@@ -162,7 +162,7 @@ def test_a_leaky_momentum_plugin_is_caught_although_it_reports_its_clip(plugins)
 
 
 def test_subclasses_of_the_spider_engine_pass_and_uncovered_families_say_so(plugins):
-    from analysis.privacy_checks.plugin_checks import check_plugin
+    from algorithms.privacy.audit.plugin_checks import check_plugin
 
     tree = check_plugin("my_tree_spider", problem="strict_saddle", d=4, eps=1.0)
     assert tree.status == "passed" and tree.releases > 5, tree
@@ -224,7 +224,7 @@ mode = "theory"
     assert (df[df.algorithm == "pp_leaky"].privacy_check == labels["pp_leaky"]).all()
     err = capsys.readouterr().err
     assert "pp_leaky: privacy FAILED" in err and "pp_ok: privacy audited" in err
-    from analysis.privacy_checks.ledger import mark, unverified_algorithms
+    from algorithms.privacy.audit.ledger import mark, unverified_algorithms
 
     bad = unverified_algorithms(df)
     assert set(bad) == {"pp_leaky", "pp_broken", "pp_ok"} and len(df) == 12  # no cell lost

@@ -135,7 +135,7 @@ def planted(tmp_path_factory):
 
 
 def _check(name, **kw):
-    from analysis.privacy_checks.plugin_checks import check_plugin
+    from algorithms.privacy.audit.plugin_checks import check_plugin
 
     return check_plugin(name, **kw)
 

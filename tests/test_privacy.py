@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.privacy_checks.audit import audit, eps_lower_bound
-from analysis.privacy_checks.layers import check_releases, noise_check, record_run, sensitivity_check
+from algorithms.privacy.audit.audit import audit, eps_lower_bound
+from algorithms.privacy.audit.layers import check_releases, noise_check, record_run, sensitivity_check
 
 ALGS = ["gaussian_spider", "tree_spider", "adaptive_tree_spider"]
 RUNS = {}
@@ -205,7 +205,7 @@ def test_audit_flags_planted_noise_and_clipping_bugs():
 # ---------------------------------------------------------------- layer 3: several releases
 def test_tree_prefix_covariance_by_hand():
     """T = 4: [1,1] = node (0,0); [1,2] = (1,0); [1,3] = (1,0) + (0,2); [1,4] = (2,0)."""
-    from analysis.privacy_checks.multi_release_audit import tree_prefix_cov
+    from algorithms.privacy.audit.multi_release_audit import tree_prefix_cov
 
     expected = np.array([[1, 0, 0, 0], [0, 1, 1, 0], [0, 1, 2, 0], [0, 0, 0, 1]], dtype=float)
     np.testing.assert_array_equal(tree_prefix_cov(4), expected)
@@ -221,7 +221,7 @@ def test_multi_release_audit_of_a_tree_restart_in_global_scope():
     """A canary in the O1 batch of the restart at step 9 shifts releases 9..16 by its leaf move
     and the restart at 17 removes it; the optimal test sees sqrt(8) node shifts out of the
     accountant's 2 x depth = 12 (T = 32, depth 6), and the held-out linear test measures it."""
-    from analysis.privacy_checks.multi_release_audit import multi_release_audit
+    from algorithms.privacy.audit.multi_release_audit import multi_release_audit
 
     r = multi_release_audit("tree_restart", eps=8.0, runs=4000, seed=3, n_jobs=2)
     window = r.shift_profile[8:16]
@@ -237,7 +237,7 @@ def test_multi_release_audit_of_a_tree_restart_in_global_scope():
 def test_multi_release_audit_catches_a_tree_that_miscounts_its_nodes():
     """Told depth nodes in global scope (the second leaf forgotten): the sequence's mu is
     sqrt(8/6) of the claim; told one node: sqrt(8) of it."""
-    from analysis.privacy_checks.multi_release_audit import multi_release_audit
+    from algorithms.privacy.audit.multi_release_audit import multi_release_audit
 
     one_leaf = multi_release_audit("tree_restart", eps=8.0, runs=4000, faults=("tree_one_leaf",),
                                    seed=3, n_jobs=2)
@@ -254,7 +254,7 @@ def test_multi_release_audit_of_a_gaussian_epoch():
     """One O1 and seven O2 releases, the canary in the O1 batch: every later release carries
     its shift (the epoch's estimate accumulates), yet the composed mu is the O1 release's,
     which is the accountant's (this instance is tight); a third of the noise triples it."""
-    from analysis.privacy_checks.multi_release_audit import multi_release_audit
+    from algorithms.privacy.audit.multi_release_audit import multi_release_audit
 
     r = multi_release_audit("gaussian_epoch", eps=8.0, runs=4000, seed=3, n_jobs=2)
     assert np.all(np.abs(r.shift_profile + 1) < 0.05), r.shift_profile
@@ -270,7 +270,7 @@ def test_multi_release_audit_of_a_gaussian_epoch():
 def test_audit_passes_for_the_first_order_family(alg):
     """Layer 3 on the one-release audit instance: eps_lb <= eps; where the output is one
     Gaussian shift the empirical mu's 95% interval holds the accountant's mu (tight)."""
-    from analysis.privacy_checks.audit import NON_GAUSSIAN_OUTPUT
+    from algorithms.privacy.audit.audit import NON_GAUSSIAN_OUTPUT
 
     r = audit(alg, 1.0, runs=3000, seed=11, n_jobs=2)
     assert not r.flagged and r.eps_lb <= 1.0, r

@@ -53,7 +53,7 @@ def test_the_largest_n_is_checked_past_the_cap():
 
 @pytest.mark.slow
 def test_a_batch_capped_in_memory_is_failed_at_the_largest_n(capped):
-    from analysis.privacy_checks.plugin_checks import check_plugin, needs_permission
+    from algorithms.privacy.audit.plugin_checks import check_plugin, needs_permission
     from bench.privacy_gate import plugin_label
 
     # at the checks' own cap the cap never binds: the sampler test passes it

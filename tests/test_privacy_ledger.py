@@ -164,7 +164,7 @@ params = { c_T = 0.05 }
     gd = df[(df.algorithm == "dp_gd") & (df.eps == 0.5)].iloc[0]
     assert gd.accountant == "gdp" and gd.mu_spent == pytest.approx(gdp_mu(0.5, 1e-6))
     assert set(df[df.eps == math.inf].accountant) == {"none"}
-    from analysis.privacy_checks.ledger import spent_table
+    from algorithms.privacy.audit.ledger import spent_table
 
     table = spent_table(df).set_index("algorithm")
     assert table.loc["dp_sgd", "accountant"] == "pld" and table.loc["dp_gd", "accountant"] == "gdp"

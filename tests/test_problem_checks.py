@@ -1,4 +1,4 @@
-"""Issue 71, item 2: a plugin problem is untrusted code (`analysis.privacy_checks.problem_checks`,
+"""Issue 71, item 2: a plugin problem is untrusted code (`algorithms.privacy.audit.problem_checks`,
 `bench.privacy_gate.problem_labels`, `algorithms.counts_maps`).
 
 Each leak is planted as a user might write it, on the guide's `quadratic_valley`
@@ -78,7 +78,7 @@ def loaded(tmp_path_factory):
 
 
 def _check(name: str, data: str, d: int = 10):
-    from analysis.privacy_checks.problem_checks import check_problem
+    from algorithms.privacy.audit.problem_checks import check_problem
 
     return check_problem(name, d=d, data_mode=data, seed=0)
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import problems
-from analysis.metrics import sosp_alpha
+from problems.evaluation.metrics import sosp_alpha
 from tests.conftest import SMALL, make
 from tests.finite_differences import central_grad
 

@@ -1,4 +1,4 @@
-"""The regime gate before the run (analysis.regime_forecast), against closed forms."""
+"""The regime gate before the run (algorithms.regime_forecast), against closed forms."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from scipy.optimize import brentq
 
 from algorithms import get_algorithm
+from algorithms import regime_forecast as rf
 from algorithms.claims import Claim, term
-from analysis import regime_forecast as rf
 from problems import get_problem
 
 
@@ -69,7 +69,7 @@ def test_crossover_n_closed_form():
 
 def test_start_metric_closed_forms():
     prob = get_problem("hard_valley", d=10)
-    from analysis.metrics import sosp_alpha
+    from problems.evaluation.metrics import sosp_alpha
 
     x0 = np.asarray(prob.x0, float)
     # hard_valley starts at a strict saddle: alpha = lambda_min^2 / rho (no gradient)

@@ -113,7 +113,7 @@ def test_the_desk_ledger_matches_dp_accounting_composed_outside():
 
 def test_a_plugin_on_the_release_api_is_labelled_private_by_construction(monkeypatch):
     import algorithms
-    from analysis.privacy_checks.plugin_checks import (
+    from algorithms.privacy.audit.plugin_checks import (
         AUDITED,
         BY_CONSTRUCTION,
         check_plugin,

@@ -17,8 +17,8 @@ from scipy import stats
 
 import problems
 from algorithms import Privacy, get_algorithm
-from analysis.metrics import sosp_alpha
 from problems.counts.stream import MaterializedStream
+from problems.evaluation.metrics import sosp_alpha
 from tests.finite_differences import central_grad as _central_grad
 
 NAME = "hard_valley_rotated"
@@ -251,7 +251,7 @@ def test_every_release_stays_within_its_told_sensitivity(alg):
     """The valley's clipping analysis carries over: the problem's own extreme records (and the
     base adversaries) replacing one record of any release move it by at most the sensitivity
     the accountant was told, with teeth (some release moves > 50% of its bound)."""
-    from analysis.privacy_checks.layers import record_run, sensitivity_check
+    from algorithms.privacy.audit.layers import record_run, sensitivity_check
 
     run = record_run(alg, problem=NAME, d=4, n=60_000, eps=1.0, seed=3, params={})
     rep = sensitivity_check(alg, run=run, max_releases=1000)

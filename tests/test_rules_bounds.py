@@ -103,7 +103,7 @@ def test_adaptive_tree_spider_bound_by_hand():
     assert b.statistical == pytest.approx(stat, rel=1e-12)
     assert b.private == pytest.approx(alpha - stat, rel=1e-6)
     # exactly what analysis' regime forecast computes for the Spiders today
-    from analysis.regime_forecast import spider_accuracy_split
+    from algorithms.regime_forecast import spider_accuracy_split
     assert (b.private, b.statistical) == spider_accuracy_split(cls, problem, N, D, EPS, DELTA,
                                                                "tight")
 

@@ -33,7 +33,7 @@ the projected gradients; Gaussian noise with covariance sigma^2 A^{-1}; then the
 * Batch b = 70 (the seed's experiment; the stylized theorems take b = 1); the projection is
   the only privacy-relevant step, so a problem's claimed constants are never trusted: rows
   with non-finite entries are zeroed, and the sensitivity 2/b in whitened coordinates holds
-  for any record (tests/test_ellipsoid.py; layer 3 in analysis/privacy_checks/audit.py).
+  for any record (tests/test_ellipsoid.py; layer 3 in algorithms/privacy/audit/audit.py).
 * `projection = "euclidean"` [CHOICE, knob]: the note's alternative, the Euclidean projection
   (I + lambda A)^{-1} g onto E_A (`project_ellipsoid_euclidean`); same privacy (its output
   is in E_A), a different bias on large gradients (it shrinks the stiff coordinates more).

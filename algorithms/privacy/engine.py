@@ -112,7 +112,7 @@ class ReleaseDesk:
         self.plan, self.n, self.privacy = plan, n, privacy
         self._sample = stream.take(n) if plan.sampling != "one_pass" else None
         # a probe holding a recorded transcript (`forced`) has every release return it
-        # (analysis.privacy_checks.transcript_replay); the desk still draws what it draws
+        # (algorithms.privacy.audit.transcript_replay); the desk still draws what it draws
         self._forced = getattr(probe, "forced", None)
         self.made = 0
         self.last_noise_std = 0.0

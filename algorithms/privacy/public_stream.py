@@ -13,7 +13,7 @@ spawn key and pool size) under a domain tag: the same run gives the same public 
 suite's reproducibility), and nothing the plugin holds gives back the run's entropy, so the
 desk's noise cannot be rebuilt from what the API hands out. Reaching the run's generator
 itself (digging past the window) is outside the API; the forced-transcript replay re-seeds the
-run's generator while keeping this one (`analysis.privacy_checks.transcript_replay`), so a
+run's generator while keeping this one (`algorithms.privacy.audit.transcript_replay`), so a
 plugin that predicts the noise from the live generator steps elsewhere and is FAILED.
 
 hashlib's SHA-256 rather than our own mixing: a standard one-way function, in the standard

@@ -6,7 +6,7 @@ different ways:
 * a one-pass method (a Spider, noisy SGD, the tree-based private Spider: `setting` not
   "empirical") reads each record once, so its samples to the target are counted: the stored
   `samples_to_target` of its cells configured for that target (`n_star`, +inf when censored),
-  summarized by the median over repetitions (`analysis.metrics.median_n_star`'s reading);
+  summarized by the median over repetitions (`problems.evaluation.metrics.median_n_star`'s reading);
 * a method that runs on n records (DP-GD, DP-SGD, private SpiderBoost, Pagan, ...) uses all n
   whatever the target, so its samples to the target are the smallest n whose output reaches
   it. Two readings: from its target cells, each a search over n per repetition
@@ -38,11 +38,8 @@ import pandas as pd
 
 from analysis.empirical_n_star import first_crossing
 from analysis.verdict_engine.rates import LEVEL, N_BOOT
+from problems.evaluation.metrics import METRIC_COLUMN  # re-exported: the comparisons read it
 
-#: The error column each claim metric is read from in the records view (best stored iterate).
-METRIC_COLUMN = {"alpha_sosp": "alpha_best", "grad_norm": "pop_grad_best",
-                 "emp_grad_norm": "emp_grad_best", "excess_risk": "excess_best",
-                 "emp_alpha_sosp": "emp_alpha_best"}
 #: Fewer design sizes n than this make a records row's n* a "few n" read (two points fix a line).
 MIN_DESIGN = 3
 #: The views whose rows hold one n* per repetition (a median of them is the estimate).

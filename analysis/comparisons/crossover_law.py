@@ -349,8 +349,8 @@ def conditions_from_stores(stores: list) -> list[Condition]:
     every declared samples-to-target fit in its window, the rules' budgets from each Spider's
     `theory_params` (knobs at 1) under the store's calibration on the store's instance."""
     from algorithms import get_algorithm
+    from algorithms.regime_forecast import spider_split
     from analysis.points import fit_points_table
-    from analysis.regime_forecast import spider_split
     from analysis.verdict_engine.flags import measured_private_share
     from problems import get_problem
 

@@ -29,9 +29,9 @@ matplotlib.use("Agg")
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from algorithms.privacy.audit.ledger import privacy_note, unverified_algorithms
 from analysis.claims import claims_table, paired_table
 from analysis.declarations import StoreData
-from analysis.privacy_checks.ledger import privacy_note, unverified_algorithms
 from analysis.report.answers_page import answers_page, practitioner_answer, spider_answer
 from analysis.report.appendix import Appendix, appendix_sections, cited_stores
 from analysis.report.atlas_page import atlas_maps, atlas_of

@@ -1,7 +1,7 @@
 """How much of its declared eps each run's noise really spends (issue 43, item 1: fair
 calibration): per store, one row per algorithm and instance with the calibration and the
 median and range over its cells of eps_exact / eps, eps_exact from the composition the run's
-mechanism really is on dp-accounting's PLD (`analysis.eps_spent`; `eps_spent_page`)."""
+mechanism really is on dp-accounting's PLD (`algorithms.privacy.audit.eps_spent`; `eps_spent_page`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from algorithms.privacy.audit.eps_spent import spent_fraction_table
 from analysis.declarations import StoreData
-from analysis.eps_spent import spent_fraction_table
 from analysis.report.layout import table_figure
 
 PER_PAGE = 22

@@ -1,13 +1,13 @@
 """The report's privacy page: spent / declared eps per algorithm, its accountant and its privacy
-check, per store (`privacy_page`, from `analysis.privacy_checks.ledger`).
+check, per store (`privacy_page`, from `algorithms.privacy.audit.ledger`).
 """
 
 from __future__ import annotations
 
 from matplotlib.backends.backend_pdf import PdfPages
 
+from algorithms.privacy.audit.ledger import spent_table, spent_text
 from analysis.declarations import StoreData
-from analysis.privacy_checks.ledger import spent_table, spent_text
 from analysis.report.layout import A4_LANDSCAPE, text_page
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.privacy_checks.ledger import FAILED_MARK, bracket
+from algorithms.privacy.audit.ledger import FAILED_MARK, bracket
 from analysis.report.latex import to_latex
 from analysis.report.methods_text import CLAIMS_LEGEND
 from analysis.report.verdict_cells import finite, resolution_text, rules_text
@@ -291,7 +291,7 @@ def _privacy_failures_first(rows: list[dict], privacy: Mapping[tuple[str, str], 
                      "short source": "-", "setting": "-", "metric": "-", "claimed": "-",
                      "measured": "-", "rules": "-", "against its rules": "-", "resolution": "-",
                      "regime": "-", "verdict": FAILED_MARK,
-                     "decided by": "its privacy check (analysis.privacy_checks.plugin_checks)",
+                     "decided by": "its privacy check (algorithms.privacy.audit.plugin_checks)",
                      "fits": "-", "privacy": note})
     order = sorted(range(len(rows)), key=lambda i: (rows[i]["algorithm"] not in failed, i))
     return pd.DataFrame([rows[i] for i in order])
@@ -299,7 +299,7 @@ def _privacy_failures_first(rows: list[dict], privacy: Mapping[tuple[str, str], 
 
 def reach_verdict(verdict: str, regime: str, binding_n: Any,
                   rules_binding_n: Any = None) -> tuple[str, str]:
-    """A claim's verdict and regime text with where it binds (`analysis.regime_forecast`):
+    """A claim's verdict and regime text with where it binds (`algorithms.regime_forecast`):
     a claim no fit measures in regime is "out of reach" when its own bound, constants at 1,
     stays above a tenth of the start's metric up to n = 1e12 (the counts streams' budget), or
     when the claim binds earlier but the algorithm's own rules' bound (`rules_binding_n`,
@@ -307,7 +307,7 @@ def reach_verdict(verdict: str, regime: str, binding_n: Any,
     reach for this algorithm", e.g. an output that stalls at ~1/log n); it stays "not in
     regime" with the size it binds from otherwise (the window then saturates for the
     algorithm's constants, not the claim's)."""
-    from analysis.regime_forecast import N_BUDGET, describe_n
+    from algorithms.regime_forecast import N_BUDGET, describe_n
 
     if verdict != NOT_IN_REGIME or not isinstance(binding_n, (int, float)) or math.isnan(binding_n):
         return verdict, regime

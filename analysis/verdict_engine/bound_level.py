@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from algorithms.claims import Claim
-from analysis.regime_forecast import claim_bound, decreasing_root
+from algorithms.regime_forecast import claim_bound, decreasing_root
 from analysis.verdict_engine.design import Design
 
 

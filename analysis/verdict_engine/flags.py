@@ -265,8 +265,8 @@ def _curve_samples(data: StoreData, keys: pd.Series, threshold: float,
 def start_point(sub: pd.DataFrame) -> str:
     """How the ceiling flag names the start x0 of the fit's instance: "the start saddle" where
     x0 is one (grad F(x0) = 0, lambda_min < 0), else "the start x0" with its gradient norm."""
-    from analysis.metrics import sosp_alpha
     from problems import get_problem
+    from problems.evaluation.metrics import sosp_alpha
 
     r = sub.iloc[0]
     prob = get_problem(r["problem"], d=int(r["d"]), **json.loads(r["instance_params"]))

@@ -1,14 +1,15 @@
 """What a fit is held against: the metric it measures (`fit_metric`, `claim_metric`, `Y_METRIC`)
 and the exponent the algorithm's claim on that metric predicts (`predicted_slope`, from
 `matching_claim`). The slope the implemented rules predict over the same design points is
-`analysis.verdict_engine.rules_curve`'s.
+`analysis.verdict_engine.rules_curve`'s. `claim_metric` lives beside the registry
+(`algorithms.claim_metric`: a sweep targets its cells on it) and is re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from algorithms import get_algorithm
+from algorithms import claim_metric
 from analysis.declarations import FitSpec
 
 
@@ -55,7 +56,4 @@ def fit_metric(fit: FitSpec, algorithm: str) -> str:
     return Y_METRIC.get(fit.y, "other")
 
 
-def claim_metric(algorithm: str) -> str:
-    """The metric of the algorithm's first claim (alpha_sosp when it claims nothing)."""
-    cls = get_algorithm(algorithm)
-    return cls.claims[0].metric if cls.claims else "alpha_sosp"
+__all__ = ["Y_METRIC", "claim_metric", "fit_metric", "matching_claim", "predicted_slope"]

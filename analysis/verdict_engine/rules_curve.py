@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from algorithms import Privacy, get_algorithm
+from algorithms.regime_forecast import decreasing_root, spider_accuracy_split, spider_split
 from algorithms.sosp.spider import KNOB_DEFAULTS
-from analysis.regime_forecast import decreasing_root, spider_accuracy_split, spider_split
 from analysis.verdict_engine.design import Design
 
 #: The declared threshold of the privacy-share gate: the median over the window of the rules'

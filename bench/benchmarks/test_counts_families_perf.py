@@ -36,8 +36,8 @@ import pytest
 from algorithms import Privacy, get_algorithm
 from algorithms.first_order.noisy_gd import DPSGD
 from algorithms.first_order.private_spiderboost import PrivateSpiderBoost
-from analysis.metrics import empirical_grad_norm
 from problems import get_problem
+from problems.evaluation.metrics import empirical_grad_norm
 from problems.streams import StreamBase
 
 SIZES = [10**6, 10**8, 10**10, 10**12]

@@ -33,10 +33,10 @@ import pytest
 from algorithms import Privacy, get_algorithm
 from algorithms.privacy.mechanisms import TreeMechanism
 from algorithms.sosp.engine import o2_leaf
-from analysis.metrics import target_monitor
 from problems import get_problem
 from problems.counts.coordinates import CoordinateCountsStream
 from problems.counts.stream import CountsStream
+from problems.evaluation.metrics import target_monitor
 
 BATCHES = [10**k for k in range(2, 13)]
 ROUNDS, WARMUP = 200, 3

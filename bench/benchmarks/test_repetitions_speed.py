@@ -43,7 +43,7 @@ re-established, for a cost the monitor alone causes: without the hand-back the s
 in the pairing: a compiled screen of the monitor's first test (||grad F(x)|| > target, with a
 relative margin of 1e-9 so that the decision is Python's exactly) keeps the stored iterates in
 the kernel. Measured with that screen (the issue 47 report's diff to
-`algorithms.sosp.compiled_o2` and `analysis.metrics.target_monitor`, applied in a scratch copy;
+`algorithms.sosp.compiled_o2` and `problems.evaluation.metrics.target_monitor`, applied in a scratch copy;
 old and new runs alternating, 10 repetitions each): 60.0 -> 19.5 us a step (0.32x, 31 steps a
 call, the rest O1 steps in Python) / 64.9 -> 9.7 us (0.14x), the same steps, n* and result
 hashes (18 cells on hard_valley, strict_saddle and hard_ramp; tests/test_compiled_o2.py passes).

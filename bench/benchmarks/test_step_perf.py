@@ -36,9 +36,9 @@ import numpy as np
 import pytest
 
 from algorithms import Privacy, get_algorithm
-from analysis.metrics import target_monitor
 from problems import get_problem
 from problems.counts.stream import CountsStream
+from problems.evaluation.metrics import target_monitor
 
 ALGS = ["gaussian_spider", "tree_spider", "adaptive_tree_spider"]
 BATCHES = [10**k for k in (2, 4, 6, 8, 10, 12)]

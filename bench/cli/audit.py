@@ -14,9 +14,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     import time
 
     import algorithms
+    from algorithms.privacy.audit.audit import NOT_AUDITED, audit, audit_instance_name
+    from algorithms.privacy.audit.fault_table import fault_table
     from algorithms.privacy.faults import FAULTS
-    from analysis.privacy_checks.audit import NOT_AUDITED, audit, audit_instance_name
-    from analysis.privacy_checks.fault_table import fault_table
     from bench.plugins import load_plugins, loaded
 
     algs = algorithms.available() if args.algorithm == "all" else [args.algorithm]
@@ -45,10 +45,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                              f"{', '.join(FAULTS)}")
     t0 = time.perf_counter()
     if outside:
-        from analysis.privacy_checks.plugin_checks import check_plugin
+        from algorithms.privacy.audit.plugin_checks import check_plugin
 
         e = eps_list[0]
-        print(f"Privacy check of outside algorithms (analysis.privacy_checks.plugin_checks: "
+        print(f"Privacy check of outside algorithms (algorithms.privacy.audit.plugin_checks: "
               f"patterns, sensitivity, a same-seed replay of the algorithm's own code at every "
               f"release, its noise and ledger, the forced-transcript replay on the release API, "
               f"and an empirical eps lower bound over {args.runs} runs per data set for a "
@@ -76,7 +76,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print(f"  {a:22s} {e:5g} {r.eps_lb:7.3f} {r.mu_empirical:8.3f} [{r.mu_low:5.3f}, "
                   f"{r.mu_high:5.3f}] {r.mu_accountant:13.3f}  {'FLAGGED' if r.flagged else 'pass'}")
     if args.multi:
-        from analysis.privacy_checks.multi_release_audit import MULTI_RELEASE_ROWS, multi_release_audit
+        from algorithms.privacy.audit.multi_release_audit import MULTI_RELEASE_ROWS, multi_release_audit
 
         print(f"\nMulti-release audit ({args.runs} runs on D and on D', eps 8, delta {args.delta:g}): mu of "
               "the whole released sequence (linear test fitted on a held-out half, 95% CI), the")

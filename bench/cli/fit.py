@@ -96,7 +96,7 @@ def print_claims(claims) -> None:
 
 
 def print_forecast_counts(claims) -> None:
-    """The regime forecast of the fits (`analysis.regime_forecast`), counted per verdict and
+    """The regime forecast of the fits (`algorithms.regime_forecast`), counted per verdict and
     source: "in regime" included, so a reader sees how many fits the forecast passes."""
     if "forecast" not in claims:
         return

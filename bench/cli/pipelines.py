@@ -76,8 +76,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"{res.ran} cells run, {res.skipped} already stored, {res.wall:.1f} s")
     # named, so a demo on a loaded machine never hides a lost cell (issue 73, item 6)
     print_failures(out, demo_command(args, retry_failed=True))
-    from analysis.metrics import median_n_star
     from analysis.points import combo_label, theory_mask
+    from problems.evaluation.metrics import median_n_star
 
     cells = load(out)
     # one row per knob setting, theory first ("(" sorts before letters): pooling the tuned

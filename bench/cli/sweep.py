@@ -145,11 +145,11 @@ def print_failures(store: Any, rerun: str) -> int:
 
 def print_forecast(spec: Any, cells: list) -> None:
     """The regime gate before the run (issue 28, point 1): per declared fit and curve, whether
-    the window is in its claim's regime by the claim's own bound (`analysis.regime_forecast`),
+    the window is in its claim's regime by the claim's own bound (`algorithms.regime_forecast`),
     the n where the claim first binds and where its two terms cross."""
     import math
 
-    from analysis.regime_forecast import ADVISORY, RULES_GATE, describe_n, forecast_fit
+    from algorithms.regime_forecast import ADVISORY, RULES_GATE, describe_n, forecast_fit
     from analysis.verdict_engine.predictions import fit_metric
 
     for fit in spec.fits:

@@ -5,7 +5,7 @@ The data set. An empirical algorithm's sample S is the first n records of a coun
 (`problems.counts.stream.CountsStream.take(n)`, exact and prefix-consistent: paired seeds keep
 pairing across n); S is then a `CountsBatch`, the one representation every family reads. Its
 exact empirical oracles cost O(support x d) whatever n is: the mean gradient (the problem's
-`counts_grad`), F_S (`empirical_loss`), and the metrics' emp_grad (`analysis.metrics`).
+`counts_grad`), F_S (`empirical_loss`), and the metrics' emp_grad (`problems.evaluation.metrics`).
 
 The reads (each distributed exactly as the record-mode read of a data set with these counts):
 * the full batch: S itself;

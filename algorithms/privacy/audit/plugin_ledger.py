@@ -1,5 +1,5 @@
 """The ledger an outside algorithm is judged by, rebuilt from the releases it made (steps 3 and
-4 of `analysis.privacy_checks.plugin_checks`), never read from its own record.
+4 of `algorithms.privacy.audit.plugin_checks`), never read from its own record.
 
 Noise. The recorded run and `reruns` more (other seeds, each a whole run) give, at every
 release, the noise it added: released minus its pre-noise value (`leaf` for the first-order
@@ -44,8 +44,8 @@ from algorithms import Privacy
 from algorithms.privacy.accounting.gdp import gdp_eps
 from algorithms.privacy.accounting.ledger import ledger_eps
 from algorithms.privacy.accounting.pld import pld_epsilons
-from analysis.privacy_checks.layers import RecordedRun
-from analysis.privacy_checks.plugin_replay import run_until
+from algorithms.privacy.audit.layers import RecordedRun
+from algorithms.privacy.audit.plugin_replay import run_until
 
 #: Noise values a group of releases pools (at least): its std's simultaneous 99.9% upper
 #: bound is then within ~25-30% of the estimate.

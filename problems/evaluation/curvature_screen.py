@@ -2,7 +2,7 @@
 far fewer Hessians.
 
 alpha_SOSP(x) = max(g, max(0, -lambda)^2 / rho) with g = ||grad F(x)|| and lambda =
-lambda_min(hess F(x)) (`analysis.metrics.sosp_alpha`). Along a run whose gradient keeps
+lambda_min(hess F(x)) (`problems.evaluation.metrics.sosp_alpha`). Along a run whose gradient keeps
 falling, `running_min_alpha` needs alpha at nearly every stored iterate, and lambda_min is
 most of an evaluation's cost (a 916,000-step eps = inf private SpiderBoost cell on the GLM
 spent ~45 of its 62 s of evaluation there). But alpha = g exactly wherever the curvature part
@@ -21,7 +21,7 @@ Only a problem that declares `hessian_lipschitz()` (a proven bound on L for its 
 Hessian, `problems.glm.GLM`'s from its link's third derivative) is screened. A wrong bound
 would change numbers, so every AUDIT_EVERY-th certified point is computed anyway: a mismatch
 turns the screen off for that problem class for the rest of the process, with one warning, and
-the caller recomputes without it (`analysis.metrics.running_min_alpha`).
+the caller recomputes without it (`problems.evaluation.metrics.running_min_alpha`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.batched_oracles import row_norms
+from problems.evaluation.batched_oracles import row_norms
 
 #: Share of the admissible negative curvature sqrt(rho g) a certificate may use: the certified
 #: curvature part is then at most 0.9801 g.
@@ -176,7 +176,7 @@ def running_min_by_point(problem: Any, iterates: np.ndarray, grads: np.ndarray,
 def running_min_screened(problem: Any, iterates: np.ndarray, grads: np.ndarray,
                          lams: Callable[[np.ndarray], np.ndarray], lipschitz: float,
                          chunk: int) -> np.ndarray:
-    """`running_min_alpha`'s batched loop with the Lipschitz screen (analysis.curvature_screen):
+    """`running_min_alpha`'s batched loop with the Lipschitz screen (problems.evaluation.curvature_screen):
     the same candidates per chunk, each one's alpha either certified = g or computed, in
     batches of 1, 2, 4, ... while the certificates keep failing; every AUDIT_EVERY-th certified
     point is computed too, and a mismatch raises ScreenMismatch."""

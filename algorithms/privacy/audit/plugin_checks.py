@@ -10,7 +10,7 @@ label (stored with every cell, marked in the report):
 * "built-in": covered by the test suite's three layers;
 * "private by construction": a plugin on the release API (`algorithms.release_api`: the suite
   clips, noises and accounts) whose forced-transcript replay
-  (`analysis.privacy_checks.transcript_replay`: nothing but the releases reaches its outputs)
+  (`algorithms.privacy.audit.transcript_replay`: nothing but the releases reaches its outputs)
   and black-box checks passed;
 * "audited: no leak found (<what was tried>)": a self-noising plugin whose checks passed. A
   black-box check finds leaks; it cannot certify their absence, so this label is never
@@ -27,7 +27,7 @@ most `CHECK_RECORDS` records and `CHECK_SECONDS` of run), at the sweep's check s
 1. patterns no private mechanism shows (`release_patterns`): a release without noise, two
    releases with one noise draw, two sampled releases with one batch, a step-log norm that is
    no release's, iterates that other noise draws leave in place;
-2. layer 1 of `analysis.privacy_checks.layers` on the releases the run reported to its probe
+2. layer 1 of `algorithms.privacy.audit.layers` on the releases the run reported to its probe
    (each recomputed with one record replaced by an adversarial one, from the same state);
 3. a replay of the plugin's *own* code (`plugin_replay`) at every release (up to 100): the run
    again, same seed, with one record of that release's batch replaced by adversarial records
@@ -62,8 +62,8 @@ from scipy import stats
 
 from algorithms import BUILTIN, Privacy, Spider, get_algorithm
 from algorithms.privacy.accounting.gdp import gdp_eps
-from analysis.privacy_checks.layers import RecordedRun, Recorder, check_releases, record_run
-from analysis.privacy_checks.plugin_ledger import (
+from algorithms.privacy.audit.layers import RecordedRun, Recorder, check_releases, record_run
+from algorithms.privacy.audit.plugin_ledger import (
     TOLERANCE,
     NoiseGroups,
     Rebuilt,
@@ -73,14 +73,14 @@ from analysis.privacy_checks.plugin_ledger import (
     rebuild_ledger,
     silent_release,
 )
-from analysis.privacy_checks.plugin_lower_bound import lower_bound, no_bound_reason
-from analysis.privacy_checks.plugin_replay import REPLAY_SECONDS, replay_releases, sampled_releases
-from analysis.privacy_checks.release_patterns import (
+from algorithms.privacy.audit.plugin_lower_bound import lower_bound, no_bound_reason
+from algorithms.privacy.audit.plugin_replay import REPLAY_SECONDS, replay_releases, sampled_releases
+from algorithms.privacy.audit.release_patterns import (
     ignores_releases,
     log_not_released,
     pattern_violation,
 )
-from analysis.privacy_checks.transcript_replay import replay_transcript
+from algorithms.privacy.audit.transcript_replay import replay_transcript
 from problems import get_problem
 
 #: Records the check's run uses at most (record mode; a cell of 1e12 records is checked on a

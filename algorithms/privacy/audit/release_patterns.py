@@ -1,5 +1,5 @@
 """Patterns across one recorded run's releases that no private mechanism shows (a step of the
-plugin check, `analysis.privacy_checks.plugin_checks`): a release without noise, two releases
+plugin check, `algorithms.privacy.audit.plugin_checks`): a release without noise, two releases
 with the same noise draw, two sampled releases reading the same batch, a step-log norm that is
 no release's, and iterates that other noise draws leave where they were.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.privacy_checks.layers import RecordedRun
+from algorithms.privacy.audit.layers import RecordedRun
 
 #: A release whose noise norm is within this fraction of its leaf's norm (the rounding of
 #: released - leaf; exactly 0 for a noise std of 0) added none. Relative to the leaf, not to the
@@ -224,7 +224,7 @@ def ignores_releases(algorithm: str, prob: Any, run: RecordedRun, privacy: Any, 
     steps did not use the released values (a clean gradient: its direction and size reach
     whoever sees the iterates). A step that is a coarse function of its release (the sign of a
     gradient far above its noise) can read the same way: said in the reason."""
-    from analysis.privacy_checks.plugin_replay import run_until
+    from algorithms.privacy.audit.plugin_replay import run_until
 
     events = run.events
     if run.data is None or len(events) < 2:

@@ -1,7 +1,7 @@
 """Privacy verification, layer 3 over several releases: the composed Gaussian-DP mu a canary
 reaches through a whole sequence of released estimates, against the accountant's.
 
-The one-release audit (`analysis.privacy_checks.audit`) cannot see composition. Here the auditor
+The one-release audit (`algorithms.privacy.audit.audit`) cannot see composition. Here the auditor
 observes every released estimate of a run (the sequence the DP guarantee covers; the iterates
 are post-processing of it), projected on the canary's direction, and scores it with a linear
 discriminant fitted on one half of the runs and evaluated on the other, so the empirical mu
@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 
 from algorithms import Privacy, get_algorithm
+from algorithms.privacy.audit.audit import empirical_mu
+from algorithms.privacy.audit.layers import Recorder
 from algorithms.privacy.faults import check_faults
-from analysis.privacy_checks.audit import empirical_mu
-from analysis.privacy_checks.layers import Recorder
 from problems import get_problem
 
 _D_STEP = 2.0**-20  # step length of the tree scenario: exact powers of two keep the drift exact

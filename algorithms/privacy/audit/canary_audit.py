@@ -26,8 +26,8 @@ import numpy as np
 
 from algorithms.base import Privacy
 from algorithms.counts_maps import clip_rows
+from algorithms.privacy.audit.audit import eps_lower_bound
 from algorithms.privacy.engine import ReleaseDesk, ReleasePlan
-from analysis.privacy_checks.audit import eps_lower_bound
 from problems.streams import ArrayStream
 
 

@@ -1,4 +1,4 @@
-"""Privacy verification, layers 1 and 2 (layer 3, the black-box audit, is analysis.privacy_checks.audit).
+"""Privacy verification, layers 1 and 2 (layer 3, the black-box audit, is algorithms.privacy.audit.audit).
 
 Layer 1, sensitivity: run an algorithm with a probe that records every release (state, batch,
 clip, pre-noise leaf, sensitivity told to the accountant). For each release, replace one

@@ -7,7 +7,7 @@ plugin clips it to C, a plugin that does not lets ten times that through). The p
 `RUNS` times on each, with fresh seeds, up to its second release; each run is scored by the
 first iterate it moved to (x_1, a stored output; the first release where the run makes only
 one). The direction of the test is the mean difference of the first half of the runs; on the
-second half, `analysis.privacy_checks.audit.eps_lower_bound` chooses a threshold on one half
+second half, `algorithms.privacy.audit.audit.eps_lower_bound` chooses a threshold on one half
 and bounds its true- and false-positive rates on the other (Clopper-Pearson, 95% jointly):
 eps_lb = log((TPR_low - delta) / FPR_high), which a correct (eps, delta)-DP plugin exceeds with
 probability at most 5%. Beside it, the standardized mean difference (an empirical Gaussian-DP
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from algorithms import Privacy
-from analysis.privacy_checks.audit import empirical_mu, eps_lower_bound
-from analysis.privacy_checks.plugin_replay import run_until, scaled_records
+from algorithms.privacy.audit.audit import empirical_mu, eps_lower_bound
+from algorithms.privacy.audit.plugin_replay import run_until, scaled_records
 
 #: Runs per data set (two runs of the plugin up to its second release each).
 RUNS = 2000

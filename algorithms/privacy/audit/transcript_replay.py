@@ -43,9 +43,9 @@ import numpy as np
 
 from algorithms import Privacy, get_algorithm
 from algorithms.base import Trajectory
+from algorithms.privacy.audit.layers import RecordedRun, Recorder
+from algorithms.privacy.audit.plugin_replay import CLIP_MULTIPLES, scaled_records
 from algorithms.release_api import TranscriptExhausted
-from analysis.privacy_checks.layers import RecordedRun, Recorder
-from analysis.privacy_checks.plugin_replay import CLIP_MULTIPLES, scaled_records
 
 #: Trajectory fields that are not outputs of the run's releases: the data an empirical-risk run
 #: optimized (kept for evaluation) and the realized Poisson batch sizes, which the accountant
@@ -183,7 +183,7 @@ def neighbour_sets(prob: Any, data: np.ndarray, first: dict, seed: int
 def replay_transcript(algorithm: str, run: RecordedRun, privacy: Privacy, params: dict,
                       seed: int) -> TranscriptOutcome:
     """The forced-transcript replay (module docstring) of the recorded `run` (recorded with
-    `analysis.privacy_checks.layers.record_run` at `seed`, rng [seed, 1])."""
+    `algorithms.privacy.audit.layers.record_run` at `seed`, rng [seed, 1])."""
     events, prob, data = run.events, run.problem, run.data
     if not events:
         return TranscriptOutcome(False, "its run made no release to replay", 0, 0)

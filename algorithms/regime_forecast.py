@@ -8,7 +8,7 @@ module evaluates the claim's own terms with every hidden constant at 1 (the read
 tracker fixed for "out of reach": no constant of ours enters) at a fit's design points:
 
 * `claim_bound` / `term_value`: the terms at (n, d, eps, rank), privacy = sqrt(d) / (n eps);
-* `start_metric`: the claim's metric at the problem's start x0, exact (`analysis.metrics`);
+* `start_metric`: the claim's metric at the problem's start x0, exact (`problems.evaluation.metrics`);
 * `binding_n`: the smallest n at which the bound first falls below a tenth of the start's
   metric (the size where the claim starts to bind; inf when no n does);
 * `crossover_n`: the n at which the privacy term and the statistical term are equal;
@@ -118,7 +118,7 @@ def start_metric(problem: Any, metric: str) -> float:
     """The claim's metric at the problem's start x0, from the exact population oracles:
     alpha_SOSP (for emp_alpha_sosp too), ||grad F(x0)|| (for emp_grad_norm too: the empirical
     gradient at x0 is an average of records whose mean is grad F(x0)), or F(x0) - min F."""
-    from analysis.metrics import sosp_alpha
+    from problems.evaluation.metrics import sosp_alpha
 
     x0 = np.asarray(problem.x0, dtype=float)
     if metric in ("alpha_sosp", "emp_alpha_sosp"):  # F_S at x0 averages records of mean F's

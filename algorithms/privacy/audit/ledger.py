@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from analysis.privacy_checks.plugin_checks import is_verified
+from algorithms.privacy.audit.plugin_checks import is_verified
 
 #: The mark a table puts beside an algorithm whose privacy is not verified, and beside one whose
 #: check found a leak (a plugin run with --allow-unverified after its check said FAILED).
@@ -110,7 +110,7 @@ def spent_text(table: pd.DataFrame) -> str:
               "plugin whose black-box checks found no leak (audited, never certified: marked "
               "'privacy audited' in every table); anything else is marked 'privacy unverified' "
               "or 'privacy FAILED'."]
-    from analysis.metrics import EVALUATION_ONLY
+    from problems.evaluation.metrics import EVALUATION_ONLY
 
     lines += ["", "Evaluation only (non-private functions of a cell's sample, stored to evaluate "
               "a run, never released by it): " + "; ".join(f"{k}: {v}" for k, v in

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from algorithms.privacy.audit.audit import audit
+from algorithms.privacy.audit.layers import noise_check, sensitivity_check
+from algorithms.privacy.audit.multi_release_audit import MULTI_RELEASE_ROWS, SCENARIOS, multi_release_audit
 from algorithms.privacy.faults import FAULTS
-from analysis.privacy_checks.audit import audit
-from analysis.privacy_checks.layers import noise_check, sensitivity_check
-from analysis.privacy_checks.multi_release_audit import MULTI_RELEASE_ROWS, SCENARIOS, multi_release_audit
 
 #: Which algorithms each planted bug is planted in (where it exists as a bug: the fixed-batch
 #: tree Spider's bounded step keeps "o2_wrong_step" private, so it is not a bug there).

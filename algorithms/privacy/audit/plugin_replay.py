@@ -1,5 +1,5 @@
 """The replay of an outside algorithm's own code across its whole run (step 2 of
-`analysis.privacy_checks.plugin_checks`): the check that does not trust what a plugin reports
+`algorithms.privacy.audit.plugin_checks`): the check that does not trust what a plugin reports
 about how it computes a release.
 
 For every release (up to `MAX_RELEASES`; past it the first, second, middle and last ones and
@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from algorithms import Privacy, get_algorithm
+from algorithms.privacy.audit.layers import RecordedRun, Recorder
 from algorithms.privacy.mechanisms import clip_rows
-from analysis.privacy_checks.layers import RecordedRun, Recorder
 
 #: Releases replayed: every one of a run of at most this many; past it the first, the second,
 #: the middle, the last and random ones up to this many.
