@@ -31,6 +31,12 @@ from typing import Any
 import numpy as np
 
 from algorithms.claims import Claim, RateTerm
+from algorithms.regime_flags import (  # the forecast says why a window fails in these
+    FlagKind,
+    ForecastSource,
+    RegimeFlag,
+    render_flags,
+)
 
 #: A claim binds where its bound is below this fraction of the start's metric (issue 28: "first
 #: falls below a tenth of the start's metric"); the after-run ceiling flag uses the same 10x.
@@ -171,20 +177,24 @@ def forecast_points(claim: Claim, view: str, points: Iterable[tuple[float, float
 
 
 def forecast_reason(points: list[PointForecast], start: float, metric: str, private: bool,
-                    balance: str = "the claim's statistical term outweighs its privacy term") -> str:
-    """"" when every point passes, else why the window is not in the claim's regime
+                    balance: str = "the claim's statistical term outweighs its privacy term"
+                    ) -> list[RegimeFlag]:
+    """No flag when every point passes, else why the window is not in the claim's regime
     (`balance` says what a floor point's two parts are)."""
     if not points:
-        return "no design point in the window"
+        return [RegimeFlag(FlagKind.NO_POINTS, "no design point in the window")]
     reasons = []
     ceil = [p for p in points if p.ceiling]
     if ceil:
-        reasons.append(f"ceiling: the claim's bound (constants at 1) is above a tenth of the start's "
-                       f"{metric} ({start:.3g}) at {len(ceil)} of {len(points)} design points")
+        reasons.append(RegimeFlag(FlagKind.CEILING,
+                                  f"the claim's bound (constants at 1) is above a tenth of the "
+                                  f"start's {metric} ({start:.3g}) at {len(ceil)} of "
+                                  f"{len(points)} design points"))
     stat = [p for p in points if p.statistical_dominates]
     if private and stat:
-        reasons.append(f"floor: {balance} at {len(stat)} of {len(points)} design points")
-    return "; ".join(reasons)
+        reasons.append(RegimeFlag(FlagKind.FLOOR,
+                                  f"{balance} at {len(stat)} of {len(points)} design points"))
+    return reasons
 
 
 def describe_n(n: float) -> str:
@@ -262,14 +272,15 @@ RULES_GATE = ("its floor gates the verdict, together with the fit's regime gate 
               "data in `dprates fit`")
 
 
-def who_decides(forecast: str, source: str) -> str:
+def who_decides(flags: list[RegimeFlag], source: ForecastSource) -> str:
     """The note a failing forecast carries in the dry run: which check decides the verdict.
     Only a floor from the Spiders' own rules gates it (`gate_flags`); anything from the claim's
     terms with constants at 1 is advisory."""
-    if not forecast or forecast == "in regime":
+    if not flags:
         return ""
-    if source.startswith("the rules'") and "floor: the rules'" in forecast:
-        return RULES_GATE + ("; its ceiling is " + ADVISORY if "ceiling" in forecast else "")
+    kinds = {f.kind for f in flags}
+    if source.from_rules and FlagKind.FLOOR in kinds:
+        return RULES_GATE + ("; its ceiling is " + ADVISORY if FlagKind.CEILING in kinds else "")
     return ADVISORY
 
 
@@ -281,7 +292,8 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any,
     which the claim first binds over the curve's settings (`binding_n`), where its two terms
     cross (`crossover_n`, at the curve's first setting) and what the balance rests on
     (`source`: the Spiders' own budget rules in the samples-to-target view, else the claim's
-    terms with constants at 1). `metric_of(fit, algorithm)` names the metric the fit measures.
+    terms with constants at 1; a `ForecastSource`), the typed flags (`flags`, `RegimeFlag`s) and
+    their text (`forecast`). `metric_of(fit, algorithm)` names the metric the fit measures.
     `say_who_decides`: a failing forecast ends with which check decides the verdict in
     parentheses (`who_decides`; the dry run prints it; the claims tables' column omits it)."""
     from algorithms import get_algorithm
@@ -317,12 +329,13 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any,
         row = {"fit": fit.name, "algorithm": alg, "problem": prob_name, "d": d_key, "eps": eps_key}
         if claim is None:
             rows.append({**row, "points": 0, "forecast": f"no claim of {alg} on {metric}",
-                         "binding_n": math.nan, "crossover_n": math.nan, "source": ""})
+                         "binding_n": math.nan, "crossover_n": math.nan, "source": "",
+                         "flags": []})
             continue
         settings = sorted({(d, eps, pp) for _n, d, eps, _a, pp in design}, key=str)
         pts: list[PointForecast] = []
         starts, binds = [], []
-        source = "claim's terms, constants at 1"
+        source = ForecastSource.CLAIM_TERMS
         balance = "the claim's statistical term outweighs its privacy term"
         for d, eps, pp in settings:
             problem = instance(prob_name, d, pp)
@@ -343,7 +356,7 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any,
                              for a in alphas]
                     here = [PointForecast(p.x, p.n, p.d, p.eps, pv, sv, p.bound, p.ceiling, sv > pv)
                             for p, (pv, sv) in zip(here, split, strict=True)]
-                    source = "the rules' sample budget (private part against non-private), knobs at 1"
+                    source = ForecastSource.RULES_BUDGET
                     balance = "the rules' non-private sample budget outweighs their privacy part"
             else:
                 xs = sorted({(_x_of(fit.x, float(n), float(d), float(eps), rank), float(n))
@@ -355,24 +368,35 @@ def forecast_fit(fit: Any, cells: Iterable[Any], metric_of: Any,
                                                    calibration) for _x, n in xs]
                     here = [PointForecast(q.x, q.n, q.d, q.eps, pv, sv, q.bound, q.ceiling, sv > pv)
                             for q, (pv, sv) in zip(here, split, strict=True)]
-                    source = "the rules' accuracy at n (private part against non-private), knobs at 1"
+                    source = ForecastSource.RULES_ACCURACY
                     balance = "the rules' non-private accuracy outweighs their privacy part"
             pts.extend(here)
         d0, eps0, pp0 = settings[0]
-        reason = forecast_reason(pts, min(starts), metric, math.isfinite(eps0), balance)
+        flags = forecast_reason(pts, min(starts), metric, math.isfinite(eps0), balance)
+        reason = render_flags(flags)
         cross = crossover_n(claim, d0, eps0, getattr(instance(prob_name, d0, pp0), "rank", None))
-        note = who_decides(reason, source) if say_who_decides else ""
+        note = who_decides(flags, source) if say_who_decides else ""
         rows.append({**row, "points": len(pts),
                      "forecast": (reason + f" ({note})" if note else reason) or "in regime",
                      "binding_n": max(binds), "crossover_n": math.nan if cross is None else cross,
-                     "source": source})
+                     "source": source, "flags": flags})
     return rows
 
 
-def forecast_group(fit: Any, points: Any, calibration: str, metric_of: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GroupForecast:
+    """The forecast of one group of a fit's points: the claims table's columns (`columns`:
+    forecast, forecast_source, binding_n, crossover_n) and the typed flags and source they were
+    rendered from, which the gate reads (`gate_flags`)."""
+    columns: dict[str, Any]
+    flags: tuple[RegimeFlag, ...] = ()
+    source: ForecastSource | None = None
+
+
+def forecast_group(fit: Any, points: Any, calibration: str, metric_of: Any) -> GroupForecast:
     """The forecast of one group of a fit's measured points (`analysis.points.fit_points_table`
-    rows of one curve): columns forecast, forecast_source, binding_n, crossover_n of
-    `forecast_fit` on the cells those points come from (the first row that fails, if any)."""
+    rows of one curve): `forecast_fit` on the cells those points come from (the first row that
+    fails, if any)."""
     import json
     from types import SimpleNamespace
 
@@ -387,10 +411,13 @@ def forecast_group(fit: Any, points: Any, calibration: str, metric_of: Any) -> d
             target_alpha=None if target is None else float(target)))
     rows = forecast_fit(_without_where(fit), cells, metric_of, say_who_decides=False)
     if not rows:
-        return {"forecast": "", "forecast_source": "", "binding_n": math.nan, "crossover_n": math.nan}
+        return GroupForecast({"forecast": "", "forecast_source": "", "binding_n": math.nan,
+                              "crossover_n": math.nan})
     row = next((r for r in rows if r["forecast"] != "in regime"), rows[0])
-    return {"forecast": row["forecast"], "forecast_source": row["source"],
-            "binding_n": row["binding_n"], "crossover_n": row["crossover_n"]}
+    source = row["source"] or None
+    return GroupForecast({"forecast": row["forecast"], "forecast_source": str(row["source"]),
+                          "binding_n": row["binding_n"], "crossover_n": row["crossover_n"]},
+                         tuple(row["flags"]), source)
 
 
 def _without_where(fit: Any) -> Any:
@@ -400,17 +427,13 @@ def _without_where(fit: Any) -> Any:
     return replace(fit, where={})
 
 
-def gate_flags(forecast: dict[str, Any]) -> list[str]:
+def gate_flags(forecast: GroupForecast) -> list[RegimeFlag]:
     """The forecast's failures that gate a verdict: only the balance the algorithm's own rules
-    give (the Spiders' budget or accuracy split); whatever comes from the claim's terms with
-    every constant at 1 (a ceiling, or the balance of another family) is reported beside the fit
-    but does not overrule the data (it ignores the problem's scales, e.g. seed 002's stylized
-    sigma)."""
-    if not str(forecast.get("forecast_source", "")).startswith("the rules'"):
+    give (the Spiders' budget or accuracy split, a floor); whatever comes from the claim's terms
+    with every constant at 1 (a ceiling, or the balance of another family) is reported beside
+    the fit but does not overrule the data (it ignores the problem's scales, e.g. seed 002's
+    stylized sigma)."""
+    if forecast.source is None or not forecast.source.from_rules:
         return []
-    text = str(forecast.get("forecast", ""))
-    if not text or text == "in regime":
-        return []
-    # only the balance the rules computed; a ceiling comes from the claim's bound at constants 1
-    return [f"{part} (forecast from the rules)" for part in text.split("; ")
-            if part.startswith("floor: the rules'")]
+    return [RegimeFlag(f.kind, f"{f.text} (forecast from the rules)") for f in forecast.flags
+            if f.kind is FlagKind.FLOOR]

@@ -27,6 +27,7 @@ import pandas as pd
 from algorithms import get_algorithm, regime_forecast
 from algorithms.privacy.audit.eps_spent import spent_fraction_column
 from algorithms.privacy.audit.ledger import privacy_note, unverified_algorithms
+from algorithms.regime_flags import FlagKind, RegimeFlag
 from algorithms.sosp.spider import KNOB_DEFAULTS
 from analysis.declarations import FitSpec, StoreData
 from analysis.empirical_route import reading_for_fit
@@ -70,7 +71,7 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         cls = get_algorithm(group["algorithm"])
         metric = fit_metric(fit, group["algorithm"])
         predicted = predicted_slope(cls, fit, metric, private=bool(np.isfinite(sub["eps"]).any()))
-        flags = []
+        flags: list[RegimeFlag] = []
         first_order = metric not in ("alpha_sosp", "emp_alpha_sosp")  # SOSP metrics: alpha_x0
         excess = metric == "excess_risk"
         start = (excess_at_x0(data, sub) if excess else sub["grad_x0"] if first_order
@@ -83,28 +84,31 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         else:
             stuck = int((~sub["left_saddle"].astype(bool)).sum())
         if stuck:
-            flags.append(f"ceiling: runs in the window never halved {start_name}" if first_order
-                         else f"ceiling: runs in the window never left {point} "
-                         f"(alpha_SOSP {x0:.3g}: never halved)")
+            flags.append(RegimeFlag(FlagKind.CEILING,
+                                    f"runs in the window never halved {start_name}" if first_order
+                                    else f"runs in the window never left {point} "
+                                    f"(alpha_SOSP {x0:.3g}: never halved)"))
         # The largest alpha the fit involves: targets / thresholds (sample complexity) or the
         # achieved alpha (error view).
         top = float(sub["alpha"].max()) if fit.view == "sample_complexity" else float(sub["y"].max())
         if x0 < 10 * top:
-            flags.append(f"ceiling: the window reaches within 10x of the start's {start_name} "
-                         f"({top:.3g} against {x0:.3g})" if first_order else
-                         f"ceiling: the window reaches within 10x of {point}'s alpha_SOSP "
-                         f"({top:.3g} against {x0:.3g})")
+            flags.append(RegimeFlag(FlagKind.CEILING,
+                                    f"the window reaches within 10x of the start's {start_name} "
+                                    f"({top:.3g} against {x0:.3g})" if first_order else
+                                    f"the window reaches within 10x of {point}'s alpha_SOSP "
+                                    f"({top:.3g} against {x0:.3g})"))
         floor_hit, unchecked, points = floor_check(data, sub, fit)
         if floor_hit:
-            flags.append("floor: a design point within 3x of its eps = inf median")
+            flags.append(RegimeFlag(FlagKind.FLOOR, "a design point within 3x of its eps = inf median"))
         # Not a regime flag (the forecast gates these fits): its own column, so that "floor" in
         # `flags` always means a fit outside its regime.
         advisory = (f"floor unchecked: {unchecked} of {points} design points have no eps = inf "
                     "run of their (n, d) to compare with" if unchecked else "")
         if res.n_censored:
-            flags.append("censored: some runs never reached their threshold")
+            flags.append(RegimeFlag(FlagKind.CENSORED, "some runs never reached their threshold"))
         forecast = regime_forecast.forecast_group(fit, sub, data.spec.calibration, fit_metric)
         flags.extend(regime_forecast.gate_flags(forecast))
+        forecast = forecast.columns
         row = res.row()
         row.update(n_stuck=stuck, alpha_x0=x0, alpha_top=top, group_index=k)
         if fit.view == "error" and fit.x == "privacy":
@@ -118,12 +122,12 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
         if predicted is None and matching_claim(cls, metric) is None:
             verdict = NO_CLAIM
         # The regime gate (issue 28, point 1) is applied to the whole table below, from the
-        # flags: one code path for fresh fits and for a claims CSV read back.
+        # flags' kinds (`gate_kinds`): one code path for fresh fits and for a claims CSV read back.
         row.update(fit=fit.name, metric=metric, where=", ".join(f"{k}={v}" for k, v in fit.where.items()),
                    view=fit.view, mode=mode, predicted=predicted,
                    character=problem_character(group["problem"]), spec=data.spec.name,
                    verdict=verdict,
-                   flags="; ".join(flags), advisory=advisory, claimed_rate=cls.claimed_rate,
+                   advisory=advisory, claimed_rate=cls.claimed_rate,
                    median_steps=float(sub["n_steps"].median()),
                    median_first_o1=float(sub["first_o1_batch"].median()), **forecast)
         # the share of eps the run's noise really spends (exact replace-one accounting; issue 43)
@@ -141,8 +145,11 @@ def run_fit(data: StoreData, fit: FitSpec, mode: str | None = None, n_boot: int 
             row["rival_predicted"] = float(rp) if rp is not None else math.nan
         # The verdict engine (fifth edition, issue 55): the rules test, the asymptote, the O~
         # test, margins and resolutions; rules_verdict is the rules test's decision.
-        row.update(decide(row, design, matching_claim(cls, metric), rules, rng,
-                          data.spec.calibration, measured_private_share(data, sub, fit)))
+        decided = decide(row, design, matching_claim(cls, metric), rules, rng,
+                         data.spec.calibration, measured_private_share(data, sub, fit))
+        flags.extend(decided.pop("share_gate", ()))  # the privacy-share gate: a floor flag
+        row.update(decided)
+        row.update(verdicts.flag_columns(flags))
         row.update(_lent_controls_note(data, row))
         rows.append(row)
     return apply_gate(pd.DataFrame(rows))
@@ -202,7 +209,7 @@ def _lent_controls_note(data: StoreData, row: dict) -> dict:
     out: dict[str, str] = {}
     own = bool((~np.isfinite(data.cells["eps"].to_numpy(float))).any()) if len(data.cells) else False
     if data.controls is not None and not own \
-            and str(row.get("private_share_source", "")).startswith("measured"):
+            and row.get("private_share_measured", False):
         names = ", ".join(sorted(data.controls["control_store"].unique()))
         out["private_share_source"] = f"{row['private_share_source']} (controls from {names})"
     if data.controls_refused:

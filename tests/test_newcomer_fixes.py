@@ -140,11 +140,15 @@ def test_the_dry_run_forecast_says_which_check_decides(tmp_path, capsys):
     out = capsys.readouterr().out
     line = next(r for r in out.splitlines() if r.strip().startswith("pagan / ") and "floor" in r)
     assert rf.ADVISORY in line
-    rules = "the rules' sample budget (private part against non-private), knobs at 1"
-    floor = "floor: the rules' non-private sample budget outweighs their privacy part at 2 of 5"
-    assert rf.who_decides(floor, rules) == rf.RULES_GATE
-    assert rf.who_decides("in regime", rules) == ""
-    assert rf.who_decides("floor: the claim's statistical term outweighs", "claim's terms") == rf.ADVISORY
+    rules = rf.ForecastSource.RULES_BUDGET
+    floor = rf.RegimeFlag(rf.FlagKind.FLOOR, "the rules' non-private sample budget outweighs "
+                          "their privacy part at 2 of 5")
+    ceiling = rf.RegimeFlag(rf.FlagKind.CEILING, "the claim's bound is above a tenth of the start")
+    assert rf.who_decides([floor], rules) == rf.RULES_GATE
+    assert rf.who_decides([ceiling, floor], rules) == rf.RULES_GATE + "; its ceiling is " + rf.ADVISORY
+    assert rf.who_decides([], rules) == ""
+    assert rf.who_decides([floor], rf.ForecastSource.CLAIM_TERMS) == rf.ADVISORY
+    assert rf.who_decides([ceiling], rules) == rf.ADVISORY
 
 
 def test_an_empirical_algorithm_that_keeps_no_sample_warns():

@@ -93,20 +93,21 @@ def test_a_saturated_window_is_forecast_not_in_regime():
     pts = [(math.sqrt(10) / (n * 0.1), n, 10.0, 0.1) for n in (1e2, 1e3, 1e4)]
     fc = rf.forecast_points(c, "error", pts, s)
     assert all(p.ceiling for p in fc)
-    reason = rf.forecast_reason(fc, s, "alpha_sosp", private=True)
-    assert reason.startswith("ceiling") and "3 of 3" in reason
+    flags = rf.forecast_reason(fc, s, "alpha_sosp", private=True)
+    assert [f.kind for f in flags] == [rf.FlagKind.CEILING] and "3 of 3" in flags[0].text
+    assert rf.render_flags(flags).startswith("ceiling: the claim's bound (constants at 1)")
     # huge n at eps = 10: the statistical term n^-1/3 outweighs the privacy term: floor
     pts = [(math.sqrt(10) / (n * 10.0), n, 10.0, 10.0) for n in (1e10, 1e11)]
     fc = rf.forecast_points(c, "error", pts, s)
     assert not any(p.ceiling for p in fc) and all(p.statistical_dominates for p in fc)
-    assert rf.forecast_reason(fc, s, "alpha_sosp", private=True).startswith("floor")
+    assert [f.kind for f in rf.forecast_reason(fc, s, "alpha_sosp", private=True)] == [rf.FlagKind.FLOOR]
     # in between (n where the bound is below s/10 and the privacy term dominates): passes
     lo = rf.binding_n(c, 10.0, 0.1, s)
     hi = rf.crossover_n(c, 10.0, 0.1)
     assert lo < hi
     ns = np.geomspace(lo * 1.01, hi * 0.99, 4)
     fc = rf.forecast_points(c, "error", [(math.sqrt(10) / (n * 0.1), n, 10.0, 0.1) for n in ns], s)
-    assert rf.forecast_reason(fc, s, "alpha_sosp", private=True) == ""
+    assert rf.forecast_reason(fc, s, "alpha_sosp", private=True) == []
 
 
 def test_sample_complexity_points_invert_the_bound():
@@ -148,21 +149,22 @@ def test_forecast_fit_over_spec_cells():
 
 
 def test_rules_forecast_gates_a_verdict_and_a_claim_forecast_does_not():
-    from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate
+    from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate, flag_columns
 
-    fails = {"forecast": "floor: the rules' non-private sample budget outweighs their privacy part "
-                         "at 2 of 5 design points",
-             "forecast_source": "the rules' sample budget (private part against non-private), knobs at 1"}
+    floor = rf.RegimeFlag(rf.FlagKind.FLOOR, "the rules' non-private sample budget outweighs "
+                          "their privacy part at 2 of 5 design points")
+    ceiling = rf.RegimeFlag(rf.FlagKind.CEILING, "the claim's bound (constants at 1) is above a "
+                            "tenth of the start's alpha_sosp (0.915) at 1 of 5 design points")
+    fails = rf.GroupForecast({}, (floor,), rf.ForecastSource.RULES_BUDGET)
     flags = rf.gate_flags(fails)
-    assert flags == [fails["forecast"] + " (forecast from the rules)"]
-    ceiling = ("ceiling: the claim's bound (constants at 1) is above a tenth of the start's "
-               "alpha_sosp (0.915) at 1 of 5 design points")
-    both = {**fails, "forecast": ceiling + "; " + fails["forecast"]}
+    assert [f.render() for f in flags] == [floor.render() + " (forecast from the rules)"]
+    both = rf.GroupForecast({}, (ceiling, floor), rf.ForecastSource.RULES_BUDGET)
     assert rf.gate_flags(both) == flags  # the ceiling part is the claim's: advisory
-    advisory = {**fails, "forecast_source": "claim's terms, constants at 1"}
-    assert rf.gate_flags(advisory) == [] and rf.gate_flags({**fails, "forecast": "in regime"}) == []
-    table = pd.DataFrame([{"verdict": "consistent", "flags": "; ".join(flags)},
-                          {"verdict": "consistent", "flags": ""}])
+    advisory = rf.GroupForecast({}, (floor,), rf.ForecastSource.CLAIM_TERMS)
+    assert rf.gate_flags(advisory) == [] and rf.gate_flags(rf.GroupForecast({})) == []
+    assert rf.gate_flags(rf.GroupForecast({}, (), rf.ForecastSource.RULES_BUDGET)) == []
+    table = pd.DataFrame([{"verdict": "consistent", **flag_columns(flags)},
+                          {"verdict": "consistent", **flag_columns([])}])
     gated = apply_gate(table)
     assert list(gated["verdict"]) == [NOT_IN_REGIME, "consistent"]
     assert gated["regime"].iloc[0].startswith("floor: the rules'")

@@ -28,7 +28,7 @@ from analysis.verdict_engine.decide import APPROACHES, DESIGN_TOO_SHORT, FOLLOWS
 from analysis.verdict_engine.design import design_from_points
 from analysis.verdict_engine.rules_curve import PRIVATE_SHARE_MIN, RulesCurve, rules_curve
 from analysis.verdict_engine.typed import VerdictKind
-from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate, verdict
+from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate, flag_columns, verdict
 from tests import headline_fixture
 
 PAPER = "synthetic"
@@ -71,10 +71,12 @@ def _judge(pts: pd.DataFrame, claim: Claim, predicted: float, view: str, x: str,
     else:
         res = rates.fit_points(pts["x"].to_numpy(), pts["y"].to_numpy(), x=x, y="y",
                                n_boot=n_boot, rng=np.random.default_rng(1))
-    row = {**res.row(), "predicted": predicted, "view": view, "x": x, "verdict": "", "flags": "",
+    row = {**res.row(), "predicted": predicted, "view": view, "x": x, "verdict": "",
            "rival_predicted": rival}
-    row.update(decide(row, design_from_points(pts, x_name=x), claim, rules,
-                      np.random.default_rng(2), measured_share=measured))
+    decided = decide(row, design_from_points(pts, x_name=x), claim, rules,
+                     np.random.default_rng(2), measured_share=measured)
+    row.update(flag_columns(list(decided.pop("share_gate", ()))))
+    row.update(decided)
     return apply_gate(pd.DataFrame([row])).iloc[0].to_dict()
 
 

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate, regime_reason
+from analysis.verdict_engine.verdicts import NOT_IN_REGIME, apply_gate, legacy_regime_reason
 
 
 def _row(**kw):
@@ -45,9 +45,40 @@ def test_gate_turns_every_flagged_row_into_not_in_regime_with_its_reason():
     assert apply_gate(out).equals(out)  # idempotent: a CSV read back and gated again is unchanged
 
 
-def test_regime_reason_reads_flags_as_written_in_a_csv():
-    assert regime_reason(math.nan) == "" and regime_reason("") == ""
-    assert regime_reason("floor: x; censored: y") == "floor: x"
+def test_regime_reason_reads_flags_as_written_in_an_older_editions_csv():
+    assert legacy_regime_reason(math.nan) == "" and legacy_regime_reason("") == ""
+    assert legacy_regime_reason("floor: x; censored: y") == "floor: x"
+
+
+def test_the_gate_reads_the_typed_kinds_never_the_flags_text():
+    """A fresh fit's rows carry `gate_kinds` (enum values) and `regime` (rendered from the typed
+    flags): the gate reads those. A row whose text says "ceiling" but whose kinds are empty
+    passes, and one whose kinds say floor fails whatever its text, so nothing reads the
+    English; the typed columns of a fit agree with an older edition's reading of its text."""
+    from algorithms.regime_flags import FlagKind, RegimeFlag
+    from analysis.verdict_engine.verdicts import flag_columns
+
+    flags = [RegimeFlag(FlagKind.CENSORED, "some runs never reached their threshold"),
+             RegimeFlag(FlagKind.FLOOR, "a design point within 3x of its eps = inf median")]
+    cols = flag_columns(flags)
+    assert cols == {"flags": "censored: some runs never reached their threshold; floor: a design "
+                             "point within 3x of its eps = inf median", "gate_kinds": "floor",
+                    "regime": "floor: a design point within 3x of its eps = inf median"}
+    assert legacy_regime_reason(cols["flags"]) == cols["regime"]
+    assert flag_columns([]) == {"flags": "", "gate_kinds": "", "regime": "in regime"}
+    table = pd.DataFrame([
+        _row(**cols, two_term_verdict="consistent"),
+        _row(flags="ceiling: text a reader might misparse", gate_kinds="", regime="in regime"),
+        _row(flags="", gate_kinds="ceiling", regime="ceiling: runs never left the start",
+             two_term_verdict="consistent"),
+    ])
+    out = apply_gate(table)
+    assert out["verdict"].tolist() == [NOT_IN_REGIME, "consistent", NOT_IN_REGIME]
+    assert out["regime"].tolist() == [cols["regime"], "in regime", "ceiling: runs never left the start"]
+    # the two-term fit models the floor: only the ceiling fails it
+    assert out["two_term_verdict"].tolist() == ["consistent", "", NOT_IN_REGIME]
+    assert out["verdict_kind"].tolist()[0] == "not_in_regime"
+    assert apply_gate(out).equals(out)
 
 
 SPEC_TARGETS = """
@@ -96,7 +127,9 @@ def test_committed_csv_verdicts_obey_the_gate():
     """Every flagged row of the committed reference CSV says "not in regime" (re-derived by
     `dprates regate`, not by hand), and every unflagged row keeps a CI reading."""
     table = pd.read_csv(CSV)
-    flagged = table["flags"].fillna("").map(lambda f: bool(regime_reason(f)))
+    flagged = table["gate_kinds"].fillna("") != ""
+    # the typed kinds the gate read agree with an older edition's reading of the flags' text
+    assert (flagged == table["flags"].fillna("").map(lambda f: bool(legacy_regime_reason(f)))).all()
     # fifth edition (issue 55): 13 of the 64 rows carry a ceiling or floor flag (the second
     # edition: 58 of 85); the privacy-share gate flags 10 rows, all on a measured share (eps = inf
     # controls at the rows' own knobs: the Spiders' error views, seed 000, noisy SGD's store,
@@ -108,9 +141,10 @@ def test_committed_csv_verdicts_obey_the_gate():
     share_gated = table["flags"].fillna("").str.contains("private share over the window")
     assert share_gated.sum() == 10
     assert table.loc[share_gated, "private_share_source"].str.startswith("measured").sum() == 10
+    assert table.loc[share_gated, "private_share_measured"].astype(bool).sum() == 10
     assert (table.loc[flagged, "verdict"] == NOT_IN_REGIME).all()
     assert (table.loc[~flagged, "verdict"] != NOT_IN_REGIME).all()
-    assert (table.loc[flagged, "regime"] == table.loc[flagged, "flags"].map(regime_reason)).all()
+    assert (table.loc[flagged, "regime"] == table.loc[flagged, "flags"].map(legacy_regime_reason)).all()
     # "ceiling" / "floor" in `flags` always means outside the regime: the advisory "floor
     # unchecked" has its own column (11 rows carry it)
     gate_words = table["flags"].fillna("").str.contains("ceiling|floor")
@@ -290,7 +324,7 @@ def test_a_private_error_fit_without_eps_inf_controls_says_its_floor_is_unchecke
     checked against the floor: counted (no silent pass), and advisory (not a gate flag)."""
     from analysis.declarations import FitSpec, StoreData
     from analysis.verdict_engine.flags import floor_check
-    from analysis.verdict_engine.verdicts import regime_reason
+    from analysis.verdict_engine.verdicts import legacy_regime_reason as regime_reason
 
     def cells(n: int, eps: float, y: float) -> list[dict]:
         return [{"status": "ok", "algorithm": "dp_gd", "problem": "glm", "problem_params": {},

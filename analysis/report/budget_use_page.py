@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from analysis.report.layout import table_figure
+from analysis.verdict_engine.typed import share_source
 
 PER_PAGE = 22
 
@@ -45,11 +46,12 @@ def budget_use_table(claims: pd.DataFrame) -> pd.DataFrame:
         "trend": rows["rules_ratio_trend"].map(lambda v: _num(v, "+.2f")),
         "steps / T": rows.get("steps_per_horizon", pd.Series("", index=rows.index)).map(_ends),
         # the share the gate read: measured (m) from eps = inf controls, else the rules' (r)
-        "private share": [_num(v, ".2f") + (" m" if str(src).startswith("measured") else
-                                             " r" if str(src).startswith("the rules") else "")
-                          for v, src in zip(rows["private_share"],
-                                            rows.get("private_share_source",
-                                                     pd.Series("", index=rows.index)), strict=True)],
+        "private share": [_num(v, ".2f") + {"measured": " m", "rules": " r"}.get(share_source(m, src), "")
+                          for v, m, src in zip(rows["private_share"],
+                                               rows.get("private_share_measured",
+                                                        pd.Series(None, index=rows.index, dtype=object)),
+                                               rows.get("private_share_source",
+                                                        pd.Series("", index=rows.index)), strict=True)],
         "C vs claim": rows["bound_constant"].map(_num),
     })
     keep = (out["measured / rules"] != "-") | (out["C vs claim"] != "-")

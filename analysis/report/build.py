@@ -91,7 +91,11 @@ CSV_COLUMNS = ["algorithm", "problem", "character", "view", "metric", "mode", "x
                "claim_link", "link_deep", "link_deep_low", "link_deep_high", "link_deep_from",
                "link_deep_to", "link_first", "link_trend", "link_trend_low", "link_trend_high",
                "link_rules_deep", "link_reached", "link_excludes_rival", "link_local",
-               "rules_profile"]
+               "rules_profile",
+               # typed records between layers (issue 75, item 2): the regime gate's kinds (the
+               # enum values of its ceiling / floor flags, what the gate reads back) and whose
+               # private share the gate read
+               "gate_kinds", "private_share_measured"]
 
 
 def write_report(stores: StoreData | list[StoreData], out: str | Path, n_boot: int = rates.N_BOOT,

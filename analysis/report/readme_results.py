@@ -14,6 +14,8 @@ import math
 
 import pandas as pd
 
+from analysis.verdict_engine.typed import share_source
+
 #: The headline fit: both Spiders on the hard valley, samples to a target alpha, theory mode.
 HEADLINE_SPEC, HEADLINE_FIT = "headline2", "valley_n_star_vs_alpha"
 SPIDERS = {"gaussian_spider": "Gaussian Spider (3/7)", "adaptive_tree_spider": "adaptive tree Spider (1/2)"}
@@ -85,7 +87,8 @@ def spider_rows(t: pd.DataFrame) -> list[list[str]]:
                      # unmarked: measured against eps = inf controls; the rules' split is the
                      # fallback where no control exists, and says so
                      _num(r.get("private_share"), ".2f")
-                     + ("" if str(r.get("private_share_source", "")).startswith("measured")
+                     + ("" if share_source(r.get("private_share_measured"),
+                                          r.get("private_share_source", "")) == "measured"
                         else " (rules')")])
     return rows
 

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.claims import Claim
+from algorithms.regime_flags import FlagKind, RegimeFlag
 from analysis.verdict_engine import (
     bound_level,
     log_aware,
@@ -94,17 +95,28 @@ def _rules_columns(out: dict[str, Any], design: Design, rules: RulesCurve, view:
         out.update(private_share=float(np.nanmedian(share)),
                    private_share_min=float(np.nanmin(share)),
                    private_share_source="the rules' bound (no eps = inf control)",
+                   private_share_measured=False,
                    rules_private_share=float(np.nanmedian(share)))
     # budget use (issue 43, item 2): the steps run against the rules' horizon T, per point
     steps = design.context["n_steps"].to_numpy(float) / rules.horizon
     out["steps_per_horizon"] = " ".join(_fmt(v) for v in steps) if np.isfinite(steps).any() else ""
 
 
+def _measured_share_columns(out: dict[str, Any], measured_share: np.ndarray | None) -> None:
+    """The measured private share replaces the rules' where at least half the design points
+    have an eps = inf control."""
+    if measured_share is not None and 2 * int(np.isfinite(measured_share).sum()) >= len(measured_share):
+        out.update(private_share=float(np.nanmedian(measured_share)),
+                   private_share_min=float(np.nanmin(measured_share)),
+                   private_share_source="measured: 1 - eps = inf control / median",
+                   private_share_measured=True)
+
+
 def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: RulesCurve | None,
            rng: np.random.Generator, calibration: str = "theory",
            measured_share: np.ndarray | None = None) -> dict[str, Any]:
     """The engine's columns for one fit row (`row`: a `run_fit` row with exponent, ci_low,
-    ci_high, predicted, view, x, verdict, flags, rival_predicted), as the module docstring lists
+    ci_high, predicted, view, x, verdict, rival_predicted), as the module docstring lists
     them; `rules`: `rules_curve` on the design (None: none); `measured_share`: the measured
     private share per design point (None: no eps = inf control)."""
     view, x = row["view"], row["x"]
@@ -114,10 +126,7 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
     ly = np.log(med) if len(med) else med
     if rules is not None:
         _rules_columns(out, design, rules, view, calibration, row)
-    if measured_share is not None and 2 * int(np.isfinite(measured_share).sum()) >= len(measured_share):
-        out.update(private_share=float(np.nanmedian(measured_share)),
-                   private_share_min=float(np.nanmin(measured_share)),
-                   private_share_source="measured: 1 - eps = inf control / median")
+    _measured_share_columns(out, measured_share)
     spread = window.drop_end_spread(design.x, ly, window.ols_slope) if len(design) else math.nan
     est = row["exponent"]
     p = row.get("predicted")
@@ -180,7 +189,7 @@ def decide(row: dict[str, Any], design: Design, claim: Claim | None, rules: Rule
         out["chain"] += f"; the claim link on data: {out['claim_link'].removeprefix('measured: ')}"
     if math.isfinite(rival) and abs(rival - p) > 1e-12:
         out["separates_rival"] = _separates(rt, asym, rival, link)
-    _gate(out, row, design)
+    _gate(out, design)
     seed_ci = f"{_fmt(est)} [{_fmt(seed_lo)}, {_fmt(seed_hi)}]"
     band = f"[{_fmt(ct.band_low)}, {_fmt(ct.band_high)}]"
     o_text = (f"O~ test: {seed_ci} against {_fmt(p)}{' times ' + reg.text if reg.varying else ''} "
@@ -301,12 +310,13 @@ def _separates(rt: rules_test.RulesTest, asym: Any, rival: float, link: Measured
             f"rival's {_fmt(rival)}, and the rules' asymptote is the claim")
 
 
-def _gate(out: dict[str, Any], row: dict[str, Any], design: Design) -> None:
-    """The privacy-share gate: a floor flag, so the one regime gate (verdicts.apply_gate) acts."""
+def _gate(out: dict[str, Any], design: Design) -> None:
+    """The privacy-share gate: a floor flag (`share_gate`, a typed `RegimeFlag` the caller adds
+    to the row's flags), so the one regime gate (verdicts.apply_gate) acts."""
     share_med = out.get("private_share", math.nan)
     if math.isfinite(share_med) and share_med < PRIVATE_SHARE_MIN and design.private:
-        whose = "measured" if out.get("private_share_source", "").startswith("measured") \
-            else "the rules'"
-        flag = (f"floor: {whose} private share over the window (median {share_med:.2f}) is "
-                f"below {PRIVATE_SHARE_MIN:g}: the statistical term carries part of the slope")
-        out["flags"] = "; ".join(f for f in (row.get("flags", ""), flag) if f)
+        whose = "measured" if out.get("private_share_measured", False) else "the rules'"
+        out["share_gate"] = [RegimeFlag(
+            FlagKind.FLOOR, f"{whose} private share over the window (median {share_med:.2f}) is "
+                            f"below {PRIVATE_SHARE_MIN:g}: the statistical term carries part of "
+                            "the slope")]

@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
+
 
 class VerdictKind(StrEnum):
     EXCEEDS_BOUND = "exceeds_bound"
@@ -174,5 +176,18 @@ def kind_of(verdict: str) -> VerdictKind | None:
     return None
 
 
+def share_source(measured: object, source: object = "") -> str:
+    """Whose private share a row's gate read: "measured" (eps = inf controls), "rules" (the
+    rules' split) or "" (none), from its typed `private_share_measured` column; an older
+    edition's CSV without it is read off its `private_share_source` text."""
+    if isinstance(measured, (bool, np.bool_)):
+        return "measured" if measured else "rules"
+    if isinstance(measured, str) and measured in ("True", "False"):
+        return "measured" if measured == "True" else "rules"
+    text = str(source) if isinstance(source, str) else ""
+    return "measured" if text.startswith("measured") else "rules" if text.startswith("the rules") \
+        else ""
+
+
 __all__ = ["AGREEING", "DIRECTION", "MEANING", "NAMES", "REJECTED", "Verdict", "VerdictKind",
-           "kind_of"]
+           "kind_of", "share_source"]

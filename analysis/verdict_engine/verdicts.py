@@ -2,7 +2,7 @@
 consistent / faster than claimed / slower than claimed / inconclusive), the direction in which
 each x counts as faster (`FAVOURABLE`); the names of the other verdicts; and the regime gate
 (issue 28, point 1): a fit whose window fails it (a ceiling or floor flag) gets "not in regime"
-with that reason, whatever its CI (`apply_gate`).
+with that reason, whatever its CI (`apply_gate`, which reads the flags' kinds, never their text).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from algorithms.regime_flags import GATE_KINDS, FlagKind, RegimeFlag, gate_kinds, render_flags
 from analysis.verdict_engine.rates import ExponentFit
-from analysis.verdict_engine.typed import kind_of
+from analysis.verdict_engine.typed import VerdictKind, kind_of
 
 #: Direction of "faster than claimed": +1 if an exponent above the prediction is more
 #: favourable in the regime the claim is about (large n, small target alpha, strong privacy
@@ -64,40 +65,62 @@ OUT_OF_REACH = "out of reach"
 NO_CLAIM = "no claim"
 #: The verdict of a declared claim that no fit measures.
 NOT_MEASURED = "not measured"
-#: The flags that fail the regime gate: where the window touches the start (ceiling) or the
-#: non-private floor, the measured slope is the saturation's, not the claim's. "censored" is
-#: not among them: censoring is intrinsic to the sample-complexity view and is counted.
-GATE_FLAGS = ("ceiling", "floor")
+#: The flag kinds that fail the regime gate (`algorithms.regime_forecast.GATE_KINDS`): where the
+#: window touches the start (ceiling) or the non-private floor, the measured slope is the
+#: saturation's, not the claim's. "censored" is not among them: censoring is intrinsic to the
+#: sample-complexity view and is counted.
+GATE_FLAGS = tuple(sorted(k.value for k in GATE_KINDS))
 
 
-def regime_reason(flags: str | float | None) -> str:
-    """The reason a fit fails the regime gate ("" when it passes): its ceiling / floor flags,
-    from the "; "-joined `flags` text a fit row (or a claims CSV) carries."""
+def flag_columns(flags: list[RegimeFlag]) -> dict[str, str]:
+    """A fit row's flag columns, rendered from its typed flags: `flags` (every flag's text),
+    `gate_kinds` (the kinds that fail the gate, what `apply_gate` reads) and `regime` (the
+    gate's reason, or "in regime")."""
+    return {"flags": render_flags(flags), "gate_kinds": gate_kinds(flags),
+            "regime": render_flags(f for f in flags if f.gates) or "in regime"}
+
+
+def legacy_regime_reason(flags: str | float | None) -> str:
+    """The gate's reason read off an older edition's `flags` text (a claims CSV written before
+    the `gate_kinds` column, issue 75): its ceiling / floor parts. Only `apply_gate` on such a
+    CSV calls it; a fresh fit carries its flags typed (`RegimeFlag`) and never parses them."""
     if not isinstance(flags, str):
         return ""
     parts = [p.strip() for p in flags.split("; ") if p.strip()]
     return "; ".join(p for p in parts if p.split(":")[0].strip() in GATE_FLAGS)
 
 
-def gate_verdict(verdict: str, flags: str | float | None) -> str:
-    """The verdict after the regime gate: "not in regime" when the flags fail it, else the
-    verdict as read from the CI."""
-    return NOT_IN_REGIME if regime_reason(flags) else verdict
+def _gate_columns(table: pd.DataFrame) -> tuple[list[set[str]], list[str]]:
+    """Per row, the gate's kinds and its reason: from the typed columns (`gate_kinds`, the
+    enum values; `regime`, rendered from the flags) where the table has them, else from an
+    older edition's flags text."""
+    if "gate_kinds" in table and "regime" in table:
+        kinds = [set(k.split(";")) - {""} if isinstance(k, str) else set()
+                 for k in table["gate_kinds"]]
+        reasons = [str(r) if k else "" for k, r in zip(kinds, table["regime"], strict=True)]
+        return kinds, reasons
+    reasons = [legacy_regime_reason(f) for f in table["flags"]]
+    kinds = [{p.split(":")[0].strip() for p in r.split("; ")} - {""} for r in reasons]
+    return kinds, reasons
 
 
 def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
     """A fit table (from `run_fit`, or a claims CSV read back) with the regime gate applied
-    from its own `flags` column: `regime` holds "in regime" or the reason, and every verdict
-    read from a CI on that window (verdict, rules_verdict, two_term_verdict) becomes "not in
-    regime" where the gate fails. Idempotent: a gated table comes back unchanged."""
-    if table.empty or "flags" not in table:
+    from its typed gate columns (`gate_kinds`, `regime`): `regime` holds "in regime" or the
+    reason, and every verdict read from a CI on that window (verdict, rules_verdict,
+    two_term_verdict) becomes "not in regime" where the gate fails. Idempotent: a gated table
+    comes back unchanged."""
+    if table.empty or ("flags" not in table and "gate_kinds" not in table):
         return table
     out = table.copy()
-    reasons = [regime_reason(f) for f in out["flags"]]
+    kinds, reasons = _gate_columns(out)
     out["regime"] = [r or "in regime" for r in reasons]
-    failed = np.array([bool(r) for r in reasons], dtype=bool)
+    if "gate_kinds" not in out:
+        out["gate_kinds"] = [";".join(sorted(k)) for k in kinds]
+    failed = np.array([bool(k) for k in kinds], dtype=bool)
     # The two-term fit models the floor (b n^-q), so only a ceiling fails it.
-    ceiling = np.array(["ceiling" in r for r in reasons], dtype=bool)
+    ceiling = np.array([FlagKind.CEILING.value in k for k in kinds], dtype=bool)
+    gated_verdict = np.zeros(len(out), dtype=bool)
     for col, mask in (("verdict", failed), ("rules_verdict", failed), ("two_term_verdict", ceiling)):
         if col in out:
             col_vals = out[col].astype(object)
@@ -105,11 +128,15 @@ def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
             has = (col_vals.notna() & (col_vals.astype(str) != "")
                    & (col_vals.astype(str) != NO_CLAIM)).to_numpy()
             out[col] = np.where(mask & has, NOT_IN_REGIME, col_vals)
-    if "verdict" in out:  # the typed kind follows the rendered verdict (analysis.verdict_engine.typed)
-        kinds = out["verdict_kind"].astype(object) if "verdict_kind" in out \
+            if col == "verdict":
+                gated_verdict = mask & has
+    if "verdict" in out:  # the typed kind follows the gate (analysis.verdict_engine.typed)
+        vkinds = out["verdict_kind"].astype(object) if "verdict_kind" in out \
             else pd.Series([None] * len(out), index=out.index, dtype=object)
-        fill = [k if isinstance(k, str) and k and not gated else
-                (kind_of(v).value if kind_of(v) is not None else "")
-                for k, v, gated in zip(kinds, out["verdict"], failed, strict=True)]
-        out["verdict_kind"] = fill
+        # an older edition's CSV without `verdict_kind`: `kind_of` maps its rendered verdict
+        out["verdict_kind"] = [VerdictKind.NOT_IN_REGIME.value if gated else
+                               k if isinstance(k, str) and k else
+                               (kind_of(v).value if kind_of(v) is not None else "")
+                               for k, v, gated in zip(vkinds, out["verdict"], gated_verdict,
+                                                      strict=True)]
     return out

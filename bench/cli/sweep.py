@@ -149,7 +149,7 @@ def print_forecast(spec: Any, cells: list) -> None:
     the n where the claim first binds and where its two terms cross."""
     import math
 
-    from algorithms.regime_forecast import ADVISORY, RULES_GATE, describe_n, forecast_fit
+    from algorithms.regime_forecast import describe_n, forecast_fit, who_decides
     from analysis.verdict_engine.predictions import fit_metric
 
     for fit in spec.fits:
@@ -165,11 +165,11 @@ def print_forecast(spec: Any, cells: list) -> None:
             extra = ""
             if r["points"]:
                 extra = f"; binds from n = {describe_n(r['binding_n'])}"
-                rules = r["source"].startswith("the rules'")
+                rules = r["source"].from_rules
                 if not rules and not math.isnan(r["crossover_n"]) and r["crossover_n"] >= 1:
                     extra += f", terms cross at n = {describe_n(r['crossover_n'])}"
                 # the source; "advisory" only where the forecast does not already say who decides
-                said = ADVISORY in r["forecast"] or RULES_GATE in r["forecast"]
+                said = bool(who_decides(r["flags"], r["source"]))
                 extra += f" [{r['source']}" + ("" if rules or said else "; advisory") + "]"
             print(f"    {r['algorithm']} / {r['problem']}" + (f" ({setting})" if setting else "")
                   + f": {r['forecast']}{extra}")
