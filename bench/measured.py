@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.verdict_engine.verdicts import apply_gate
+from analysis.verdict_engine.verdicts import apply_gate, read_back
 
 
 def read_fits(sources: Sequence[str | Path], n_boot: int = 2000) -> pd.DataFrame:
@@ -23,7 +23,7 @@ def read_fits(sources: Sequence[str | Path], n_boot: int = 2000) -> pd.DataFrame
             raise ValueError(f"--measured {str(src)!r} is invalid: no such file (a .sqlite store "
                              "or a claims .csv)")
         if p.suffix.lower() == ".csv":
-            table = pd.read_csv(p)
+            table = read_back(pd.read_csv(p))
             missing = {"algorithm", "problem", "view", "x", "exponent", "ci_low", "ci_high",
                        "verdict", "flags"} - set(table.columns)
             if missing:

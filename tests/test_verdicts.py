@@ -79,6 +79,20 @@ def test_the_gate_reads_the_typed_kinds_never_the_flags_text():
     assert out["two_term_verdict"].tolist() == ["consistent", "", NOT_IN_REGIME]
     assert out["verdict_kind"].tolist()[0] == "not_in_regime"
     assert apply_gate(out).equals(out)
+    # a fresh table beside an older edition's rows (no gate_kinds: read off their text), and a
+    # CSV round trip (an empty gate_kinds field reads back as missing: `read_back`)
+    from analysis.verdict_engine.verdicts import read_back
+
+    old = pd.DataFrame([_row(flags="floor: a design point within 3x of its eps = inf median"),
+                        _row(flags="censored: some runs never reached their threshold")])
+    mixed = apply_gate(pd.concat([table, old], ignore_index=True))
+    assert mixed["verdict"].tolist() == [NOT_IN_REGIME, "consistent", NOT_IN_REGIME,
+                                         NOT_IN_REGIME, "consistent"]
+    assert mixed["gate_kinds"].tolist() == ["floor", "", "ceiling", "floor", ""]
+    import io
+
+    back = read_back(pd.read_csv(io.StringIO(mixed.to_csv(index=False))))
+    assert apply_gate(back)["verdict"].tolist() == mixed["verdict"].tolist()
 
 
 SPEC_TARGETS = """

@@ -92,16 +92,29 @@ def legacy_regime_reason(flags: str | float | None) -> str:
 
 def _gate_columns(table: pd.DataFrame) -> tuple[list[set[str]], list[str]]:
     """Per row, the gate's kinds and its reason: from the typed columns (`gate_kinds`, the
-    enum values; `regime`, rendered from the flags) where the table has them, else from an
-    older edition's flags text."""
-    if "gate_kinds" in table and "regime" in table:
-        kinds = [set(k.split(";")) - {""} if isinstance(k, str) else set()
-                 for k in table["gate_kinds"]]
-        reasons = [str(r) if k else "" for k, r in zip(kinds, table["regime"], strict=True)]
-        return kinds, reasons
-    reasons = [legacy_regime_reason(f) for f in table["flags"]]
-    kinds = [{p.split(":")[0].strip() for p in r.split("; ")} - {""} for r in reasons]
+    enum values; `regime`, rendered from the flags) where the row has them, else (a row of an
+    older edition's CSV, whose `gate_kinds` is missing) from its flags text."""
+    typed = table["gate_kinds"] if "gate_kinds" in table else pd.Series(None, index=table.index,
+                                                                        dtype=object)
+    regime = table["regime"] if "regime" in table else pd.Series("", index=table.index)
+    flags = table["flags"] if "flags" in table else pd.Series("", index=table.index)
+    kinds, reasons = [], []
+    for k, r, f in zip(typed, regime, flags, strict=True):
+        if isinstance(k, str):
+            kinds.append(set(k.split(";")) - {""})
+            reasons.append(str(r) if kinds[-1] else "")
+        else:
+            reasons.append(legacy_regime_reason(f))
+            kinds.append({p.split(":")[0].strip() for p in reasons[-1].split("; ")} - {""})
     return kinds, reasons
+
+
+def read_back(table: pd.DataFrame) -> pd.DataFrame:
+    """A claims table read back from its CSV: an empty `gate_kinds` field (which pandas reads
+    as missing) is the typed "no failing kind", not an older edition's missing column."""
+    if "gate_kinds" in table:
+        table = table.assign(gate_kinds=table["gate_kinds"].fillna(""))
+    return table
 
 
 def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
@@ -115,8 +128,7 @@ def apply_gate(table: pd.DataFrame) -> pd.DataFrame:
     out = table.copy()
     kinds, reasons = _gate_columns(out)
     out["regime"] = [r or "in regime" for r in reasons]
-    if "gate_kinds" not in out:
-        out["gate_kinds"] = [";".join(sorted(k)) for k in kinds]
+    out["gate_kinds"] = [";".join(sorted(k)) for k in kinds]
     failed = np.array([bool(k) for k in kinds], dtype=bool)
     # The two-term fit models the floor (b n^-q), so only a ceiling fails it.
     ceiling = np.array([FlagKind.CEILING.value in k for k in kinds], dtype=bool)

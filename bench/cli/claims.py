@@ -153,18 +153,19 @@ def _measured_claims(args: argparse.Namespace) -> int:
 
 
 def cmd_regate(args: argparse.Namespace) -> int:
-    """A claims CSV with its verdicts re-derived by `analysis.verdict_engine.verdicts.apply_gate` from its own
-    flags (and `declared` from the committed specs), the rest of every row unchanged."""
+    """A claims CSV with its verdicts re-derived by `analysis.verdict_engine.verdicts.apply_gate`
+    from its own gate kinds (an older edition's: its flags text) and `declared` from the
+    committed specs, the rest of every row unchanged."""
     import pandas as pd
 
     from analysis.report.build import CSV_COLUMNS
-    from analysis.verdict_engine.verdicts import apply_gate
+    from analysis.verdict_engine.verdicts import apply_gate, read_back
     from bench.measured import declared_from_specs
 
     path = Path(args.csv)
     if not path.is_file():
         raise ValueError(f"csv={args.csv!r} is invalid: no such file")
-    table = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=str)
+    table = read_back(pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=str))
     if not {"verdict", "flags", "spec", "fit", "mode", "algorithm"} <= set(table.columns):
         raise ValueError(f"csv={args.csv!r} is invalid: not a claims CSV (dprates report --csv)")
     before = table["verdict"].value_counts().to_dict()
