@@ -26,7 +26,9 @@ Two cases:
   (`per_sample_grads`, `clip_rows`): ||(released' - released) - (H(x', B') - H(x, B))||, with
   B' the replayed batch with the original record put back. For an honest plugin that is the
   move of one clipped record from one state, at most the told sensitivity; a clip the plugin
-  reports but skips after its first release moves it by the unclipped record.
+  reports but skips after its first release moves it by the unclipped record. The noise is
+  corrected too: the same draws at the std each run reported (`_noise_rescaled`), since a clip
+  that is a public function of the state (a Spider's M ||x - x_prev||) scales the noise with it.
 
 What this assumes (a test, not a proof): the plugin's random draws do not depend on the data
 except through what it released (the same seed gives the same noise: true of Poisson sampling,
@@ -224,6 +226,21 @@ def _honest_leaf(prob: Any, e: dict, batch: np.ndarray) -> np.ndarray:
     return clip_rows(np.array(per, dtype=float), e["clip"]).sum(axis=0) / e["denom"]
 
 
+def _noise_rescaled(e: dict, e2: dict, released: np.ndarray) -> np.ndarray:
+    """What an honest release's noise moves between two states: the same standard normal draws
+    (same seed) at the noise std each run reported, (s' / s - 1) x the recorded noise. A release
+    whose std scales with a clip that is a public function of the state (a Spider's M ||x -
+    x_prev||) moves its noise with the state, and the leaf correction alone read that as a move
+    of the record (issue 75: the guide's desk Spider FAILED at one check seed in six). Zero
+    where a run reports no std or no leaf."""
+    if "leaf" not in e or "noise_std" not in e or "noise_std" not in e2:
+        return np.zeros_like(released)
+    s, s2 = float(e["noise_std"]), float(e2["noise_std"])
+    if not (math.isfinite(s) and math.isfinite(s2) and s > 0):
+        return np.zeros_like(released)
+    return (s2 / s - 1.0) * (released - np.asarray(e["leaf"], dtype=float))
+
+
 def strongest(prob: Any, e: dict, advs: np.ndarray, k: int) -> np.ndarray:
     """The `k` adversarial records with the largest per-record gradient (or gradient
     difference) at the release's iterate (the list's first ones if that cannot be computed)."""
@@ -332,6 +349,7 @@ def replay_releases(algorithm: str, prob: Any, run: RecordedRun, advs: np.ndarra
                 back[np.all(back.reshape(len(back), -1) == np.ravel(adv), axis=1)] = data[j]
                 move = move - (_honest_leaf(prob, e2, back)
                                - _honest_leaf(prob, e, np.asarray(e["batch"], dtype=float)))
+                move = move - _noise_rescaled(e, e2, released)
             moved = float(np.linalg.norm(move))
             ratio = moved / told if told > 0 else (math.inf if moved > 0 else 0.0)
             compared += 1
