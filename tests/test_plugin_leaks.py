@@ -381,3 +381,25 @@ def test_a_gaussian_spider_subclass_is_audited_and_its_third_of_the_noise_fails(
                      r"ledger says mu = (\d+\.\d+)", third.reason)
     assert third.status == "FAILED" and said, third
     assert 2.5 <= float(said[1]) / float(said[2]) <= 3.0 * 1.01
+
+
+def test_the_fresh_process_holds_no_module_state_of_the_recording_process(monkeypatch):
+    """`fresh_context` (a fork server where the platform has one, else spawn): a process started
+    from it holds none of this process's module state, neither an attribute set on a suite
+    module here nor a module imported here after the server started."""
+    import sys
+    import types
+    from concurrent.futures import ProcessPoolExecutor
+
+    import algorithms
+    from algorithms.privacy.audit.transcript_replay import fresh_context
+
+    probe = "__import__('sys').modules.get('dprates_parent_only') is None and " \
+            "not hasattr(__import__('algorithms'), 'dprates_parent_mark')"
+    with ProcessPoolExecutor(max_workers=1, mp_context=fresh_context()) as pool:
+        assert pool.submit(eval, probe).result()  # (starts the server where there is one)
+    monkeypatch.setattr(algorithms, "dprates_parent_mark", 1, raising=False)
+    monkeypatch.setitem(sys.modules, "dprates_parent_only", types.ModuleType("dprates_parent_only"))
+    assert not eval(probe)  # here, both are seen
+    with ProcessPoolExecutor(max_workers=1, mp_context=fresh_context()) as pool:
+        assert pool.submit(eval, probe).result()

@@ -13,9 +13,10 @@ step log, n_steps, stop reason, params, the ledger, warnings. Any difference nam
 and the step where the plugin read the data some other way (the sample dug out of the desk, a
 data file, a clean gradient computed on the side), or predicted the desk's noise from its live
 generator and subtracted it (issue 71: a replay on the recording's seed predicted the recorded
-noise again and could not see it). The replays run in a fresh process (spawned: the plugins
-loaded anew, no module state of the recording's process, a fresh problem instance for each
-data set), so a plugin that carries state from one run to the next (a warm start from an
+noise again and could not see it). The replays run in a fresh process (forked from a fork
+server that only imported the suite, or spawned where there is none: the plugins loaded anew,
+no module state of the recording's process, a fresh problem instance for each data set), so
+a plugin that carries state from one run to the next (a warm start from an
 earlier run on the same data, at a looser eps) replays cold and differs.
 
 The data sets D' tried: one record of D replaced by an adversarial record (the problem's own
@@ -315,12 +316,11 @@ def _picklable(exc: BaseException) -> bool:
 def fresh_replays(algorithm: str, prob: Any, sets: list[tuple[str, np.ndarray]],
                   transcript: list[np.ndarray], privacy: Privacy, params: dict, seed: int
                   ) -> list[tuple[Any, BaseException | None, list[dict]]]:
-    """Every forced replay of `sets`, run in one fresh process (spawned: no module state of
+    """Every forced replay of `sets`, run in one fresh process (`fresh_context`: no module state of
     the recording's process, the classes' modules imported anew, a fresh problem instance per
     data set), so a plugin that carries state from one run to the next (a warm start from an
     earlier run on the same data) replays cold and shows it. Per data set: (trajectory or
     None, the exception raised or None, the releases asked for: `ASKED_KEYS`)."""
-    import multiprocessing
     import pickle
     from concurrent.futures import ProcessPoolExecutor
 
@@ -332,9 +332,30 @@ def fresh_replays(algorithm: str, prob: Any, sets: list[tuple[str, np.ndarray]],
     problem = (prob.name, dict(prob.params()))
     args = (_sources(type(prob), cls), algorithm, blob, problem, [o for _, o in sets],
             transcript, privacy, params, seed)
-    with ProcessPoolExecutor(max_workers=1,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=fresh_context()) as pool:
         return pool.submit(_replay_all, *args).result()
+
+
+#: What the fork server imports once (never running any of it): a fresh process forked from it
+#: skips ~1.4 s of imports and still holds no module state of the recording's process. The main
+#: module first, as spawn imports it (a class defined in a user's script unpickles there).
+FORKSERVER_PRELOAD = ["__main__", "numpy", "scipy.stats", "algorithms", "problems", __name__]
+
+
+def fresh_context() -> Any:
+    """The start method of the fresh process: "forkserver" where the platform has it (a server
+    started once per process as a new interpreter that only imports `FORKSERVER_PRELOAD`; each
+    replay process is forked from it, so no plugin ever ran in its memory, and the plugin's
+    modules are imported anew there), else "spawn" (a new interpreter per replay). Both are
+    fresh: a warm start carried in module state replays cold
+    (tests/test_plugin_leaks.py::test_a_warm_start_from_a_looser_run_is_failed_by_the_fresh_process_replay)."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(FORKSERVER_PRELOAD)  # read only when the server first starts
+    return ctx
 
 
 def _moved_release(recorded: list[dict], replayed: list[dict]) -> str | None:
