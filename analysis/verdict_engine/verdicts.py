@@ -113,7 +113,8 @@ def read_back(table: pd.DataFrame) -> pd.DataFrame:
     """A claims table read back from its CSV: an empty `gate_kinds` field (which pandas reads
     as missing) is the typed "no failing kind", not an older edition's missing column."""
     if "gate_kinds" in table:
-        table = table.assign(gate_kinds=table["gate_kinds"].fillna(""))
+        # (not fillna: a column of empty fields reads back as float NaN, which takes no "")
+        table = table.assign(gate_kinds=[k if isinstance(k, str) else "" for k in table["gate_kinds"]])
     return table
 
 
