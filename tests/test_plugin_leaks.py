@@ -403,3 +403,35 @@ def test_the_fresh_process_holds_no_module_state_of_the_recording_process(monkey
     assert not eval(probe)  # here, both are seen
     with ProcessPoolExecutor(max_workers=1, mp_context=fresh_context()) as pool:
         assert pool.submit(eval, probe).result()
+
+
+def test_the_fresh_process_sees_the_import_path_of_the_check_not_of_the_server(tmp_path,
+                                                                               monkeypatch):
+    """A fork server is started once, but each process forked from it gets the directory and
+    sys.path of the process that asks for it (multiprocessing's preparation data, as spawn):
+    a plugin that imports a helper beside it, on a path added after the server started, is
+    checked, not crashed."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import algorithms
+    from algorithms.privacy.audit.plugin_checks import check_plugin
+    from algorithms.privacy.audit.transcript_replay import fresh_context
+    from bench import plugins as registry
+    from tests.test_plugins import readme_block
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=fresh_context()) as pool:
+        pool.submit(int, 0).result()  # the server up before the path below exists
+    (tmp_path / "dprates_late_helper.py").write_text("ETA_SCALE = 1.0\n")
+    plugin = tmp_path / "late_desk.py"
+    plugin.write_text("import dprates_late_helper  # noqa: F401\n"
+                      + readme_block("# desk_plugin.py").replace('"desk_', '"late_desk_'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    registry.load_plugin(str(plugin))
+    try:
+        res = check_plugin("late_desk_dp_sgd", problem="glm", d=5, eps=1.0, n=2000, seed=0)
+        assert res.status == "private by construction", res
+    finally:
+        for entry in [e for e in registry.loaded() if e.startswith(str(plugin))]:
+            for name in registry._LOADED.pop(entry).algorithms:
+                algorithms._REGISTRY.pop(name, None)
