@@ -98,3 +98,25 @@ def test_points_whose_winner_changes_within_the_constants_ranges_are_hatched():
     cx.loc[1, "alpha_star"] = float("nan")  # one setting never crosses: its whole bracket
     r = ranges_from_crossovers(table, cx)
     assert sorted(r.loc[r["winner_changes"], "x"]) == [2e-3, 2.8e-3, 4e-3]
+
+
+def test_an_upper_bound_reading_is_typed_and_the_fits_read_the_type_not_the_text():
+    """A records row whose target is reached at the smallest design n reads n* <= n_min: its
+    `at_most` is set (with the flag's text beside it), and the recommendation's fits leave it
+    out by that field. A row whose text says "n* <=" but whose field is False is fitted; a row
+    of an older atlas CSV (no field) is read off its text."""
+    from analysis.comparisons.atlas_recommend import _fittable
+    from analysis.comparisons.compare import _records_row
+
+    cells = pd.DataFrame({"n": [100, 100, 1000, 1000, 10000, 10000], "rep": [0, 1] * 3,
+                          "alpha_best": [0.01, 0.02, 0.005, 0.004, 0.001, 0.002],
+                          "status": "ok", "params_used": [{}] * 6, "n_steps": 10})
+    row = _records_row("a", "dp_gd", "alpha_best", (0, "records"), cells, target=0.05)
+    assert row.at_most and any("n* <= 100" in f for f in row.flags)
+    row = _records_row("a", "dp_gd", "alpha_best", (0, "records"), cells, target=0.0045)
+    assert not row.at_most and not any("n* <=" in f for f in row.flags)
+    g = pd.DataFrame({"value": [100.0, 200.0, 300.0, 400.0],
+                      "at_most": [True, False, None, None],
+                      "flags": ["", "n* <= a misleading text", "reached at the smallest n (300): "
+                                "n* <= 300", ""]})
+    assert _fittable(g).tolist() == [False, True, False, True]

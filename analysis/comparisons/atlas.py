@@ -57,10 +57,12 @@ VIEWS = (SAMPLES, ERROR)
 KEY = ["view", "metric", "problem", "instance", "d", "eps", "x"]
 #: The long table's columns: the atlas CSV's (`winner` and `reading` are for its reader:
 #: `read_csv` recomputes them).
-COLUMNS = [*KEY, "algorithm", "read_from", "value", "bound", "ci_low", "ci_high", "ratio",
+COLUMNS = [*KEY, "algorithm", "read_from", "value", "bound", "at_most", "ci_low", "ci_high", "ratio",
            "ratio_low", "ratio_high", "pairing", "reps", "flags", "source", "winner", "reading"]
-#: Columns an older atlas CSV may lack (read as NaN): `bound`, the censored median's lower bound.
-OPTIONAL = ("bound",)
+#: Columns an older atlas CSV may lack (read as NaN): `bound`, the censored median's lower bound;
+#: `at_most`, whether the value is only an upper bound (`Row.at_most`; an older row's is read
+#: off its flags by `atlas_recommend`).
+OPTIONAL = ("bound", "at_most")
 #: The pairing of a winner whose runner-up is censored: the margin is only a lower bound.
 CENSORED_RIVAL = "runner-up censored"
 #: The reading where the runner-up is censored below the best median: nobody is known to win.
@@ -141,7 +143,8 @@ def _point(key: dict, rows: list[Row], n_boot: int, rng: np.random.Generator) ->
         row = rows[i]
         lo, hi = interval(row, n_boot, rng)
         rec = {**key, "algorithm": row.label, "read_from": row.column, "value": values[i],
-               "bound": row.lower_bound(), "ci_low": lo, "ci_high": hi, "ratio": 1.0,
+               "bound": row.lower_bound(), "at_most": bool(getattr(row, "at_most", False)),
+               "ci_low": lo, "ci_high": hi, "ratio": 1.0,
                "ratio_low": 1.0, "ratio_high": 1.0,
                "pairing": BEST, "reps": len(row.reps), "flags": "; ".join(row.flags),
                "source": getattr(row, "source", "")}

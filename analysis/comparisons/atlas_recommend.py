@@ -173,9 +173,13 @@ def _pct(draws: np.ndarray) -> tuple[float, float]:
 
 def _fittable(g: pd.DataFrame) -> np.ndarray:
     """Medians a fit may use: finite, > 0 and not a bound (a target reached at the smallest n
-    reads n* <= n_min, `analysis.comparisons.compare`'s flag)."""
-    return (np.isfinite(g["value"]) & (g["value"] > 0)
-            & ~g["flags"].astype(str).str.contains("n* <=", regex=False)).to_numpy(bool)
+    reads n* <= n_min: the `at_most` column, `Row.at_most`; a row of an older atlas CSV without
+    it is read off `analysis.comparisons.compare`'s flag text)."""
+    typed = g["at_most"] if "at_most" in g else pd.Series(None, index=g.index, dtype=object)
+    legacy = g["flags"].astype(str).str.contains("n* <=", regex=False)
+    at_most = np.array([bool(t) if isinstance(t, (bool, np.bool_)) else bool(old)
+                        for t, old in zip(typed, legacy, strict=True)], dtype=bool)
+    return (np.isfinite(g["value"]) & (g["value"] > 0)).to_numpy(bool) & ~at_most
 
 
 def _log_gap(a: float, b: float) -> float:

@@ -103,6 +103,9 @@ class Row:
     #: one pass: (1, R) what each repetition is known to need at least: its n* where it reached
     #: the target, the samples it read where it was censored (None: not stored)
     bounds: np.ndarray | None = None
+    #: n* is only known to be at most the smallest n read (the target reached there): an upper
+    #: bound, said in `flags` and read by the atlas's fits as this field, never from the text
+    at_most: bool = False
 
     def lower_bound(self) -> float:
         """What the median is known to exceed when it is censored (`estimate` inf): one pass,
@@ -291,6 +294,7 @@ def build_rows(cells: pd.DataFrame, target: float, column: str | None = None,
                         first = [ns["runs"][0]["n"] for ns in sub["n_search"]
                                  if ns and ns.get("n_star") is not None and ns.get("lo") is None]
                         if first:
+                            row.at_most = True
                             row.flags.append(f"reached at the search's first n in {len(first)} of "
                                              f"{len(sub)} (n* <= {min(first):g} there)")
                     rows.append(row)
@@ -329,6 +333,7 @@ def _records_row(label: str, alg: str, col: str, seed: object, cells: pd.DataFra
         row.flags.append(f"ceiling: not reached by the largest n ({ns[-1]:g})")
     elif status == "left-censored":
         row.flags.append(f"reached at the smallest n ({ns[0]:g}): n* <= {ns[0]:g}")
+        row.at_most = True
     elif hit[0] == len(ns) - 1:
         row.flags.append(f"ceiling: n* taken at the grid's largest n ({ns[-1]:g})")
     at = ns[hit[0]] if len(hit) else ns[-1]
