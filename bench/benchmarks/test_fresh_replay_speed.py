@@ -22,24 +22,10 @@ import time
 
 import pytest
 
+from tests.test_release_api import guide_desk  # noqa: F401  (the fixture: the guide's desk plugin)
+
 ROUNDS = 5
 GOAL_RATIO = 0.8
-
-
-@pytest.fixture
-def desk_plugin(tmp_path):
-    """The guide's desk_plugin.py, loaded as a sweep loads it; unregistered after."""
-    import algorithms
-    from bench import plugins as registry
-    from tests.test_plugins import readme_block
-
-    path = tmp_path / "desk_plugin.py"
-    path.write_text(readme_block("# desk_plugin.py"))
-    registry.load_plugin(str(path))
-    yield path
-    for entry in [e for e in registry.loaded() if e.startswith(str(path))]:
-        for name in registry._LOADED.pop(entry).algorithms:
-            algorithms._REGISTRY.pop(name, None)
 
 
 def _check() -> float:
@@ -53,7 +39,8 @@ def _check() -> float:
 
 @pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(),
                     reason="no fork server on this platform: the check spawns, nothing to compare")
-def test_a_check_from_the_fork_server_against_a_spawned_one(benchmark, desk_plugin, monkeypatch):
+@pytest.mark.usefixtures("guide_desk")
+def test_a_check_from_the_fork_server_against_a_spawned_one(benchmark, monkeypatch):
     from algorithms.privacy.audit import transcript_replay
 
     server = transcript_replay.fresh_context
