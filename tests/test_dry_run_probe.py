@@ -70,16 +70,9 @@ def unloaded_after(tmp_path):
     test in the same worker loads the guide's quadratic_valley itself (a clash), and a sweep
     stores the process's loaded plugins with every cell (which xdist's scheduling decides)."""
     yield
-    import algorithms
-    import problems
-    from bench import plugins as registry
+    from tests.plugin_registry import unload_plugins_under
 
-    for entry in [e for e in registry.loaded() if e.startswith(str(tmp_path))]:
-        info = registry._LOADED.pop(entry)
-        for name in info.problems:
-            problems._REGISTRY.pop(name, None)
-        for name in info.algorithms:
-            algorithms._REGISTRY.pop(name, None)
+    unload_plugins_under(tmp_path)
 
 
 @pytest.mark.usefixtures("unloaded_after")

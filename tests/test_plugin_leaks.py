@@ -63,17 +63,14 @@ LEAKED = {
 
 @pytest.fixture(scope="module")
 def leaks(tmp_path_factory):
-    import algorithms
     from bench import plugins as registry
+    from tests.plugin_registry import unload_plugins_under
 
     path = tmp_path_factory.mktemp("leaks") / "leaks.py"
     path.write_text(LEAKS)
     registry.load_plugin(str(path))
     yield path
-    for entry in [e for e in registry.loaded() if e.startswith(str(path))]:
-        info = registry._LOADED.pop(entry)
-        for name in info.algorithms:
-            algorithms._REGISTRY.pop(name, None)
+    unload_plugins_under(path)
 
 
 def _params(name: str) -> dict:
@@ -413,10 +410,10 @@ def test_the_fresh_process_sees_the_import_path_of_the_check_not_of_the_server(t
     checked, not crashed."""
     from concurrent.futures import ProcessPoolExecutor
 
-    import algorithms
     from algorithms.privacy.audit.plugin_checks import check_plugin
     from algorithms.privacy.audit.transcript_replay import fresh_context
     from bench import plugins as registry
+    from tests.plugin_registry import unload_plugins_under
     from tests.test_plugins import readme_block
 
     with ProcessPoolExecutor(max_workers=1, mp_context=fresh_context()) as pool:
@@ -432,6 +429,4 @@ def test_the_fresh_process_sees_the_import_path_of_the_check_not_of_the_server(t
         res = check_plugin("late_desk_dp_sgd", problem="glm", d=5, eps=1.0, n=2000, seed=0)
         assert res.status == "private by construction", res
     finally:
-        for entry in [e for e in registry.loaded() if e.startswith(str(plugin))]:
-            for name in registry._LOADED.pop(entry).algorithms:
-                algorithms._REGISTRY.pop(name, None)
+        unload_plugins_under(plugin)

@@ -59,16 +59,9 @@ def plugins(tmp_path_factory):
     load_plugin(str(d / "momentum.py"))
     yield d
     # Unregister them: later test files count the registry's algorithms and problems.
-    import algorithms
-    import problems
-    from bench import plugins as registry
+    from tests.plugin_registry import unload_plugins_under
 
-    for entry in [e for e in registry.loaded() if e.startswith(str(d))]:
-        info = registry._LOADED.pop(entry)
-        for name in info.algorithms:
-            algorithms._REGISTRY.pop(name, None)
-        for name in info.problems:
-            problems._REGISTRY.pop(name, None)
+    unload_plugins_under(d)
 
 
 #: A DP-GD with heavy-ball momentum, as a user writes it from the README's recipe: DP-GD's

@@ -121,17 +121,14 @@ PLANTED = TOY_DPGD + textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
-    import algorithms
     from bench import plugins as registry
+    from tests.plugin_registry import unload_plugins_under
 
     path = tmp_path_factory.mktemp("planted") / "planted.py"
     path.write_text(PLANTED)
     registry.load_plugin(str(path))
     yield path
-    for entry in [e for e in registry.loaded() if e.startswith(str(path))]:
-        info = registry._LOADED.pop(entry)
-        for name in info.algorithms:
-            algorithms._REGISTRY.pop(name, None)
+    unload_plugins_under(path)
 
 
 def _check(name, **kw):

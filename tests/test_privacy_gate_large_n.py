@@ -21,17 +21,15 @@ PARAMS = {"T": 10, "c_b": 0.05}
 
 @pytest.fixture(scope="module")
 def capped(tmp_path_factory):
-    import algorithms
     from bench import plugins as registry
+    from tests.plugin_registry import unload_plugins_under
 
     assert CAPPED.count("bign_leak_") >= 3 and "batch[:256]" in CAPPED
     path = tmp_path_factory.mktemp("bign") / "bign_leaks.py"
     path.write_text(CAPPED)
     registry.load_plugin(str(path))
     yield "bign_leak_capped_batch"
-    for entry in [e for e in registry.loaded() if e.startswith(str(path))]:
-        for name in registry._LOADED.pop(entry).algorithms:
-            algorithms._REGISTRY.pop(name, None)
+    unload_plugins_under(path)
 
 
 def _cells(algorithm: str, ns: tuple[int, ...]):

@@ -239,17 +239,15 @@ def test_the_public_generator_is_the_runs_own_and_leaves_its_stream_alone():
 @pytest.fixture
 def guide_desk(tmp_path):
     """bench/README.md's desk_plugin.py, loaded as a sweep loads it; unregistered after."""
-    import algorithms
     from bench import plugins as registry
+    from tests.plugin_registry import unload_plugins_under
     from tests.test_plugins import readme_block
 
     path = tmp_path / "desk_plugin.py"
     path.write_text(readme_block("# desk_plugin.py"))
     registry.load_plugin(str(path))
     yield path
-    for entry in [e for e in registry.loaded() if e.startswith(str(path))]:
-        for name in registry._LOADED.pop(entry).algorithms:
-            algorithms._REGISTRY.pop(name, None)
+    unload_plugins_under(path)
 
 
 @pytest.mark.slow
