@@ -48,6 +48,7 @@ from algorithms import rules_bounds
 from algorithms.base import Privacy, Trajectory
 from algorithms.claim_logs import LOGS
 from algorithms.claims import Claim, RulesBound, term
+from algorithms.first_order import compiled_sgd
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.privacy.accounting.gdp import gdp_mu
 from algorithms.privacy.engine import ReleaseDesk, ReleasePlan
@@ -111,7 +112,33 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
         traj = TrajectoryBuilder(x, steps_max, p["max_iterate_floats"])
         used = n if sample is not None else 0
         stop, t = "T_reached", 0
+        # Consecutive steps in compiled code where their floats are this loop's (compiled_sgd:
+        # records, a separable saddle); it hands back a stored iterate the monitor must see
+        # and every step that needs Python.
+        kernel = compiled_sgd.sgd_kernel_for(problem, desk, p, monitor, traj.keep_every,
+                                             desk.kernel_generator())
+        python_next = False
         while t < T:
+            if kernel is not None and not python_next:
+                n_done, why, x, (t, traj.best_est, norms, s_x, s_t, realized) = kernel.run(
+                    x, t, T - t, traj.best_est, desk.kernel_generator())
+                desk.note_kernel_releases(n_done + (why == compiled_sgd.DIVERGED), realized,
+                                          desk.kernel_view()[3])
+                if n_done:
+                    traj.log.extend(n_done, desk.last_batch, desk.last_noise_std, norms, used)
+                    traj.kept.extend(len(s_t), s_x, s_t, used)
+                if why == compiled_sgd.DIVERGED:
+                    stop = "diverged"
+                    break
+                if why == compiled_sgd.POST and monitor is not None and monitor(x):
+                    stop = "target_reached"
+                    break
+                if time.perf_counter() > deadline:
+                    stop = "timeout"
+                    break
+                python_next = why == compiled_sgd.PYTHON
+                continue
+            python_next = False
             if not desk.data_left(b):
                 stop = "data_exhausted"
                 break

@@ -61,6 +61,12 @@ class RealizedCounts:
             self.first = int(size)
         self.grad_evals += evals_per_record * int(size)
 
+    def add_many(self, first: int | None, total: int) -> None:
+        """Several one-oracle releases at once: the first one's size and their sizes' sum."""
+        if self.first is None and first is not None:
+            self.first = int(first)
+        self.grad_evals += int(total)
+
     def record(self) -> dict[str, int | None]:
         return {"realized_first_batch": self.first, "realized_grad_evals": self.grad_evals}
 
@@ -237,6 +243,40 @@ class ReleaseDesk:
                                 nabla=released.copy(), released=released.copy(),
                                 restart=oracle == 1, escape=False, denom=denom)
         return released
+
+    def kernel_view(self) -> tuple[Any, float | None, int, float] | None:
+        """For a built-in family's compiled steps (`algorithms.first_order.compiled_sgd`), which
+        make this desk's full-batch or Poisson releases with its arithmetic: (the sample, the
+        rate q or None for the full batch, the public divisor, the noise std); None where only
+        this desk may release: a one-pass plan, a probe or a forced transcript, a planted
+        fault."""
+        if self.plan.sampling == "one_pass" \
+                or self._probe is not None or self._forced is not None \
+                or self._noise_scale != 1.0 or self._unclipped:
+            return None
+        C, z = self.plan.clip, self.multiplier
+        if self.plan.sampling == "full":
+            denom = int(self.n)
+            return self._sample, None, denom, z * (2 * C / denom)
+        denom = int(self.plan.b)
+        return self._sample, self.plan.b / self.n, denom, z * C / denom
+
+    def kernel_generator(self) -> np.random.Generator:
+        """The run's generator, for the compiled steps of `kernel_view` only."""
+        return self._rng
+
+    def note_kernel_releases(self, count: int, realized: tuple[int | None, int],
+                             noise_std: float) -> None:
+        """Account `count` releases the compiled steps made (`kernel_view`): the release count,
+        the evaluations said, the realized batch sizes (first, sum) kept hidden."""
+        if count <= 0:
+            return
+        self.made += count
+        read = self.public_batch
+        self.grad_evals += read * count
+        self.last_batch, self.last_noise_std = read, noise_std
+        if self.hidden is not None:
+            self.hidden.add_many(*realized)
 
     def ledger(self) -> dict:
         """What the plan spends (the horizon declared: a run that stops early spends less)."""
