@@ -122,18 +122,17 @@ def _look(x, fs, mode, addr, w, beta, d1_params, d1_err, cc, mu):
 
 
 @_jit
-def _records_sum(rows, idx, us, rng, q, draw, cd1, mu, u, total):
+def _records_sum(rows, idx, rng, q, draw, cd1, mu, u, total):
     """The release's batch and its rows' gradient sum into total, in record order; returns
-    its size. The mask's n uniforms are drawn first, then the selected records' indices
-    (a draw between rows' sums costs ~4x as much)."""
+    its size. The mask's n uniforms select the records' indices in one branch-free pass
+    (measured at n 4e5, q 0.003: 0.94 ms a step, against 1.8 for the uniforms stored first
+    and 1.4 with a branch), then the rows are summed (a draw between rows' sums costs ~4x)."""
     k = rows.shape[0]
     if draw:
-        for i in range(k):
-            us[i] = rng.random()
         k = 0
         for i in range(rows.shape[0]):
             idx[k] = i
-            k += us[i] < q
+            k += rng.random() < q
     d = total.shape[0]
     for m in range(k):
         r = rows[idx[m]]
@@ -165,7 +164,7 @@ def _counts_sum(z, cd1, mu, u, kf, total):
 
 
 @_jit
-def _steps(max_steps, x, rows, z, peaks, fs, ist, rng, us, idx, r_norm, s_x, s_t, d1_params,
+def _steps(max_steps, x, rows, z, peaks, fs, ist, rng, idx, r_norm, s_x, s_t, d1_params,
            d1_err):
     """Up to max_steps steps of `_NoisyGradientMethod._run`'s loop from x (module docstring);
     returns (steps logged, reason, x)."""
@@ -195,7 +194,7 @@ def _steps(max_steps, x, rows, z, peaks, fs, ist, rng, us, idx, r_norm, s_x, s_t
             if not _step_bound(cd1, u, peaks, mu) * (1.0 + CLIP_MARGIN) < C:
                 reason = PYTHON  # the Python loop clips
                 break
-            k = _records_sum(rows, idx, us, rng, fs[F_Q], ist[K_DRAW], cd1, mu, u, total)
+            k = _records_sum(rows, idx, rng, fs[F_Q], ist[K_DRAW], cd1, mu, u, total)
         if ist[K_FIRST] < 0:
             ist[K_FIRST] = k
         ist[K_REALIZED] += k
@@ -280,7 +279,6 @@ class SgdKernel:
     peaks: np.ndarray
     fs: np.ndarray
     ist: np.ndarray
-    us: np.ndarray  # a step's uniforms (the Poisson mask's draw)
     idx: np.ndarray  # the selected records' indices (every record's for a full batch)
     r_norm: np.ndarray
     s_x: np.ndarray
@@ -301,8 +299,7 @@ class SgdKernel:
         outer, PY_PROFILE.profile = getattr(PY_PROFILE, "profile", None), self.profile
         try:
             n, reason, x = _steps(min(max_steps, CHUNK), x, self.rows, self.z, self.peaks, fs, ist,
-                                  rng,
-                                  self.us, self.idx, self.r_norm, self.s_x, self.s_t,
+                                  rng, self.idx, self.r_norm, self.s_x, self.s_t,
                                   self.d1_params, self.d1_err)
         finally:
             PY_PROFILE.profile = outer
@@ -372,8 +369,7 @@ def sgd_kernel_for(problem: Any, desk: Any, p: dict, monitor: Any, keep_every: i
     if peaks is None:
         return None
     n = len(rows)
-    return SgdKernel(rows, z, peaks, fs, ist,
-                     np.empty(n if q is not None else 0), np.arange(n, dtype=np.int64),
+    return SgdKernel(rows, z, peaks, fs, ist, np.arange(n, dtype=np.int64),
                      np.zeros(CHUNK), np.zeros((CHUNK, d)), np.zeros(CHUNK, dtype=np.int64),
                      prof.profile if prof.mode == MODE_PYTHON else None, prof.params,
                      np.zeros(1, dtype=np.int64), prof.keep)

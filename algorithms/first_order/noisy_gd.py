@@ -34,6 +34,10 @@ With eta = 1/M the descent lemma gives, for noise of variance s^2 per coordinate
   That claim is our derivation (a standard
   one-pass analysis); Table 1's earlier population rate (Zhou et al. 2020) is for another
   algorithm and is not attached here.
+
+On the separable problems DP-SGD's and DP-GD's steps run compiled where their floats are this
+loop's (`algorithms.first_order.compiled_sgd`: records, and DP-GD's full batch from counts);
+the loop below is the reference the tests hold them equal to, and runs every other case.
 """
 
 from __future__ import annotations

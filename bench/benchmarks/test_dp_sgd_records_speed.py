@@ -1,16 +1,15 @@
 """DP-SGD's and DP-GD's compiled steps on records (issue 72, item 4; pytest-benchmark,
 `make bench`).
 
-The practitioners' atlas's shape: DP-SGD on hard_valley in record mode at n = 2e5 with the
-batch its rules give at eps 1 (b = 14,971 at d = 10, 4,735 at d = 100), DP-GD at n = 2e4
-(its full batch each step) and DP-GD in counts mode (seed001_empirical3's and the
-practitioners' mode: the full batch's mean record, n = 1e6). Two figures a step, in one test per (algorithm, d): the compiled
-steps (`algorithms.first_order.compiled_sgd`) and the Python loop (the kernel off: every run
-before it). Each is (wall(T2 steps) - wall(T1 steps)) / (T2 - T1), so the set-up (the
-sample's draw) cancels; the runs are non-private (eps = inf) so that no calibration, whose
-cost grows with T (~1.2 s for DP-SGD's PLD at eps 1), sits in the difference: a step's d
-Gaussian draws are all it leaves out. They run in alternation, REPEATS times, and the medians
-are kept.
+The practitioners' atlas's shape: DP-SGD on hard_valley in record mode at n = 2e5 with the batch
+its rules give at eps 1 (b = 14,971 at d = 10, 4,735 at d = 100), DP-GD at n = 2e4 (its full
+batch each step) and DP-GD in counts mode (seed001_empirical3's and the practitioners' mode: the
+full batch's mean record, n = 1e6). Two figures a step, in one test per (algorithm, d): the
+compiled steps (`algorithms.first_order.compiled_sgd`) and the Python loop (the kernel off:
+every run before it). Each is (wall(T2 steps) - wall(T1 steps)) / (T2 - T1), so the set-up (the
+sample's draw) cancels; the runs are non-private (eps = inf) so that no calibration, whose cost
+grows with T (~1.2 s for DP-SGD's PLD at eps 1), sits in the difference: a step's d Gaussian
+draws are all it leaves out. They run in alternation, REPEATS times, and the medians are kept.
 Goal (asserted): the compiled steps at least `GOAL_SPEEDUP` times faster than the loop; 2.5x
 for DP-SGD, whose Poisson mask's n uniforms (numpy's draws, kept so that a run is the loop's to
 the bit) are about half of a compiled step at n = 2e5. With
