@@ -62,6 +62,10 @@ CASES = [
     ("dp_sgd", {"T": 300}, {"eps": math.inf, "problem": "hard_ramp"}),
     # batches that are often empty (q n = 1)
     ("dp_sgd", {"T": 400, "b": 1}, {"n": 500}),
+    # the gap sampler (algorithms.privacy.poisson_gaps): the practitioners' small q (d 100,
+    # eps 0.1), a monitor; and near-empty batches
+    ("dp_sgd", {"sampler": "gaps"}, {"target": 0.1, "d": 100, "n": 20000, "eps": 0.1}),
+    ("dp_sgd", {"T": 400, "b": 1, "sampler": "gaps"}, {"n": 500}),
     # DP-GD: the full batch, no draw but the noise
     ("dp_gd", {"T": 600}, {"target": 0.1}),
     ("dp_gd", {"T": 200}, {"eps": math.inf, "d": 3}),

@@ -56,6 +56,7 @@ from algorithms.first_order import compiled_sgd
 from algorithms.first_order.base import FirstOrderAlgorithm, TrajectoryBuilder
 from algorithms.privacy.accounting.gdp import gdp_mu
 from algorithms.privacy.engine import ReleaseDesk, ReleasePlan
+from algorithms.privacy.poisson_gaps import SAMPLERS
 from problems.base import Constants, Problem
 
 #: The engine's plan of each sampling (`algorithms.privacy.engine.ReleasePlan`).
@@ -103,7 +104,11 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
         engine's to check and account."""
         T, eta, C = int(p["T"]), float(p["eta"]), float(p["C"])
         b = int(p.get("b", n or 1))
-        plan = ReleasePlan(_PLANS[self.sampling], T, C, None if self.sampling == "full" else b)
+        sampler = self.overrides.get("sampler", "mask")
+        plan = ReleasePlan(_PLANS[self.sampling], T, C, None if self.sampling == "full" else b,
+                           sampler)
+        if sampler != "mask":
+            p["sampler"] = sampler
         desk = ReleaseDesk(problem, stream, n, privacy, rng, plan, probe,
                            noise_multiplier=self.overrides.get("noise_multiplier"),
                            faults=self.planted_faults)
@@ -212,6 +217,10 @@ class DPSGD(_NoisyGradientMethod):
     setting = "empirical"
     sampling = "poisson"
     hidden_batch_sizes = True
+    #: How the Poisson subsample of records is drawn (`algorithms.privacy.poisson_gaps`): "mask"
+    #: (n uniforms a step: the runs and stores before it) or "gaps" (the same law from ~q n
+    #: uniforms, other draws; for small q). Counts are thinned exactly either way.
+    _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"sampler": SAMPLERS}
     data_modes = ("records", "counts")
     counts_rereads = "Poisson subsamples of one sample"
     claims = (_empirical_baseline_claim("dp_sgd"),)

@@ -35,6 +35,7 @@ from algorithms.counts_maps import clipped_grad_diff_sum, clipped_grad_sum
 from algorithms.privacy.accounting.gdp import composed_gaussian_multiplier, gdp_mu
 from algorithms.privacy.accounting.ledger import ledger_gdp, ledger_none, ledger_pld
 from algorithms.privacy.accounting.pld import poisson_gaussian_calibration, with_noise_factor
+from algorithms.privacy.poisson_gaps import SAMPLERS, poisson_gap_subsample
 from problems.base import Problem
 from problems.counts.dataset import poisson_subsample
 
@@ -80,12 +81,16 @@ class ReleasePlan:
     sampling: "full" (every release reads the n records: T releases, GDP composition),
     "poisson" (each release a Poisson subsample at rate q = b / n: PLD composition) or
     "one_pass" (each release the next b records of the stream: parallel composition, T up to
-    the budget's n // b). clip: the per-record L2 clip C. b: the (expected) batch."""
+    the budget's n // b). clip: the per-record L2 clip C. b: the (expected) batch. sampler: how
+    a Poisson plan draws its records in record mode, "mask" (n uniforms, the default) or "gaps"
+    (the same law from ~q n uniforms: `algorithms.privacy.poisson_gaps`); a counts sample is
+    thinned exactly either way."""
 
     sampling: str
     releases: int
     clip: float
     b: int | None = None
+    sampler: str = "mask"
 
     def check(self, n: int | None) -> None:
         if self.sampling not in SAMPLINGS:
@@ -99,6 +104,9 @@ class ReleasePlan:
         if self.sampling != "full" and not (isinstance(self.b, int) and self.b >= 1):
             raise ValueError(f"release plan b={self.b!r} is invalid: a {self.sampling} plan "
                              "needs an integer batch >= 1")
+        if self.sampler not in SAMPLERS or (self.sampler != "mask" and self.sampling != "poisson"):
+            raise ValueError(f"release plan sampler={self.sampler!r} is invalid: must be one of "
+                             f"{', '.join(SAMPLERS)}, and other than 'mask' only for a poisson plan")
         if self.sampling != "one_pass" and n is None:
             raise ValueError(f"a {self.sampling} release plan needs a finite sample (give n)")
 
@@ -206,7 +214,10 @@ class ReleaseDesk:
             noise_std = z * (2 * C / denom)  # z x the sensitivity (this order: the same floats
             # as the built-in loops' before they moved here)
         elif self.plan.sampling == "poisson":
-            batch = poisson_subsample(self._sample, self.plan.b / self.n, self._rng)
+            if self.plan.sampler == "gaps" and isinstance(self._sample, np.ndarray):
+                batch = poisson_gap_subsample(self._sample, self.plan.b / self.n, self._rng)
+            else:  # the mask, or a counts sample's exact thinning
+                batch = poisson_subsample(self._sample, self.plan.b / self.n, self._rng)
             denom = int(self.plan.b)
             noise_std = z * C / denom  # N(0, (z C)^2) on the sum (dp-accounting's convention)
         else:

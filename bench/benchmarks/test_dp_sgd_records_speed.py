@@ -89,3 +89,49 @@ def test_compiled_records_step(benchmark, alg, d):
           f"{loop * 1e6:.1f} ({loop / mine:.1f}x)")
     assert loop / mine >= GOAL_SPEEDUP[alg], (f"compiled {mine * 1e6:.1f} us a step, only "
                                          f"{loop / mine:.1f}x the Python loop's {loop * 1e6:.1f}")
+
+
+#: The practitioners' small-q shape: d 100, eps 0.1, n* ~ 4e5 (the rules' b 1,102: q 0.0028).
+SMALL_Q = {"n": 400_000, "b": 1_102, "d": 100}
+GOAL_GAPS = 3.0
+
+
+def _wall_sampler(sampler: str, n: int, steps: int) -> float:
+    pr = get_problem("hard_valley", d=SMALL_Q["d"])
+    stream = pr.stream(np.random.SeedSequence([5, SMALL_Q["d"]]), budget=n, data="records")
+    algorithm = get_algorithm("dp_sgd")(T=steps, b=min(SMALL_Q["b"], n), sampler=sampler)
+    t0 = time.perf_counter()
+    traj = algorithm.run(pr, stream, Privacy(math.inf), np.random.default_rng(0))
+    wall = time.perf_counter() - t0
+    assert traj.n_steps == steps
+    return wall
+
+
+def test_gap_sampler_step(benchmark):
+    """DP-SGD's compiled step at small q with the gap sampler against the mask (both compiled,
+    per step, (wall(T2) - wall(T1)) / (T2 - T1), alternated, medians). Goal: GOAL_GAPS x."""
+    full = not benchmark.disabled
+    n = SMALL_Q["n"] if full else 2000
+    t1, t2 = (50, 850) if full else (2, 4)
+    _wall_sampler("gaps", 2000, 2)
+    out = {}
+
+    def run():
+        out["gaps"] = (_wall_sampler("gaps", n, t2) - _wall_sampler("gaps", n, t1)) / (t2 - t1)
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    if not full:
+        return
+    figures = {"gaps": [out["gaps"]], "mask": []}
+    for k in range(REPEATS):
+        if k:
+            figures["gaps"].append((_wall_sampler("gaps", n, t2) - _wall_sampler("gaps", n, t1))
+                                   / (t2 - t1))
+        figures["mask"].append((_wall_sampler("mask", n, t2) - _wall_sampler("mask", n, t1))
+                               / (t2 - t1))
+    gaps, mask = statistics.median(figures["gaps"]), statistics.median(figures["mask"])
+    benchmark.extra_info.update(per_step_us=gaps * 1e6, old_per_step_us=mask * 1e6,
+                                speedup=mask / gaps, goal_speedup=GOAL_GAPS)
+    print(f"\ndp_sgd d=100 n={n} q={SMALL_Q['b'] / n:.4f}: gaps {gaps * 1e6:.1f} us/step, mask "
+          f"{mask * 1e6:.1f} ({mask / gaps:.1f}x)")
+    assert mask / gaps >= GOAL_GAPS, f"gaps {gaps * 1e6:.1f} us, only {mask / gaps:.1f}x the mask's"
