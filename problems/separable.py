@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from problems.base import Constants, Problem, check_nonneg, check_positive
+from problems.compiled_separable import record_grad_sum
 from problems.finite_support import TwoPointCoordinates
 from problems.profiles import CosineProfile, Profile, RampProfile, ValleyProfile
 
@@ -193,6 +194,21 @@ class SeparableSaddle(TwoPointCoordinates, Problem):
 
     def per_sample_grads(self, x, batch):
         return self._block_grads(x, batch, batch[:, 2:].copy())
+
+    def sum_grads(self, x, batch):
+        """sum_i grad f(x; z_i): `per_sample_grads(x, batch).sum(axis=0)`'s floats, compiled
+        (`problems.compiled_separable`) where this class's rows are SeparableSaddle's and the
+        batch is plain float64 records; else numpy's."""
+        cls = type(self)
+        if (cls.per_sample_grads is SeparableSaddle.per_sample_grads
+                and cls._block_grads is SeparableSaddle._block_grads
+                and isinstance(batch, np.ndarray) and batch.dtype == np.float64
+                and batch.ndim == 2 and batch.shape[1] == self.d + 2
+                and batch.flags.c_contiguous and x.dtype == np.float64):
+            y = x[1:]
+            return record_grad_sum(batch, self.c * float(self.profile.d1(x[0])), self.mu,
+                                   y / math.sqrt(1.0 + y @ y))
+        return super().sum_grads(x, batch)
 
     def per_sample_grad_diffs(self, x, y, batch):
         out = np.zeros((len(batch), self.d))
