@@ -97,16 +97,17 @@ reference-seed002-experiment: $(STAMP_DEMO)
 	$(BIN)/dprates sweep bench/configs/seed002_experiment.toml --quiet
 	$(BIN)/dprates report results/seed002_experiment.sqlite -o reports/seed002_experiment.pdf --print
 
+# Issue 72, item 5: the practitioners' four specs run in the reference, so its report carries
+# their atlas from their own stores (reference-report rebuilds reports/practitioners.csv and its
+# maps when all four stores are present).
 reference: $(STAMP_DEMO)
-	for s in $(REFERENCE_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
+	for s in $(REFERENCE_SPECS) $(PRACTITIONERS_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 	$(MAKE) reference-report
 
 reference-long: $(STAMP_DEMO)
 	for s in $(HEADLINE_LONG_SPECS) $(LONG_SPECS); do $(BIN)/dprates sweep bench/configs/$$s.toml --quiet || exit 1; done
 
-# Every spec in one command: the long section, the practitioners' four (their atlas then comes
-# from their own stores into the report), the reference and its report.
-reference-all: reference-long reference-practitioners-sweeps reference
+reference-all: reference-long reference
 
 # The report, the verdict changes, the atlas, the cost model's rates and README's tables from the
 # reference stores present (reference-long's absent: their rows are left out, and said).
@@ -203,7 +204,9 @@ reference-sensitivity: reference-law
 # of targets except d 100 at eps 0.1, 0.21-0.046, whose next would reach DP-SGD's cap), and
 # the tree private Spider with the three others on ||grad F|| targets; each algorithm's compute
 # beside its samples (reports/practitioners.csv, README "DP-SGD or a Spider?", the maps in
-# reports/atlas_practitioners/). Outside `make reference` for its cost (the specs' headers).
+# reports/atlas_practitioners/). Part of `make reference` since issue 72 (DP-SGD's steps and the
+# separable problems' empirical gradient compiled; the specs' headers have the costs);
+# `make reference-practitioners` runs them alone and rewrites the CSV, README table and maps.
 PRACTITIONERS_SPECS := practitioners practitioners_first_order practitioners_d100 practitioners_d100_eps1
 PRACTITIONERS_STORES = $(wildcard $(foreach s,$(PRACTITIONERS_SPECS),results/$(s).sqlite))
 reference-practitioners-sweeps: $(STAMP_DEMO)
