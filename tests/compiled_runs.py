@@ -45,3 +45,17 @@ def same(a, b):
         assert ta.records[key].tobytes() == tb.records[key].tobytes(), key
     assert sa == sb  # the same draws, in the same order, from the run's generator
 
+
+def kernel_step_counter(monkeypatch, kernel_cls) -> list[int]:
+    """Patch `kernel_cls.run` (a compiled kernel's call, whose result starts with the steps it
+    ran) to record those steps per call; returns the list (to show whether the path ran)."""
+    done: list[int] = []
+    real = kernel_cls.run
+
+    def counting(self, *args):
+        out = real(self, *args)
+        done.append(out[0])
+        return out
+
+    monkeypatch.setattr(kernel_cls, "run", counting)
+    return done

@@ -65,14 +65,6 @@ def rng() -> np.random.Generator:
 def compiled_steps(monkeypatch) -> list[int]:
     """The O2 steps the compiled path ran, per kernel call (to show whether it ran)."""
     from algorithms.sosp import compiled_o2
+    from tests.compiled_runs import kernel_step_counter
 
-    done: list[int] = []
-    real = compiled_o2.O2Kernel.run
-
-    def counting(self, *args):
-        out = real(self, *args)
-        done.append(out[0])
-        return out
-
-    monkeypatch.setattr(compiled_o2.O2Kernel, "run", counting)
-    return done
+    return kernel_step_counter(monkeypatch, compiled_o2.O2Kernel)

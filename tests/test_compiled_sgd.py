@@ -16,22 +16,14 @@ from algorithms.first_order import compiled_sgd
 from problems import get_problem
 from problems.evaluation.metrics import target_monitor
 from problems.separable import HardValley
+from tests.compiled_runs import kernel_step_counter
 from tests.compiled_runs import same as _same
 
 
 @pytest.fixture
 def kernel_steps(monkeypatch) -> list[int]:
     """The steps the compiled path ran, per kernel call."""
-    done: list[int] = []
-    real = compiled_sgd.SgdKernel.run
-
-    def counting(self, *args):
-        out = real(self, *args)
-        done.append(out[0])
-        return out
-
-    monkeypatch.setattr(compiled_sgd.SgdKernel, "run", counting)
-    return done
+    return kernel_step_counter(monkeypatch, compiled_sgd.SgdKernel)
 
 
 def _run(alg, kw, *, problem="hard_valley", pparams=None, d=10, eps=1.0, seed=5, n=4000,
@@ -91,25 +83,13 @@ def test_compiled_steps_are_the_python_loops_bit_for_bit(kernel_steps, alg, kw, 
     assert ran >= 0.9 * fast[0].n_steps > 0, (ran, fast[0].n_steps)
 
 
-def test_an_active_clip_is_the_python_loops():
+def test_an_active_clip_is_the_python_loops(kernel_steps):
     """With C below the records' gradient norms every step is Python's (the loop clips): the
-    same run, no compiled step; with C just above the support's bound, compiled."""
-    calls: list[int] = []
-    real = compiled_sgd.SgdKernel.run
-
-    def counting(self, *args):
-        out = real(self, *args)
-        calls.append(out[0])
-        return out
-
-    compiled_sgd.SgdKernel.run = counting
-    try:
-        kw = {"T": 300, "C": 0.3}
-        fast, slow = _run("dp_sgd", kw), _run("dp_sgd", kw, compiled=False)
-        _same(fast, slow)
-        assert sum(calls) == 0 and fast[0].n_steps == 300
-    finally:
-        compiled_sgd.SgdKernel.run = real
+    same run, no compiled step."""
+    kw = {"T": 300, "C": 0.3}
+    fast, slow = _run("dp_sgd", kw), _run("dp_sgd", kw, compiled=False)
+    _same(fast, slow)
+    assert sum(kernel_steps) == 0 and fast[0].n_steps == 300
 
 
 def test_diverging_run_stops_where_the_loop_does(kernel_steps):

@@ -16,6 +16,7 @@ from algorithms import Privacy, get_algorithm
 from algorithms.first_order import compiled_tree
 from problems import get_problem
 from problems.evaluation.metrics import target_monitor
+from tests.compiled_runs import kernel_step_counter
 from tests.compiled_runs import same as _same
 from tests.test_compiled_loss import plugins  # noqa: F401 (the guide's loss, a plugin)
 
@@ -23,16 +24,7 @@ from tests.test_compiled_loss import plugins  # noqa: F401 (the guide's loss, a 
 @pytest.fixture
 def kernel_steps(monkeypatch) -> list[int]:
     """The leaves the compiled path ran, per kernel call."""
-    done: list[int] = []
-    real = compiled_tree.TreeKernel.run
-
-    def counting(self, *args):
-        out = real(self, *args)
-        done.append(out[0])
-        return out
-
-    monkeypatch.setattr(compiled_tree.TreeKernel, "run", counting)
-    return done
+    return kernel_step_counter(monkeypatch, compiled_tree.TreeKernel)
 
 
 def _run(kw, *, problem="hard_valley", pparams=None, d=10, eps=0.01, seed=5, compiled=True,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -61,6 +62,17 @@ def _per_step(alg: str, d: int, n: int, t1: int, t2: int, compiled: bool) -> flo
     return (_wall(alg, d, n, t2, compiled) - _wall(alg, d, n, t1, compiled)) / (t2 - t1)
 
 
+def _medians(first_new: float, new: Callable[[], float],
+             old: Callable[[], float]) -> tuple[float, float]:
+    """The medians of REPEATS figures each, new and old alternated (the first new one given)."""
+    news, olds = [first_new], []
+    for k in range(REPEATS):
+        if k:
+            news.append(new())
+        olds.append(old())
+    return statistics.median(news), statistics.median(olds)
+
+
 @pytest.mark.parametrize("alg", ["dp_sgd", "dp_gd", "dp_gd_counts"])
 @pytest.mark.parametrize("d", [10, 100])
 def test_compiled_records_step(benchmark, alg, d):
@@ -76,13 +88,8 @@ def test_compiled_records_step(benchmark, alg, d):
     benchmark.pedantic(run, rounds=1, iterations=1)
     if not full:
         return
-    figures = {"compiled": [out["compiled"]], "python_loop": []}
-    for k in range(REPEATS):
-        if k:
-            figures["compiled"].append(_per_step(alg, d, n, t1, t2, True))
-        figures["python_loop"].append(_per_step(alg, d, n, t1, t2, False))
-    mine = statistics.median(figures["compiled"])
-    loop = statistics.median(figures["python_loop"])
+    mine, loop = _medians(out["compiled"], lambda: _per_step(alg, d, n, t1, t2, True),
+                          lambda: _per_step(alg, d, n, t1, t2, False))
     benchmark.extra_info.update(per_step_us=mine * 1e6, old_per_step_us=loop * 1e6,
                                 speedup=loop / mine, goal_speedup=GOAL_SPEEDUP[alg])
     print(f"\n{alg} d={d} n={n}: compiled {mine * 1e6:.1f} us/step, Python loop "
@@ -107,6 +114,10 @@ def _wall_sampler(sampler: str, n: int, steps: int) -> float:
     return wall
 
 
+def _step_sampler(sampler: str, n: int, t1: int, t2: int) -> float:
+    return (_wall_sampler(sampler, n, t2) - _wall_sampler(sampler, n, t1)) / (t2 - t1)
+
+
 def test_gap_sampler_step(benchmark):
     """DP-SGD's compiled step at small q with the gap sampler against the mask (both compiled,
     per step, (wall(T2) - wall(T1)) / (T2 - T1), alternated, medians). Goal: GOAL_GAPS x."""
@@ -117,19 +128,13 @@ def test_gap_sampler_step(benchmark):
     out = {}
 
     def run():
-        out["gaps"] = (_wall_sampler("gaps", n, t2) - _wall_sampler("gaps", n, t1)) / (t2 - t1)
+        out["gaps"] = _step_sampler("gaps", n, t1, t2)
 
     benchmark.pedantic(run, rounds=1, iterations=1)
     if not full:
         return
-    figures = {"gaps": [out["gaps"]], "mask": []}
-    for k in range(REPEATS):
-        if k:
-            figures["gaps"].append((_wall_sampler("gaps", n, t2) - _wall_sampler("gaps", n, t1))
-                                   / (t2 - t1))
-        figures["mask"].append((_wall_sampler("mask", n, t2) - _wall_sampler("mask", n, t1))
-                               / (t2 - t1))
-    gaps, mask = statistics.median(figures["gaps"]), statistics.median(figures["mask"])
+    gaps, mask = _medians(out["gaps"], lambda: _step_sampler("gaps", n, t1, t2),
+                          lambda: _step_sampler("mask", n, t1, t2))
     benchmark.extra_info.update(per_step_us=gaps * 1e6, old_per_step_us=mask * 1e6,
                                 speedup=mask / gaps, goal_speedup=GOAL_GAPS)
     print(f"\ndp_sgd d=100 n={n} q={SMALL_Q['b'] / n:.4f}: gaps {gaps * 1e6:.1f} us/step, mask "
