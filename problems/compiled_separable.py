@@ -22,23 +22,33 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
-def record_grad_sum(rows, cd1, mu, u):
-    """sum over the rows (records (a1, a2, g_1..g_d)) of their gradients (module docstring);
-    zeros for no rows."""
-    d = rows.shape[1] - 2
-    total = np.zeros(d)
-    for i in range(rows.shape[0]):
-        f1 = (1.0 + rows[i, 0]) * cd1
-        f2 = (1.0 + rows[i, 1]) * mu
-        if i == 0:
-            total[0] = rows[i, 2] + f1
+def selected_grad_sum(rows, idx, k, cd1, mu, u, total):
+    """sum over the records rows[idx[:k]] ((a1, a2, g_1..g_d) each) of their gradients, in that
+    order, into total (module docstring); zeros for k = 0. DP-SGD's compiled release
+    (`algorithms.first_order.compiled_sgd`) sums its Poisson batch with it."""
+    d = total.shape[0]
+    for m in range(k):
+        r = rows[idx[m]]
+        f1 = (1.0 + r[0]) * cd1
+        f2 = (1.0 + r[1]) * mu
+        if m == 0:
+            total[0] = r[2] + f1
             for j in range(1, d):
-                total[j] = rows[i, 2 + j] + f2 * u[j - 1]
+                total[j] = r[2 + j] + f2 * u[j - 1]
         else:
-            total[0] += rows[i, 2] + f1
+            total[0] += r[2] + f1
             for j in range(1, d):
-                total[j] += rows[i, 2 + j] + f2 * u[j - 1]
+                total[j] += r[2 + j] + f2 * u[j - 1]
+    if k == 0:
+        total[:] = 0.0
     return total
 
 
-__all__ = ["record_grad_sum"]
+@numba.njit(cache=True, nogil=True)
+def record_grad_sum(rows, cd1, mu, u):
+    """sum over all the rows of their gradients (`selected_grad_sum` in record order)."""
+    n = rows.shape[0]
+    return selected_grad_sum(rows, np.arange(n), n, cd1, mu, u, np.zeros(rows.shape[1] - 2))
+
+
+__all__ = ["record_grad_sum", "selected_grad_sum"]

@@ -56,6 +56,7 @@ from algorithms.privacy.poisson_gaps import gap_indices
 from algorithms.sosp.compiled_o2 import numba_matches_numpy
 from algorithms.sosp.compiled_o2_steps import SCREEN_MARGIN, separable_grad_norm
 from algorithms.sosp.compiled_profiles import MODE_MAP, MODE_PYTHON, PY_PROFILE, o2_profile, profile_d1
+from problems.compiled_separable import selected_grad_sum
 from problems.counts.dataset import layout_kind
 from problems.counts.layouts import CountsBatch
 from problems.separable import SeparableSaddle
@@ -138,22 +139,7 @@ def _records_sum(rows, idx, rng, q, draw, cd1, mu, u, total):
         for i in range(rows.shape[0]):
             idx[k] = i
             k += rng.random() < q
-    d = total.shape[0]
-    for m in range(k):
-        r = rows[idx[m]]
-        f1 = (1.0 + r[0]) * cd1
-        f2 = (1.0 + r[1]) * mu
-        g = r[2:]
-        if m == 0:
-            total[0] = g[0] + f1
-            for j in range(1, d):
-                total[j] = g[j] + f2 * u[j - 1]
-        else:
-            total[0] += g[0] + f1
-            for j in range(1, d):
-                total[j] += g[j] + f2 * u[j - 1]
-    if k == 0:
-        total[:] = 0.0
+    selected_grad_sum(rows, idx, k, cd1, mu, u, total)
     return k
 
 
@@ -292,6 +278,11 @@ class SgdKernel:
     d1_params: Any = None
     d1_err: Any = None
     keep: Any = None  # an outside d1's C wrapper, alive as long as the kernel
+
+    @property
+    def noise_std(self) -> float:
+        """Each release's noise std (the desk's, `ReleaseDesk.kernel_view`)."""
+        return float(self.fs[F_STD])
 
     def run(self, x: np.ndarray, t: int, max_steps: int, best: float,
             rng: np.random.Generator) -> tuple[int, int, np.ndarray, tuple]:

@@ -132,7 +132,7 @@ class _NoisyGradientMethod(FirstOrderAlgorithm):
                 n_done, why, x, (t, traj.best_est, norms, s_x, s_t, realized) = kernel.run(
                     x, t, T - t, traj.best_est, desk.kernel_generator())
                 desk.note_kernel_releases(n_done + (why == compiled_sgd.DIVERGED), realized,
-                                          desk.kernel_view()[3])
+                                          kernel.noise_std)
                 if n_done:
                     traj.log.extend(n_done, desk.last_batch, desk.last_noise_std, norms, used)
                     traj.kept.extend(len(s_t), s_x, s_t, used)
